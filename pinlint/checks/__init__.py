@@ -1,0 +1,12 @@
+"""The rules, one module each. Order here is the order of ``pinlint rule --all``."""
+
+from .base import CheckContext, Report, Rule
+from .pin001 import PageableAsyncCopy
+from .pin007 import PageableTransferInLoop
+
+ALL_RULES: tuple[Rule, ...] = (PageableAsyncCopy(), PageableTransferInLoop())
+RULES_BY_CODE = {rule.code: rule for rule in ALL_RULES}
+# PIN000 is not a rule over facts: it is how a file that cannot be parsed is reported.
+ALL_CODES = ("PIN000",) + tuple(RULES_BY_CODE)
+
+__all__ = ["ALL_CODES", "ALL_RULES", "RULES_BY_CODE", "CheckContext", "Report", "Rule"]

@@ -1,0 +1,56 @@
+"""The rule base class: a rule is a short query over the analysis' events."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, ClassVar, Iterator, Optional
+
+import libcst as cst
+
+from ..analysis import FileFacts
+from ..model import Event, Fix, Kind, Site
+
+
+@dataclass(frozen=True)
+class Report:
+    """What a rule found, in node terms; the engine turns it into a positioned Finding."""
+
+    node: cst.CSTNode
+    message: str
+    sites: frozenset = frozenset()   # allocation sites shown as related locations
+    fix: Optional[Fix] = None
+
+
+@dataclass
+class CheckContext:
+    """What a rule may ask besides the facts: settings and where a node is."""
+
+    line_of: Callable[[cst.CSTNode], int]
+    pin007_min_bytes: int = 0
+    options: dict = field(default_factory=dict)
+
+
+class Rule:
+    code: ClassVar[str]
+    name: ClassVar[str]
+    summary: ClassVar[str]
+    # Fixit-style embedded cases: each a full program; INVALID ones must produce this rule's code.
+    VALID: ClassVar[tuple[str, ...]] = ()
+    INVALID: ClassVar[tuple[str, ...]] = ()
+
+    def check(self, facts: FileFacts, ctx: CheckContext) -> Iterator[Report]:
+        raise NotImplementedError
+
+
+def pageable(site: Site) -> bool:
+    return site.kind is Kind.PAGEABLE
+
+
+def is_pageable_async_copy(event: Event) -> bool:
+    """PIN001's condition, shared with PIN007 (which yields to PIN001 at the same copy)."""
+    return event.is_async and not event.staged and event.definitely(pageable)
+
+
+def describe_site(site: Site, ctx: CheckContext) -> str:
+    api = site.api.replace("numpy.", "np.") if site.api != "arithmetic" else "arithmetic"
+    return f"`{api}` at line {ctx.line_of(site.node)}"

@@ -1,0 +1,96 @@
+"""PIN001 pageable-async-copy."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from ..analysis import FileFacts
+from .base import CheckContext, Report, Rule, describe_site, is_pageable_async_copy
+
+
+class PageableAsyncCopy(Rule):
+    code = "PIN001"
+    name = "pageable-async-copy"
+    summary = "Pageable host buffer in an asynchronous copy: the copy blocks the host and cannot overlap"
+
+    def check(self, facts: FileFacts, ctx: CheckContext) -> Iterator[Report]:
+        for copy in facts.copies():
+            if not is_pageable_async_copy(copy):
+                continue
+            direction = "host-to-device" if copy.direction == "h2d" else "device-to-host"
+            if copy.dest_allocated:
+                message = (f"`{copy.api}` allocates a pageable destination, so this asynchronous "
+                           f"{direction} copy blocks the host; pass a pinned destination buffer")
+            else:
+                origins = ", ".join(sorted(describe_site(s, ctx) for s in copy.sites))
+                message = (f"Pageable host buffer (allocated by {origins}) in asynchronous {direction} copy "
+                           f"`{copy.api}`: the call blocks the host and cannot overlap; allocate the buffer pinned")
+            yield Report(copy.node, message, copy.sites if not copy.dest_allocated else frozenset())
+
+    VALID = (
+        # Pinned source: truly asynchronous.
+        """
+import cupy as cp, cupyx
+h = cupyx.empty_pinned(1024, dtype='f4')
+d = cp.empty(1024, dtype='f4')
+s = cp.cuda.Stream(non_blocking=True)
+d.set(h, stream=s)
+""",
+        # A synchronous copy of pageable memory outside a loop is fine.
+        """
+import numpy as np
+from numba import cuda
+h = np.zeros(1024)
+d = cuda.to_device(h)
+""",
+        # Unknown buffer (a parameter): no finding.
+        """
+import torch
+def upload(batch):
+    return batch.to("cuda", non_blocking=True)
+""",
+        # cupy.asarray stages pageable memory through CuPy's pinned pool itself.
+        """
+import numpy as np, cupy as cp
+h = np.ones(1 << 20, dtype=np.float32)
+d = cp.asarray(h)
+""",
+    )
+    INVALID = (
+        """
+import numpy as np, cupy as cp
+h = np.zeros(1 << 20, dtype=np.float32)
+d = cp.empty_like(h)
+s = cp.cuda.Stream(non_blocking=True)
+d.set(h, stream=s)
+""",
+        """
+import torch as T
+x = T.randn(1024, 1024)
+y = x.to("cuda", non_blocking=True)
+""",
+        """
+import numpy as np
+import pycuda.driver as drv
+h = np.empty(4096, dtype=np.float32)
+d = drv.mem_alloc(h.nbytes)
+s = drv.Stream()
+drv.memcpy_htod_async(d, h, s)
+""",
+        """
+import numpy as np
+from cuda.bindings import runtime as rt
+h = np.zeros(256, dtype=np.float32)
+err, dptr = rt.cudaMalloc(h.nbytes)
+err, s = rt.cudaStreamCreate()
+rt.cudaMemcpyAsync(dptr, h.ctypes.data, h.nbytes, rt.cudaMemcpyKind.cudaMemcpyHostToDevice, s)
+""",
+        """
+from numba import cuda
+import numpy as np
+s = cuda.stream()
+d = cuda.device_array(1024, stream=s)
+out = np.empty(1024)
+d.copy_to_host(out)
+""",
+    )

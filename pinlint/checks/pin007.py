@@ -1,0 +1,83 @@
+"""PIN007 pageable-transfer-in-loop."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from ..analysis import FileFacts
+from ..model import Event, Site
+from .base import CheckContext, Report, Rule, describe_site, is_pageable_async_copy, pageable
+
+
+def _allocated_outside(copy: Event, site: Site) -> bool:
+    """The copy sits in a loop that the allocation does not: the same buffer crosses every iteration."""
+    return not site.fresh_each_iteration and any(loop not in site.loops for loop in copy.loops)
+
+
+class PageableTransferInLoop(Rule):
+    code = "PIN007"
+    name = "pageable-transfer-in-loop"
+    summary = "Pageable buffer allocated outside a loop and transferred inside it, at pageable bandwidth"
+
+    def check(self, facts: FileFacts, ctx: CheckContext) -> Iterator[Report]:
+        for copy in facts.copies():
+            if not copy.loops or copy.dest_allocated or is_pageable_async_copy(copy):
+                continue
+            if not copy.definitely(lambda s: pageable(s) and _allocated_outside(copy, s)):
+                continue
+            sizes = [s.nbytes for s in copy.sites]
+            if all(size is not None for size in sizes) and max(sizes) < ctx.pin007_min_bytes:
+                continue  # small constant-size transfers are latency-bound; pinning buys little
+            direction = "host-to-device" if copy.direction == "h2d" else "device-to-host"
+            origins = ", ".join(sorted(describe_site(s, ctx) for s in copy.sites))
+            yield Report(copy.node,
+                         f"Pageable host buffer (allocated by {origins}, outside the loop) in {direction} copy "
+                         f"`{copy.api}` inside a loop: every iteration transfers at pageable bandwidth; "
+                         f"allocate the buffer pinned", copy.sites)
+
+    VALID = (
+        # Pinned buffer reused in the loop.
+        """
+import numpy as np
+from numba import cuda
+h = cuda.pinned_array(1 << 20, dtype=np.float32)
+for i in range(10):
+    d = cuda.to_device(h)
+""",
+        # Allocated inside the loop: a fresh buffer each time (pinning it would cost more).
+        """
+import numpy as np, cupy as cp
+for i in range(10):
+    h = np.full(1 << 20, i, dtype=np.float32)
+    d = cp.asarray(h)
+""",
+        # Unknown buffer.
+        """
+import cupy as cp
+def f(h, d):
+    for i in range(10):
+        d.set(h)
+""",
+    )
+    INVALID = (
+        """
+import numpy as np, cupy as cp
+h = np.zeros(1 << 20, dtype=np.float32)
+for i in range(10):
+    d = cp.asarray(h)
+""",
+        """
+import torch
+x = torch.zeros(1 << 20)
+for step in range(100):
+    y = x.cuda()
+""",
+        """
+import numpy as np
+import pycuda.driver as drv
+def loop(d):
+    h = np.empty(1 << 20, dtype=np.float32)
+    while True:
+        drv.memcpy_dtoh(h, d)
+""",
+    )

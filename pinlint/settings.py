@@ -1,0 +1,50 @@
+"""Resolved settings: which codes run, and the rules' thresholds."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, Optional
+
+from .checks import ALL_CODES
+
+
+class SettingsError(ValueError):
+    """A bad option or configuration value; the CLI prints it and exits 2."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    select: frozenset = field(default_factory=lambda: frozenset(ALL_CODES))
+    pin007_min_bytes: int = 64 * 1024
+
+
+def _expand(selector: str, option: str) -> set:
+    selector = selector.strip().upper()
+    if not selector:
+        return set()
+    if selector == "ALL":
+        return set(ALL_CODES)
+    matched = {code for code in ALL_CODES if code.startswith(selector)}
+    if not matched:
+        raise SettingsError(f"{option}: unknown rule code or prefix {selector!r} "
+                            f"(known codes: {', '.join(ALL_CODES)}; see `pinlint rule --all`)")
+    return matched
+
+
+def _split(values: Optional[Iterable[str]]) -> list:
+    out: list = []
+    for value in values or ():
+        out.extend(part for part in value.split(",") if part.strip())
+    return out
+
+
+def resolve_selection(select: Optional[Iterable[str]] = None, ignore: Optional[Iterable[str]] = None,
+                      extend_select: Optional[Iterable[str]] = None) -> frozenset:
+    chosen: set = set(ALL_CODES) if not _split(select) else set()
+    for selector in _split(select):
+        chosen |= _expand(selector, "--select")
+    for selector in _split(extend_select):
+        chosen |= _expand(selector, "--extend-select")
+    for selector in _split(ignore):
+        chosen -= _expand(selector, "--ignore")
+    return frozenset(chosen)
