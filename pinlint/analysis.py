@@ -1215,30 +1215,28 @@ def _run_scope(ctx: _FileContext, name: str, node: cst.CSTNode, body: Sequence[c
 
 
 def _class_attributes(ctx: _FileContext, functions) -> dict[str, dict]:
-    """``self.x`` values at the end of each class's ``__init__``, for names no other method rebinds."""
+    """``self.x`` facts per class: the join of what every method of the class assigns to ``self.x``.
+
+    ``__init__`` usually makes the buffers, but setup methods (``allocate_buffers``) are common too;
+    a value is known only when every assignment in the class is known, so a method that rebinds the
+    attribute to a parameter or an unknown call's result makes it unknown (precision first).
+    """
     by_class: dict[str, list] = {}
     for qualified, node, klass in functions:
-        if klass is not None:
+        if klass is not None and not _is_static(node) and _parameters(node):
             by_class.setdefault(klass, []).append((qualified, node))
     result: dict[str, dict] = {}
     for klass, methods in by_class.items():
-        rebound: set[str] = set()
-        for _, node in methods:
-            if node.name.value != "__init__":
-                rebound |= _self_assignments(node)
         attributes: dict = {}
         for qualified, node in methods:
-            if node.name.value == "__init__":
-                params = _parameters(node)
-                if not params:
-                    continue
-                self_name = params[0]
-                env = {p: UNKNOWN for p in params[1:]}
-                env[self_name] = UNKNOWN
-                _, final = _run_scope(ctx, qualified, node, _body(node.body), env)
-                for key, value in final.items():
-                    if key.startswith(self_name + ".") and key.split(".", 1)[1] not in rebound:
-                        attributes[key.split(".", 1)[1]] = value
+            assigned = _self_assignments(node)
+            if not assigned:
+                continue
+            params = _parameters(node)
+            _, final = _run_scope(ctx, qualified, node, _body(node.body), {p: UNKNOWN for p in params})
+            for attr in assigned:
+                value = final.get(f"{params[0]}.{attr}", UNKNOWN)
+                attributes[attr] = join(attributes[attr], value) if attr in attributes else value
         result[klass] = attributes
     return result
 
