@@ -19,8 +19,9 @@ import libcst as cst
 from .apitables import Api, ArgSpec, Tables, default_tables
 from .imports import ImportMap, collect_imports, dotted
 from .model import Event, EventType, Kind, Site
+from .walk import child_blocks, small_statements, statements, suite_body as _body
 from .values import (UNKNOWN, Const, Context, Device, DeviceSpec, Host, Items, Iteration, Loader, Obj,
-                     Stream, Unknown, Value, join, join_envs)
+                     Stream, Unknown, Value, join, join_envs, varying_in)
 
 MAX_LOOP_PASSES = 4
 
@@ -115,8 +116,10 @@ class _Interpreter:
         if not self.emit:
             return
         sites, maybe_unknown = _sites_of(value)
+        varies = value.varies if isinstance(value, Host) else frozenset()
         self.events.append(Event(type=type_, node=node, loops=tuple(self.loops), branch=tuple(self.branch),
-                                 sites=sites, maybe_unknown=maybe_unknown, scope=self.name, **kw))
+                                 sites=sites, maybe_unknown=maybe_unknown, varies_in=varies, scope=self.name,
+                                 **kw))
 
     def _site(self, node: cst.CSTNode, kind: Kind, library: str, api: str, *, variant: str = "",
               nbytes: Optional[int] = None, pooled: bool = False, fix: Optional[str] = None,
@@ -311,7 +314,7 @@ class _Interpreter:
         iter_value = self.expr(node.iter) if isinstance(node, cst.For) else None  # runs once, before the loop
         if isinstance(node, cst.For) and isinstance(iter_value, Host) and not iter_value.batch:
             self._event(EventType.READ, node.iter, iter_value)
-        element = _element_of(iter_value) if iter_value is not None else UNKNOWN
+        element = varying_in(_element_of(iter_value), loop_id) if iter_value is not None else UNKNOWN
 
         def one_pass(env: dict) -> Optional[dict]:
             self.env = dict(env)
@@ -572,7 +575,7 @@ class _Interpreter:
                     self.loops.append(loop_id)
                 else:
                     iter_value = self.expr(clause.iter)
-                self.assign(clause.target, _element_of(iter_value))
+                self.assign(clause.target, varying_in(_element_of(iter_value), loop_id))
                 for condition in clause.ifs:
                     self.expr(condition.test)
             if isinstance(node, cst.DictComp):
@@ -925,14 +928,6 @@ class _Interpreter:
 
 
 # ---------------------------------------------------------------------- helpers
-def _body(suite) -> Sequence[cst.CSTNode]:
-    if isinstance(suite, cst.IndentedBlock):
-        return suite.body
-    if isinstance(suite, cst.SimpleStatementSuite):
-        return [cst.SimpleStatementLine(body=suite.body)]
-    return getattr(suite, "body", [])
-
-
 def _target_key(node: cst.BaseExpression) -> Optional[str]:
     """Environment key for a name or a ``self.attr`` chain."""
     if isinstance(node, cst.Name):
@@ -1115,84 +1110,44 @@ def _functions_in(node: cst.CSTNode, prefix: str, klass: Optional[str]):
         name = f"{prefix}{node.name.value}"
         for child in _body(node.body):
             yield from _functions_in(child, f"{name}.", name)
-    elif isinstance(node, (cst.If, cst.Try, cst.With, cst.For, cst.While)) or type(node).__name__ == "TryStar":
-        for child in _nested_blocks(node):
-            yield from _functions_in(child, prefix, klass)
+    elif not isinstance(node, cst.SimpleStatementLine):
+        for block in child_blocks(node):
+            for child in block:
+                yield from _functions_in(child, prefix, klass)
 
 
-def _nested_blocks(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    for attr in ("body", "orelse", "finalbody"):
-        part = getattr(node, attr, None)
-        if part is None:
-            continue
-        if isinstance(part, cst.If):
-            yield part
-            continue
-        inner = getattr(part, "body", part)
-        yield from _body(inner) if not isinstance(inner, (list, tuple)) else inner
-    for handler in getattr(node, "handlers", ()):
-        yield from _body(handler.body)
+def _target_names(target: cst.BaseExpression) -> Iterator[str]:
+    if isinstance(target, cst.Name):
+        yield target.value
+    elif isinstance(target, (cst.Tuple, cst.List)):
+        for element in target.elements:
+            yield from _target_names(element.value)
+    elif isinstance(target, cst.StarredElement):
+        yield from _target_names(target.value)
 
 
 def _single_assigned_globals(module: cst.Module) -> set[str]:
     """Module-level names assigned exactly once and never declared ``global`` in a function."""
     counts: dict[str, int] = {}
-
-    class Counter(cst.CSTVisitor):
-        def __init__(self) -> None:
-            self.depth = 0
-            self.declared_global: set[str] = set()
-
-        def visit_FunctionDef(self, node) -> None:
-            self.depth += 1
-
-        def leave_FunctionDef(self, node) -> None:
-            self.depth -= 1
-
-        def visit_ClassDef(self, node) -> None:
-            self.depth += 1
-
-        def leave_ClassDef(self, node) -> None:
-            self.depth -= 1
-
-        def visit_Global(self, node: cst.Global) -> None:
-            self.declared_global.update(n.name.value for n in node.names)
-
-        def _count(self, target) -> None:
-            if isinstance(target, cst.Name):
-                counts[target.value] = counts.get(target.value, 0) + 1
-            elif isinstance(target, (cst.Tuple, cst.List)):
-                for element in target.elements:
-                    self._count(element.value)
-            elif isinstance(target, cst.StarredElement):
-                self._count(target.value)
-
-        def visit_AssignTarget(self, node) -> None:
-            if self.depth == 0:
-                self._count(node.target)
-
-        def visit_AnnAssign(self, node) -> None:
-            if self.depth == 0 and node.value is not None:
-                self._count(node.target)
-
-        def visit_AugAssign(self, node) -> None:
-            if self.depth == 0:
-                self._count(node.target)
-                self._count(node.target)
-
-        def visit_For(self, node) -> None:
-            if self.depth == 0:
-                self._count(node.target)
-                self._count(node.target)
-
-        def visit_NamedExpr(self, node) -> None:
-            if self.depth == 0:
-                self._count(node.target)
-                self._count(node.target)
-
-    counter = Counter()
-    module.visit(counter)
-    return {name for name, count in counts.items() if count == 1 and name not in counter.declared_global}
+    for node in statements(module.body):
+        if isinstance(node, cst.For):
+            for name in _target_names(node.target):
+                counts[name] = counts.get(name, 0) + 2  # rebound every iteration
+    for small in small_statements(module.body):
+        targets: list = []
+        weight = 1
+        if isinstance(small, cst.Assign):
+            targets = [t.target for t in small.targets]
+        elif isinstance(small, cst.AnnAssign) and small.value is not None:
+            targets = [small.target]
+        elif isinstance(small, cst.AugAssign):
+            targets, weight = [small.target], 2
+        for target in targets:
+            for name in _target_names(target):
+                counts[name] = counts.get(name, 0) + weight
+    declared_global = {name.name.value for small in small_statements(module.body, into_definitions=True)
+                       if isinstance(small, cst.Global) for name in small.names}
+    return {name for name, count in counts.items() if count == 1 and name not in declared_global}
 
 
 def _parameters(node: cst.FunctionDef) -> list[str]:
@@ -1242,31 +1197,26 @@ def _class_attributes(ctx: _FileContext, functions) -> dict[str, dict]:
 
 
 def _self_assignments(node: cst.FunctionDef) -> set[str]:
-    names: set[str] = set()
+    """Attributes of ``self`` (the first parameter) that a method assigns."""
     params = _parameters(node)
     if not params:
-        return names
-    self_name = params[0]
+        return set()
+    names: set[str] = set()
 
-    class Finder(cst.CSTVisitor):
-        def _target(self, target) -> None:
-            if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and \
-                    target.value.value == self_name:
-                names.add(target.attr.value)
-            elif isinstance(target, (cst.Tuple, cst.List)):
-                for element in target.elements:
-                    self._target(element.value)
+    def add(target: cst.BaseExpression) -> None:
+        if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and \
+                target.value.value == params[0]:
+            names.add(target.attr.value)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                add(element.value)
 
-        def visit_AssignTarget(self, n) -> None:
-            self._target(n.target)
-
-        def visit_AugAssign(self, n) -> None:
-            self._target(n.target)
-
-        def visit_AnnAssign(self, n) -> None:
-            self._target(n.target)
-
-    node.visit(Finder())
+    for small in small_statements(_body(node.body)):
+        if isinstance(small, cst.Assign):
+            for target in small.targets:
+                add(target.target)
+        elif isinstance(small, (cst.AugAssign, cst.AnnAssign)):
+            add(small.target)
     return names
 
 

@@ -14,6 +14,8 @@ from typing import Optional, Union
 
 import libcst as cst
 
+from .walk import small_statements
+
 _AMBIGUOUS = object()
 
 
@@ -63,35 +65,35 @@ class ImportMap:
         return {t.split(".")[0] for t in self._bindings.values() if isinstance(t, str)}
 
 
-class _Collector(cst.CSTVisitor):
-    def __init__(self, imports: ImportMap) -> None:
-        self.imports = imports
+def _bind_import(imports: ImportMap, node: cst.Import) -> None:
+    for alias in node.names:
+        module = _module_name(alias.name)
+        if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+            imports.bind(alias.asname.name.value, module)
+        else:
+            # `import a.b.c` binds `a`; the chain a.b.c then qualifies to itself.
+            root = module.split(".")[0]
+            imports.bind(root, root)
 
-    def visit_Import(self, node: cst.Import) -> bool:
-        for alias in node.names:
-            module = _module_name(alias.name)
-            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                self.imports.bind(alias.asname.name.value, module)
-            else:
-                # `import a.b.c` binds `a`; the chain a.b.c then qualifies to itself.
-                root = module.split(".")[0]
-                self.imports.bind(root, root)
-        return False
 
-    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
-        if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
-            return False
-        module = _module_name(node.module)
-        for alias in node.names:
-            name = _module_name(alias.name)
-            local = name
-            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                local = alias.asname.name.value
-            self.imports.bind(local, f"{module}.{name}")
-        return False
+def _bind_import_from(imports: ImportMap, node: cst.ImportFrom) -> None:
+    if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
+        return
+    module = _module_name(node.module)
+    for alias in node.names:
+        name = _module_name(alias.name)
+        local = name
+        if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+            local = alias.asname.name.value
+        imports.bind(local, f"{module}.{name}")
 
 
 def collect_imports(module: cst.Module) -> ImportMap:
+    """Imports anywhere in the file (module level, functions, try/except fallbacks)."""
     imports = ImportMap()
-    module.visit(_Collector(imports))
+    for small in small_statements(module.body, into_definitions=True):
+        if isinstance(small, cst.Import):
+            _bind_import(imports, small)
+        elif isinstance(small, cst.ImportFrom):
+            _bind_import_from(imports, small)
     return imports

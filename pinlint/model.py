@@ -71,6 +71,7 @@ class Event:
     branch: tuple[tuple[int, int], ...]  # (if-id, arm) pairs around the event, outermost first
     sites: frozenset[Site] = frozenset()  # host buffer(s) involved; empty when unknown
     maybe_unknown: bool = False           # some of the buffer's possible values are unknown
+    varies_in: frozenset = frozenset()    # loops in which the buffer is a different one each iteration
     api: str = ""
     direction: str = ""                   # "h2d" / "d2h" for copies
     is_async: bool = False                # the copy is asynchronous by API or by its arguments

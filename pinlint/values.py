@@ -33,6 +33,7 @@ class Host(Value):
     library: str = "numpy"        # "numpy" or "torch": which methods apply
     maybe_unknown: bool = False   # joined with an unknown value on some path
     batch: bool = False           # a DataLoader batch: indexing picks a tensor, not an element
+    varies: frozenset = frozenset()  # loops whose iterations each see a different buffer (`for a in arrays`)
 
     def kinds(self) -> frozenset:
         return frozenset(s.kind for s in self.sites)
@@ -118,9 +119,9 @@ def join(a: Value, b: Value) -> Value:
         return a
     if isinstance(a, Host) and isinstance(b, Host):
         return Host(a.sites | b.sites, a.library if a.library == b.library else "numpy",
-                    a.maybe_unknown or b.maybe_unknown, a.batch and b.batch)
+                    a.maybe_unknown or b.maybe_unknown, a.batch and b.batch, a.varies | b.varies)
     if isinstance(a, Host) and isinstance(b, Unknown):
-        return Host(a.sites, a.library, True, a.batch)
+        return Host(a.sites, a.library, True, a.batch, a.varies)
     if isinstance(b, Host) and isinstance(a, Unknown):
         return join(b, a)
     if isinstance(a, Const) and isinstance(b, Const):
@@ -145,3 +146,12 @@ def join_envs(a: dict, b: dict) -> dict:
 
 def is_pageable(site: Site) -> bool:
     return site.kind is Kind.PAGEABLE
+
+
+def varying_in(value: Value, loop: int) -> Value:
+    """The element a loop binds on each iteration: a different buffer every time round."""
+    if isinstance(value, Host):
+        return Host(value.sites, value.library, value.maybe_unknown, value.batch, value.varies | {loop})
+    if isinstance(value, Items):
+        return Items(tuple(varying_in(item, loop) for item in value.items))
+    return value

@@ -10,8 +10,10 @@ from .base import CheckContext, Report, Rule, describe_site, is_pageable_async_c
 
 
 def _allocated_outside(copy: Event, site: Site) -> bool:
-    """The copy sits in a loop that the allocation does not: the same buffer crosses every iteration."""
-    return not site.fresh_each_iteration and any(loop not in site.loops for loop in copy.loops)
+    """The copy sits in a loop that the allocation does not, and every iteration of that loop sees the
+    same buffer (not `for a in arrays`, where each iteration copies a different one once)."""
+    return not site.fresh_each_iteration and any(
+        loop not in site.loops and loop not in copy.varies_in for loop in copy.loops)
 
 
 class PageableTransferInLoop(Rule):
@@ -51,6 +53,14 @@ for i in range(10):
     h = np.full(1 << 20, i, dtype=np.float32)
     d = cp.asarray(h)
 """,
+        # Each iteration copies a different buffer, once.
+        """
+import numpy as np
+import pycuda.gpuarray as gpuarray
+arrays = [np.ones(1 << 20), np.zeros(1 << 20)]
+for a in arrays:
+    d = gpuarray.to_gpu(a)
+""",
         # Unknown buffer.
         """
 import cupy as cp
@@ -60,6 +70,13 @@ def f(h, d):
 """,
     )
     INVALID = (
+        # The element of the outer loop is copied again on every iteration of the inner loop.
+        """
+import numpy as np, cupy as cp
+for a in [np.ones(1 << 20), np.zeros(1 << 20)]:
+    for repeat in range(10):
+        d = cp.asarray(a)
+""",
         """
 import numpy as np, cupy as cp
 h = np.zeros(1 << 20, dtype=np.float32)
