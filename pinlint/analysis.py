@@ -20,8 +20,9 @@ from .apitables import Api, ArgSpec, Tables, default_tables
 from .imports import ImportMap, collect_imports, dotted
 from .model import Event, EventType, Kind, Site
 from .walk import child_blocks, small_statements, statements, suite_body as _body
-from .values import (UNKNOWN, Const, Context, Device, DeviceSpec, Host, Items, Iteration, Loader, Obj,
-                     Stream, Unknown, Value, join, join_envs, varying_in)
+from .values import (ANYTHING, UNKNOWN, Const, Context, Device, DeviceSpec, Host, Items, Iteration, Loader, Obj,
+                     Function, Stream, Unknown, Value, join, join_envs,
+                     varying_in)
 
 MAX_LOOP_PASSES = 4
 
@@ -67,6 +68,7 @@ class _FileContext:
     streams: dict = field(default_factory=dict)      # call node -> Stream
     ids: dict = field(default_factory=dict)          # loop / if node -> small int
     module_globals: dict = field(default_factory=dict)
+    summaries: dict = field(default_factory=dict)    # function node -> joined return value
 
     def node_id(self, node: cst.CSTNode) -> int:
         return self.ids.setdefault(node, len(self.ids) + 1)
@@ -110,6 +112,7 @@ class _Interpreter:
         self.current_stream: list[Stream] = []
         self.emit = True
         self.events: list[Event] = []
+        self.returned: Optional[Value] = None  # join of the values this scope returns
 
     # ----------------------------------------------------------------- events
     def _event(self, type_: EventType, node: cst.CSTNode, value: Value = UNKNOWN, **kw) -> None:
@@ -123,13 +126,13 @@ class _Interpreter:
 
     def _site(self, node: cst.CSTNode, kind: Kind, library: str, api: str, *, variant: str = "",
               nbytes: Optional[int] = None, pooled: bool = False, fix: Optional[str] = None,
-              fresh_each_iteration: bool = False) -> Site:
+              fresh_each_iteration: bool = False, via: frozenset = frozenset()) -> Site:
         key = (node, variant)
         site = self.ctx.sites.get(key)
         if site is None or site.kind is not kind:
             site = Site(kind=kind, library=library, api=api, node=node, loops=tuple(self.loops),
                         nbytes=nbytes, pooled=pooled, fix=fix, scope=self.name,
-                        fresh_each_iteration=fresh_each_iteration)
+                        fresh_each_iteration=fresh_each_iteration, via=via)
             self.ctx.sites[key] = site
         return site
 
@@ -150,8 +153,10 @@ class _Interpreter:
             self.with_statement(node)
         elif isinstance(node, cst.Try) or type(node).__name__ == "TryStar":
             self.try_statement(node)
-        elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
-            self.env[node.name.value] = UNKNOWN  # analysed as scopes of their own
+        elif isinstance(node, cst.FunctionDef):
+            self.env[node.name.value] = Function(node, node.name.value)  # analysed as a scope of its own
+        elif isinstance(node, cst.ClassDef):
+            self.env[node.name.value] = UNKNOWN
         elif isinstance(node, cst.Match):
             self.match_statement(node)
         elif isinstance(node, cst.IndentedBlock):
@@ -178,8 +183,9 @@ class _Interpreter:
         elif isinstance(node, cst.Expr):
             self.expr(node.value)
         elif isinstance(node, (cst.Return, cst.Raise)):
-            if getattr(node, "value", None) is not None:
-                self.expr(node.value)
+            if isinstance(node, cst.Return):
+                value = self.expr(node.value) if node.value is not None else Const.of(None)
+                self.returned = value if self.returned is None else join(self.returned, value)
             elif isinstance(node, cst.Raise) and node.exc is not None:
                 self.expr(node.exc)
             raise _Stop()
@@ -608,13 +614,36 @@ class _Interpreter:
             receiver = self.expr(func.value)
             api = self._method(receiver, func.attr.value)
         else:
-            self.expr(func)
+            callee = self.expr(func)
+            if isinstance(callee, Function):
+                self._arguments(node)
+                return self._call_local(node, callee)
         args = self._arguments(node)
         if api is None:
             if isinstance(func, cst.Name) and func.value not in self.env:
                 return self._builtin(node, func.value, args)
             return UNKNOWN
         return self._apply(api, node, receiver, args)
+
+    def _call_local(self, node: cst.Call, callee: Function) -> Value:
+        """One level of calls: a local function that returns memory it allocated itself allocates it
+        anew at every call, so the call is the allocation site (the analysis of ``callee`` ran first)."""
+        summary = self.ctx.summaries.get(callee.node)
+        if not isinstance(summary, Host) or summary.maybe_unknown or not summary.sites:
+            return UNKNOWN
+        inner = summary.sites
+        made_inside = [s.scope == callee.name for s in inner]  # summaries exist for module-level functions only
+        if not all(made_inside):
+            # It hands out buffers made elsewhere (a global): the same buffers, not new ones.
+            return UNKNOWN if any(made_inside) else summary
+        kinds = {s.kind for s in inner}
+        if len(kinds) != 1:
+            return UNKNOWN
+        site = self._site(node, kinds.pop(), summary.library, f"{callee.name}()", variant="call",
+                          pooled=all(s.pooled for s in inner), via=frozenset(inner))
+        value = Host(frozenset([site]), summary.library)
+        self._event(EventType.ALLOC, node, value, api=site.api)
+        return value
 
     def _arguments(self, node: cst.Call) -> _Args:
         positional, keywords, star = [], {}, False
@@ -772,7 +801,8 @@ class _Interpreter:
         remembered = receiver.stream if isinstance(receiver, Device) else None
         chosen = explicit or (remembered if mode == "stream-or-remembered" else None) or current
         if mode == "always":
-            return True, chosen
+            # An async API told to use the default stream (`stream=0`) asks for no overlap.
+            return not (given and not _truthy_stream(stream)), chosen
         if mode == "never":
             return False, chosen
         if mode in ("stream", "stream-or-remembered"):
@@ -990,7 +1020,7 @@ def _truthy_stream(value: Value) -> bool:
         return not value.default
     if isinstance(value, Const):
         return all(bool(v) for v in value.values)
-    return not isinstance(value, Const)  # an unknown stream object passed on purpose
+    return True  # an unknown stream object passed on purpose
 
 
 def _device_of(value: Value) -> Optional[bool]:
@@ -1159,14 +1189,34 @@ def _parameters(node: cst.FunctionDef) -> list[str]:
     return names
 
 
-def _run_scope(ctx: _FileContext, name: str, node: cst.CSTNode, body: Sequence[cst.CSTNode], env: dict) \
-        -> tuple[ScopeFacts, dict]:
+def _parameter_env(node: cst.FunctionDef) -> dict:
+    """Parameters are unknown; one whose default is ``0``/``None``/``False`` may well be left at it,
+    so it stays "that constant or anything" (a ``stream=0`` parameter is not an async request)."""
+    env: dict = {}
+    params = node.params
+    for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+        default = param.default
+        env[param.name.value] = UNKNOWN
+        if isinstance(default, cst.Name) and default.value in ("None", "False"):
+            env[param.name.value] = Const(frozenset([None if default.value == "None" else False, ANYTHING]))
+        elif isinstance(default, cst.Integer) and default.value == "0":
+            env[param.name.value] = Const(frozenset([0, ANYTHING]))
+    for star in (params.star_arg, params.star_kwarg):
+        if isinstance(star, cst.Param):
+            env[star.name.value] = UNKNOWN
+    return env
+
+
+def _run_scope(ctx: _FileContext, name: str, node: cst.CSTNode, body: Sequence[cst.CSTNode], env: dict,
+               emit: bool = True) -> tuple[ScopeFacts, dict, Optional[Value]]:
     interpreter = _Interpreter(ctx, name, env)
+    interpreter.emit = emit
     try:
         interpreter.run_block(body)
     except _Stop:
         pass
-    return ScopeFacts(name, node, interpreter.events), interpreter.env
+    return ScopeFacts(name, node, interpreter.events), interpreter.env, interpreter.returned
+
 
 
 def _class_attributes(ctx: _FileContext, functions) -> dict[str, dict]:
@@ -1188,7 +1238,8 @@ def _class_attributes(ctx: _FileContext, functions) -> dict[str, dict]:
             if not assigned:
                 continue
             params = _parameters(node)
-            _, final = _run_scope(ctx, qualified, node, _body(node.body), {p: UNKNOWN for p in params})
+            _, final, _ = _run_scope(ctx, qualified, node, _body(node.body), _parameter_env(node),
+                                     emit=False)
             for attr in assigned:
                 value = final.get(f"{params[0]}.{attr}", UNKNOWN)
                 attributes[attr] = join(attributes[attr], value) if attr in attributes else value
@@ -1226,20 +1277,28 @@ def analyze(module: cst.Module, tables: Optional[Tables] = None, imports: Option
     ctx = _FileContext(tables, imports)
     scopes: list[ScopeFacts] = []
 
-    module_facts, module_env = _run_scope(ctx, "<module>", module, module.body, {})
+    module_facts, module_env, _ = _run_scope(ctx, "<module>", module, module.body, {})
     scopes.append(module_facts)
     single = _single_assigned_globals(module)
-    ctx.module_globals = {name: value for name, value in module_env.items() if name in single and "." not in name}
+    ctx.module_globals = {name: value for name, value in module_env.items()
+                          if "." not in name and (name in single or isinstance(value, Function))}
 
     functions = list(_functions(module.body, ""))
+    # Return summaries of module-level functions (callees see no summaries: one level of calls).
+    for qualified, node, klass in functions:
+        if klass is None and "." not in qualified:
+            _, _, returned = _run_scope(ctx, qualified, node, _body(node.body),
+                                        _parameter_env(node), emit=False)
+            if returned is not None:
+                ctx.summaries[node] = returned
     attributes = _class_attributes(ctx, functions)
     for qualified, node, klass in functions:
         params = _parameters(node)
-        env: dict = {p: UNKNOWN for p in params}
+        env = _parameter_env(node)
         if klass is not None and params and not _is_static(node):
             for attr, value in attributes.get(klass, {}).items():
                 env[f"{params[0]}.{attr}"] = value
-        facts, _ = _run_scope(ctx, qualified, node, _body(node.body), env)
+        facts, _, _ = _run_scope(ctx, qualified, node, _body(node.body), env)
         scopes.append(facts)
     return FileFacts(module, scopes)
 

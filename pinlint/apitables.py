@@ -137,9 +137,11 @@ def load_tables(folder: Optional[Path] = None) -> Tables:
                 for name in _expand(pattern, prefixes):
                     tables.functions[name] = _entry(raw, name, library)
         for raw in data.get("method", []):
-            owner = RECEIVER_CLASSES.get(raw["on"], raw["on"])
+            receivers = [raw["on"]] if isinstance(raw["on"], str) else raw["on"]
+            owner = RECEIVER_CLASSES.get(receivers[0], receivers[0])
             for name in raw["names"]:
-                tables.methods[(raw["on"], name)] = _entry(raw, f"{owner}.{name}", library)
+                for receiver in receivers:
+                    tables.methods[(receiver, name)] = _entry(raw, f"{owner}.{name}", library)
         attrs = data.get("attributes", {})
         tables.view_attributes.update(attrs.get("view", []))
         tables.device_attributes.update(attrs.get("device", []))

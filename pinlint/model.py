@@ -47,6 +47,7 @@ class Site:
     fix: Optional[str] = None  # fix family from the API table, None when the site cannot be rewritten
     scope: str = ""        # function (qualified) in which the site was allocated
     fresh_each_iteration: bool = False  # a new buffer per use (DataLoader batches, get() results)
+    via: frozenset = frozenset()  # for a call to a local allocating function: the sites inside it
 
 
 class EventType(str, enum.Enum):

@@ -23,6 +23,8 @@ class Unknown(Value):
 
 
 UNKNOWN = Unknown()
+# Inside a Const's set of values: "or any other value" (a parameter that defaults to 0).
+ANYTHING = object()
 
 
 @dataclass(frozen=True)
@@ -105,6 +107,14 @@ class Context(Value):
 
     stream: Optional[Stream] = None
     registered: tuple = ()  # ((root variable name, Host value), ...)
+
+
+@dataclass(frozen=True, eq=False)
+class Function(Value):
+    """A function defined in this file; calling it applies its return summary."""
+
+    node: object
+    name: str
 
 
 @dataclass(frozen=True)

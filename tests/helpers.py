@@ -1,0 +1,103 @@
+"""Shared helpers: lint a small inline program and look at what came out.
+
+Programs are written indented inside the tests; ``source`` dedents them and drops the newline after
+the opening quotes, so row 1 is the program's first line. Rows and columns are those of that text:
+use ``row_of`` / ``col_of`` rather than counting lines by hand.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+from typing import Optional
+
+from pinlint.engine import FileResult, lint_text
+from pinlint.model import Finding
+from pinlint.settings import Settings
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURES = REPO / "fixtures"
+RULES_API = REPO / "rules" / "api"
+
+
+def source(src: str) -> str:
+    """The program as pinlint sees it: dedented, leading blank line removed."""
+    return textwrap.dedent(src).lstrip("\n")
+
+
+def lint(src: str, settings: Optional[Settings] = None) -> FileResult:
+    return lint_text(source(src), "t.py", settings or Settings())
+
+
+def findings(src: str, settings: Optional[Settings] = None) -> list[Finding]:
+    result = lint(src, settings)
+    assert result.error is None, result.error
+    return list(result.findings)
+
+
+def codes(src: str, settings: Optional[Settings] = None) -> list[str]:
+    return [f.code for f in findings(src, settings)]
+
+
+def only(src: str, code: str, settings: Optional[Settings] = None) -> Finding:
+    """The single finding with ``code`` (fails when there are none or several)."""
+    found = [f for f in findings(src, settings) if f.code == code]
+    assert len(found) == 1, [(f.code, f.location, f.message) for f in findings(src, settings)]
+    return found[0]
+
+
+def rows(src: str, code: str, settings: Optional[Settings] = None) -> list[int]:
+    return [f.location.row for f in findings(src, settings) if f.code == code]
+
+
+def row_of(src: str, needle: str) -> int:
+    """1-based row of the only line of the (dedented) program containing ``needle``."""
+    lines = source(src).splitlines()
+    hits = [i + 1 for i, line in enumerate(lines) if needle in line]
+    assert len(hits) == 1, f"{needle!r} occurs on rows {hits}"
+    return hits[0]
+
+
+def col_of(src: str, needle: str) -> int:
+    """1-based column where ``needle`` starts on its (only) line."""
+    line = source(src).splitlines()[row_of(src, needle) - 1]
+    return line.index(needle) + 1
+
+
+def fixture_expectations() -> list[tuple[Path, frozenset]]:
+    """Every fixture with the codes its first line expects (empty for ``none``)."""
+    out = []
+    for path in sorted(FIXTURES.glob("PIN*/*.py")):
+        first = path.read_text(encoding="utf-8").splitlines()[0]
+        assert first.startswith("# pinlint-expect:"), path
+        raw = first.split(":", 1)[1].strip()
+        expected = frozenset() if raw == "none" else frozenset(c.strip() for c in raw.split(","))
+        out.append((path, expected))
+    return out
+
+
+def copy_kinds(src: str, needle: str) -> set[str]:
+    """Memory kinds the analysis gives the host buffer of the copy on the line containing ``needle``.
+
+    Tells "known pinned" from "unknown" (both are silent for PIN001), so a clean result cannot come
+    from the analysis having lost track of the buffer. ``{"unknown"}`` when the buffer is not known.
+    """
+    import libcst as cst
+    from libcst.metadata import MetadataWrapper, PositionProvider
+
+    from pinlint.analysis import analyze
+
+    wrapper = MetadataWrapper(cst.parse_module(source(src)), unsafe_skip_copy=True)
+    facts = analyze(wrapper.module)
+    positions = wrapper.resolve(PositionProvider)
+    row = row_of(src, needle)
+    kinds: set = set()
+    seen = False
+    for event in facts.copies():
+        if positions[event.node].start.line == row:
+            seen = True
+            kinds |= {k.value for k in event.kinds}
+            if event.maybe_unknown or not event.sites:
+                kinds.add("unknown")
+    assert seen, f"no copy event on row {row} ({needle!r})"
+    return kinds

@@ -1,0 +1,987 @@
+"""PIN001 pageable-async-copy: a pageable host buffer in an asynchronous copy.
+
+One section per library (CuPy, Numba, PyCUDA, cuda-python runtime / legacy cudart / driver, PyTorch),
+each with H2D and D2H, positive and negative cases, under the import aliases users write; then the
+analysis features PIN001 leans on (views, conversions, branches, class attributes, unknown values).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from helpers import codes, col_of, copy_kinds, findings, only, row_of, rows
+
+# ===================================================================== CuPy
+CUPY = """
+import numpy as np
+import cupy as cp
+import cupyx
+h = np.zeros(1 << 20, dtype=np.float32)
+p = cupyx.empty_pinned(1 << 20, dtype=np.float32)
+d = cp.empty(1 << 20, dtype=np.float32)
+s = cp.cuda.Stream(non_blocking=True)
+"""
+
+
+def test_cupy_set_pageable_async_is_reported_at_the_copy_with_related_allocation():
+    src = CUPY + "x = 1\nd.set(h, stream=s)\n"
+    f = only(src, "PIN001")
+    assert (f.location.row, f.location.column) == (row_of(src, "d.set(h"), 1)
+    assert (f.end_location.row, f.end_location.column) == (row_of(src, "d.set(h"), len("d.set(h, stream=s)") + 1)
+    assert [r.location.row for r in f.related] == [row_of(src, "h = np.zeros")]
+    assert f.related[0].location.column == col_of(src, "np.zeros")
+    assert "host-to-device" in f.message and "np.zeros" in f.message
+    assert f.filename == "t.py"
+
+
+def test_cupy_set_pinned_async_is_clean():
+    assert "PIN001" not in codes(CUPY + "d.set(p, stream=s)\n")
+
+
+def test_cupy_set_positional_stream():
+    assert codes(CUPY + "d.set(h, s)\n") == ["PIN001"]
+
+
+def test_cupy_aliases_xp_and_empty_pinned_as_ep():
+    src = """
+    import numpy as onp
+    import cupy as xp
+    from cupyx import empty_pinned as ep
+    pinned = ep(4096, dtype=onp.float32)
+    pageable = onp.empty(4096, dtype=onp.float32)
+    dev = xp.empty(4096, dtype=onp.float32)
+    st = xp.cuda.Stream(non_blocking=True)
+    dev.set(pinned, stream=st)
+    dev.set(pageable, stream=st)
+    """
+    assert rows(src, "PIN001") == [row_of(src, "dev.set(pageable")]
+
+
+def test_cupy_set_without_stream_is_synchronous():
+    assert codes(CUPY + "d.set(h)\n") == []
+
+
+def test_cupy_set_on_null_stream_is_synchronous():
+    assert codes(CUPY + "d.set(h, stream=cp.cuda.Stream.null)\n") == []
+
+
+def test_cupy_set_inside_with_stream_is_async():
+    src = CUPY + "with s:\n    d.set(h)\nd.set(h)\n"
+    assert rows(src, "PIN001") == [row_of(src, "    d.set(h)")]
+
+
+def test_cupy_stream_non_blocking_keyword_alone_is_not_a_copy():
+    assert codes(CUPY + "t = cp.cuda.Stream(non_blocking=True)\nx = h.sum()\n") == []
+
+
+def test_cupy_get_into_pageable_out_with_blocking_false():
+    src = CUPY + "d.get(stream=s, out=h, blocking=False)\n"
+    f = only(src, "PIN001")
+    assert f.location.row == row_of(src, "d.get(")
+    assert "device-to-host" in f.message
+    assert [r.location.row for r in f.related] == [row_of(src, "h = np.zeros")]
+
+
+def test_cupy_get_positional_blocking_false():
+    assert codes(CUPY + "d.get(s, 'C', h, False)\n") == ["PIN001"]
+
+
+def test_cupy_get_into_pinned_out_is_clean():
+    assert codes(CUPY + "d.get(stream=s, out=p, blocking=False)\n") == []
+
+
+@pytest.mark.parametrize("call", ["d.get(stream=s, out=h)", "d.get(stream=s)", "d.get(s)",
+                                  "d.get(stream=s, out=h, blocking=True)", "x = d.get()"])
+def test_cupy_get_with_a_stream_but_blocking_is_not_async(call):
+    # CuPy >= 13: get() synchronizes unless blocking=False.
+    assert codes(CUPY + call + "\n") == []
+
+
+def test_cupy_get_blocking_false_without_out_allocates_pageable_destination():
+    src = CUPY + "y = d.get(stream=s, blocking=False)\n"
+    f = only(src, "PIN001")
+    assert (f.location.row, f.location.column) == (row_of(src, "y = d.get"), 5)
+    assert "allocates a pageable destination" in f.message
+    assert f.related == ()
+
+
+def test_cupy_asnumpy_blocking_false_without_out_is_reported():
+    src = CUPY + "y = cp.asnumpy(d, stream=s, blocking=False)\n"
+    f = only(src, "PIN001")
+    assert (f.location.row, f.location.column) == (row_of(src, "cp.asnumpy"), col_of(src, "cp.asnumpy"))
+    assert "cupy.asnumpy" in f.message and "allocates a pageable destination" in f.message
+
+
+def test_cupy_asnumpy_blocking_default_is_not_async():
+    assert codes(CUPY + "y = cp.asnumpy(d, stream=s)\ny = cp.asnumpy(d)\n") == []
+
+
+def test_cupy_asnumpy_out_pinned_is_clean_out_pageable_is_reported():
+    src = CUPY + ("cp.asnumpy(d, stream=s, out=p, blocking=False)\n"
+                  "cp.asnumpy(d, stream=s, out=h, blocking=False)\n")
+    assert rows(src, "PIN001") == [row_of(src, "out=h")]
+
+
+def test_cupy_alloc_pinned_memory_wrapped_by_frombuffer_is_pinned():
+    src = """
+    import numpy as np, cupy as cp
+    mem = cp.cuda.alloc_pinned_memory(4096)
+    h = np.frombuffer(mem, np.float32, 1024)
+    d = cp.empty(1024, dtype=np.float32)
+    s = cp.cuda.Stream(non_blocking=True)
+    d.set(h, stream=s)
+    d.get(stream=s, out=h, blocking=False)
+    """
+    assert codes(src) == []
+
+
+def test_cupy_frombuffer_of_unknown_memory_is_unknown():
+    src = CUPY + "u = np.frombuffer(read_bytes(), np.float32)\nd.set(u, stream=s)\n"
+    assert codes(src) == []
+
+
+@pytest.mark.parametrize("flags", ["cupy.cuda.runtime.hostAllocWriteCombined", "cupy.cuda.runtime.hostAllocMapped",
+                                   "cupy.cuda.runtime.hostAllocPortable", "0", "2 | 4"])
+def test_cupy_pinned_memory_with_flags_is_pinned(flags):
+    src = f"""
+    import numpy as np, cupy
+    m = cupy.cuda.PinnedMemory(4096, {flags})
+    h = np.frombuffer(m, np.float32)
+    d = cupy.empty(1024, dtype=np.float32)
+    s = cupy.cuda.Stream(non_blocking=True)
+    d.set(h, stream=s)
+    """
+    assert codes(src) == []
+
+
+def test_cupy_runtime_host_alloc_is_pinned():
+    src = CUPY + "m = cp.cuda.runtime.hostAlloc(4096, cp.cuda.runtime.hostAllocMapped)\n" \
+                 "cp.cuda.runtime.memcpyAsync(d.data.ptr, m, 4096, cp.cuda.runtime.memcpyHostToDevice, s.ptr)\n"
+    assert codes(src) == []
+
+
+def test_cupy_asarray_of_pageable_is_not_pin001():
+    # CuPy stages a pageable source through its own pinned pool.
+    assert codes(CUPY + "x = cp.asarray(h)\ny = cp.asarray(h, blocking=False)\nz = cp.array(h)\n") == []
+
+
+def test_cupy_memory_pointer_and_runtime_memcpy_async():
+    src = CUPY + (
+        "d.data.copy_from_host_async(h.ctypes.data, h.nbytes, s)\n"
+        "d.data.copy_from_host_async(p.ctypes.data, p.nbytes, s)\n"
+        "cp.cuda.runtime.memcpyAsync(d.data.ptr, h.ctypes.data, h.nbytes, cp.cuda.runtime.memcpyHostToDevice, s.ptr)\n"
+        "cp.cuda.runtime.memcpyAsync(h.ctypes.data, d.data.ptr, h.nbytes, cp.cuda.runtime.memcpyDeviceToHost, s.ptr)\n"
+        "cp.cuda.runtime.memcpyAsync(p.ctypes.data, d.data.ptr, p.nbytes, cp.cuda.runtime.memcpyDeviceToHost, s.ptr)\n")
+    assert rows(src, "PIN001") == [row_of(src, "copy_from_host_async(h."), row_of(src, "h.ctypes.data, h.nbytes, cp"),
+                                   row_of(src, "(h.ctypes.data, d.data.ptr")]
+
+
+# ==================================================================== Numba
+NUMBA = """
+import numpy as np
+from numba import cuda
+s = cuda.stream()
+h = np.zeros(1 << 20, dtype=np.float32)
+p = cuda.pinned_array(1 << 20, dtype=np.float32)
+"""
+
+
+def test_numba_to_device_pageable_with_stream():
+    src = NUMBA + "d = cuda.to_device(h, stream=s)\n"
+    f = only(src, "PIN001")
+    assert (f.location.row, f.location.column) == (row_of(src, "cuda.to_device"), col_of(src, "cuda.to_device"))
+    assert [r.location.row for r in f.related] == [row_of(src, "h = np.zeros")]
+
+
+def test_numba_to_device_pinned_with_stream_is_clean():
+    assert codes(NUMBA + "d = cuda.to_device(p, stream=s)\nd = cuda.to_device(p, s)\n") == []
+
+
+@pytest.mark.parametrize("call", ["cuda.to_device(h)", "cuda.to_device(h, stream=0)",
+                                  "cuda.to_device(h, stream=cuda.default_stream())"])
+def test_numba_to_device_without_a_real_stream_is_synchronous(call):
+    assert codes(NUMBA + f"d = {call}\n") == []
+
+
+def test_numba_copy_to_host_pageable_with_stream():
+    src = NUMBA + "d = cuda.to_device(p, stream=s)\nd.copy_to_host(h, stream=s)\nd.copy_to_host(p, stream=s)\n"
+    assert rows(src, "PIN001") == [row_of(src, "copy_to_host(h")]
+
+
+def test_numba_alias_import_numba_cuda_as_nc():
+    src = """
+    import numpy as np
+    import numba.cuda as nc
+    s = nc.stream()
+    h = np.empty(4096)
+    p = nc.pinned_array(4096)
+    a = nc.to_device(h, stream=s)
+    b = nc.to_device(p, stream=s)
+    """
+    assert rows(src, "PIN001") == [row_of(src, "nc.to_device(h")]
+
+
+def test_numba_remembered_stream_makes_copy_to_host_async():
+    src = NUMBA + "d = cuda.to_device(p, stream=s)\nd.copy_to_host(h)\nd.copy_to_host(p)\n"
+    f = only(src, "PIN001")
+    assert f.location.row == row_of(src, "d.copy_to_host(h)")
+    assert "device-to-host" in f.message
+
+
+def test_numba_device_array_made_on_default_stream_copies_synchronously():
+    src = NUMBA + "d = cuda.to_device(p)\nd.copy_to_host(h)\ne = cuda.device_array(16)\ne.copy_to_host(h)\n"
+    assert codes(src) == []
+
+
+def test_numba_copy_to_host_without_ary_on_a_stream_allocates_pageable():
+    src = NUMBA + "d = cuda.to_device(p, stream=s)\nout = d.copy_to_host()\n"
+    f = only(src, "PIN001")
+    assert "allocates a pageable destination" in f.message
+    assert codes(NUMBA + "d = cuda.to_device(p)\nout = d.copy_to_host()\n") == []
+
+
+def test_numba_copy_to_device_pageable_on_remembered_stream():
+    src = NUMBA + "d = cuda.device_array(1 << 20, stream=s)\nd.copy_to_device(h)\nd.copy_to_device(p)\n"
+    assert rows(src, "PIN001") == [row_of(src, "copy_to_device(h)")]
+
+
+def test_numba_mapped_and_managed_are_not_pageable():
+    src = NUMBA + "m = cuda.mapped_array(1024, wc=True)\ng = cuda.managed_array(1024)\n" \
+                  "a = cuda.to_device(m, stream=s)\nb = cuda.to_device(g, stream=s)\n"
+    assert codes(src) == []
+
+
+def test_numba_with_pinned_pins_inside_the_block_only():
+    src = NUMBA + "with cuda.pinned(h):\n    a = cuda.to_device(h, stream=s)\nb = cuda.to_device(h, stream=s)\n"
+    assert rows(src, "PIN001") == [row_of(src, "b = cuda.to_device")]
+
+
+def test_numba_with_mapped_binds_a_mapped_buffer():
+    src = NUMBA + "with cuda.mapped(h) as m:\n    a = cuda.to_device(m, stream=s)\n    b = cuda.to_device(h, stream=s)\n"
+    assert codes(src) == []
+
+
+# =================================================================== PyCUDA
+PYCUDA = """
+import numpy as np
+import pycuda.driver as drv
+import pycuda.gpuarray as gpuarray
+s = drv.Stream()
+h = np.empty(4096, dtype=np.float32)
+p = drv.pagelocked_empty(4096, np.float32)
+d = drv.mem_alloc(h.nbytes)
+g = gpuarray.empty(4096, dtype=np.float32)
+"""
+
+
+def test_pycuda_memcpy_htod_async_pageable():
+    src = PYCUDA + "drv.memcpy_htod_async(d, h, s)\ndrv.memcpy_htod_async(d, p, s)\n"
+    f = only(src, "PIN001")
+    assert (f.location.row, f.location.column) == (row_of(src, "(d, h, s)"), 1)
+    assert [r.location.row for r in f.related] == [row_of(src, "h = np.empty")]
+    assert "host-to-device" in f.message
+
+
+def test_pycuda_memcpy_dtoh_async_pageable():
+    src = PYCUDA + "drv.memcpy_dtoh_async(h, d, s)\ndrv.memcpy_dtoh_async(p, d, s)\n"
+    f = only(src, "PIN001")
+    assert f.location.row == row_of(src, "(h, d, s)")
+    assert "device-to-host" in f.message
+
+
+def test_pycuda_synchronous_memcpy_is_clean():
+    assert codes(PYCUDA + "drv.memcpy_htod(d, h)\ndrv.memcpy_dtoh(h, d)\n") == []
+
+
+def test_pycuda_get_async_without_ary_allocates_pageable():
+    src = PYCUDA + "x = g.get_async(s)\n"
+    f = only(src, "PIN001")
+    assert (f.location.row, f.location.column) == (row_of(src, "get_async"), 5)
+    assert "GPUArray.get_async" in f.message and "allocates a pageable destination" in f.message
+
+
+def test_pycuda_get_async_with_ary():
+    src = PYCUDA + "g.get_async(s, p)\ng.get_async(stream=s, ary=p)\ng.get_async(stream=s, ary=h)\n"
+    assert rows(src, "PIN001") == [row_of(src, "ary=h")]
+
+
+def test_pycuda_to_gpu_async_and_set_async():
+    src = PYCUDA + ("a = gpuarray.to_gpu_async(h, stream=s)\nb = gpuarray.to_gpu_async(p, stream=s)\n"
+                    "g.set_async(h, s)\ng.set_async(p, s)\n")
+    assert rows(src, "PIN001") == [row_of(src, "to_gpu_async(h"), row_of(src, "set_async(h")]
+
+
+def test_pycuda_get_and_set_with_async_flag():
+    src = PYCUDA + "g.get(h, async_=True, stream=s)\ng.get(h)\ng.set(h)\ng.get(p, async_=True, stream=s)\n"
+    assert rows(src, "PIN001") == [row_of(src, "g.get(h, async_")]
+
+
+def test_pycuda_aligned_empty_is_pageable_pool_allocation_is_pinned():
+    src = PYCUDA + ("import pycuda.tools\npool = pycuda.tools.PageLockedMemoryPool()\n"
+                    "q = pool.allocate((4096,), np.float32)\na = drv.aligned_empty((4096,), np.float32)\n"
+                    "drv.memcpy_htod_async(d, q, s)\ndrv.memcpy_htod_async(d, a, s)\n")
+    assert rows(src, "PIN001") == [row_of(src, "(d, a, s)")]
+
+
+def test_pycuda_pagelocked_write_combined_is_pinned():
+    src = PYCUDA + "w = drv.pagelocked_empty(4096, np.float32, mem_flags=drv.host_alloc_flags.WRITECOMBINED)\n" \
+                   "drv.memcpy_htod_async(d, w, s)\n"
+    assert codes(src) == []
+
+
+def test_pycuda_register_host_memory_view_is_pinned():
+    src = PYCUDA + "r = drv.register_host_memory(h)\ndrv.memcpy_htod_async(d, r, s)\n"
+    assert codes(src) == []
+
+
+@pytest.mark.xfail(strict=True, reason="BUG: PyCUDA register_host_memory(h) page-locks h's own pages (the result "
+                                       "is a view of them), but h itself stays 'pageable' -> false PIN001")
+def test_pycuda_register_host_memory_pins_the_original_array_too():
+    src = PYCUDA + "r = drv.register_host_memory(h)\ndrv.memcpy_htod_async(d, h, s)\n"
+    assert codes(src) == []
+
+
+# ======================================================= cuda-python runtime
+def _runtime(import_line: str, mod: str) -> str:
+    return f"""
+import numpy as np
+{import_line}
+h = np.zeros(256, dtype=np.float32)
+err, dptr = {mod}.cudaMalloc(h.nbytes)
+err, s = {mod}.cudaStreamCreate()
+err, ph = {mod}.cudaMallocHost(1024)
+"""
+
+
+RUNTIMES = [
+    pytest.param("from cuda.bindings import runtime as rt", "rt", id="bindings-as-rt"),
+    pytest.param("from cuda.bindings import runtime", "runtime", id="bindings-runtime"),
+    pytest.param("from cuda import cudart", "cudart", id="legacy-cudart"),
+]
+
+
+@pytest.mark.parametrize("import_line, mod", RUNTIMES)
+def test_cuda_python_memcpy_async_h2d_pageable(import_line, mod):
+    src = _runtime(import_line, mod) + \
+        f"{mod}.cudaMemcpyAsync(dptr, h.ctypes.data, h.nbytes, {mod}.cudaMemcpyKind.cudaMemcpyHostToDevice, s)\n"
+    f = only(src, "PIN001")
+    assert (f.location.row, f.location.column) == (row_of(src, "cudaMemcpyAsync"), 1)
+    assert [r.location.row for r in f.related] == [row_of(src, "h = np.zeros")]
+    assert "host-to-device" in f.message
+
+
+@pytest.mark.parametrize("import_line, mod", RUNTIMES)
+def test_cuda_python_memcpy_async_d2h_pageable(import_line, mod):
+    src = _runtime(import_line, mod) + \
+        f"{mod}.cudaMemcpyAsync(h.ctypes.data, dptr, h.nbytes, {mod}.cudaMemcpyKind.cudaMemcpyDeviceToHost, s)\n"
+    f = only(src, "PIN001")
+    assert "device-to-host" in f.message
+
+
+@pytest.mark.parametrize("import_line, mod", RUNTIMES)
+def test_cuda_python_memcpy_async_pinned_host_pointer_is_clean(import_line, mod):
+    src = _runtime(import_line, mod) + (
+        f"{mod}.cudaMemcpyAsync(dptr, ph, 1024, {mod}.cudaMemcpyKind.cudaMemcpyHostToDevice, s)\n"
+        f"{mod}.cudaMemcpyAsync(ph, dptr, 1024, {mod}.cudaMemcpyKind.cudaMemcpyDeviceToHost, s)\n"
+        f"err, ha = {mod}.cudaHostAlloc(1024, {mod}.cudaHostAllocWriteCombined)\n"
+        f"{mod}.cudaMemcpyAsync(dptr, ha, 1024, {mod}.cudaMemcpyKind.cudaMemcpyHostToDevice, s)\n")
+    assert codes(src) == []
+
+
+@pytest.mark.parametrize("import_line, mod", RUNTIMES)
+def test_cuda_python_synchronous_memcpy_is_clean(import_line, mod):
+    src = _runtime(import_line, mod) + \
+        f"{mod}.cudaMemcpy(dptr, h.ctypes.data, h.nbytes, {mod}.cudaMemcpyKind.cudaMemcpyHostToDevice)\n"
+    assert codes(src) == []
+
+
+@pytest.mark.parametrize("import_line, mod", RUNTIMES)
+def test_cuda_python_memcpy_default_kind_infers_direction(import_line, mod):
+    src = _runtime(import_line, mod) + \
+        f"{mod}.cudaMemcpyAsync(h.ctypes.data, dptr, h.nbytes, {mod}.cudaMemcpyKind.cudaMemcpyDefault, s)\n"
+    assert "device-to-host" in only(src, "PIN001").message
+
+
+@pytest.mark.parametrize("import_line, mod", RUNTIMES)
+def test_cuda_python_host_register_pins_the_buffer(import_line, mod):
+    src = _runtime(import_line, mod) + (
+        f"{mod}.cudaHostRegister(h.ctypes.data, h.nbytes, {mod}.cudaHostRegisterDefault)\n"
+        f"{mod}.cudaMemcpyAsync(dptr, h.ctypes.data, h.nbytes, {mod}.cudaMemcpyKind.cudaMemcpyHostToDevice, s)\n")
+    assert codes(src) == []
+
+
+def test_cuda_python_host_register_only_pins_from_that_point_on():
+    src = _runtime("from cuda.bindings import runtime as rt", "rt") + (
+        "rt.cudaMemcpyAsync(dptr, h.ctypes.data, h.nbytes, rt.cudaMemcpyKind.cudaMemcpyHostToDevice, s)  # before\n"
+        "rt.cudaHostRegister(h.ctypes.data, h.nbytes, 0)\n"
+        "rt.cudaMemcpyAsync(dptr, h.ctypes.data, h.nbytes, rt.cudaMemcpyKind.cudaMemcpyHostToDevice, s)  # after\n")
+    assert rows(src, "PIN001") == [row_of(src, "# before")]
+
+
+@pytest.mark.xfail(strict=True, reason="BUG: cudaHostRegister with a flag missing from the constants table "
+                                       "(cudaHostRegisterPortable) or a non-constant flag leaves the buffer "
+                                       "'pageable' instead of pinned/unknown -> false PIN001")
+@pytest.mark.parametrize("flags", ["rt.cudaHostRegisterPortable", "flags"])
+def test_cuda_python_host_register_with_other_flags_is_not_pageable(flags):
+    src = """
+    import numpy as np
+    from cuda.bindings import runtime as rt
+    def upload(flags):
+        h = np.zeros(256, dtype=np.float32)
+        err, dptr = rt.cudaMalloc(h.nbytes)
+        err, s = rt.cudaStreamCreate()
+        rt.cudaHostRegister(h.ctypes.data, h.nbytes, FLAGS)
+        rt.cudaMemcpyAsync(dptr, h.ctypes.data, h.nbytes, rt.cudaMemcpyKind.cudaMemcpyHostToDevice, s)
+    """.replace("FLAGS", flags)
+    assert codes(src) == []
+
+
+# ========================================================= cuda-python driver
+DRIVERS = [
+    pytest.param("from cuda.bindings import driver as cu", "cu", id="bindings-driver"),
+    pytest.param("from cuda import cuda as cu", "cu", id="legacy-cuda"),
+    pytest.param("from cuda import cuda", "cuda", id="legacy-cuda-plain"),
+]
+
+
+def _driver(import_line: str, mod: str) -> str:
+    return f"""
+import numpy as np
+{import_line}
+h = np.zeros(1024, dtype=np.float32)
+err, dptr = {mod}.cuMemAlloc(4096)
+err, s = {mod}.cuStreamCreate(0)
+err, ph = {mod}.cuMemAllocHost(4096)
+err, wc = {mod}.cuMemHostAlloc(4096, {mod}.CU_MEMHOSTALLOC_WRITECOMBINED)
+"""
+
+
+@pytest.mark.parametrize("import_line, mod", DRIVERS)
+def test_driver_memcpy_htod_async(import_line, mod):
+    src = _driver(import_line, mod) + (f"{mod}.cuMemcpyHtoDAsync(dptr, h.ctypes.data, 4096, s)\n"
+                                       f"{mod}.cuMemcpyHtoDAsync(dptr, ph, 4096, s)\n"
+                                       f"{mod}.cuMemcpyHtoDAsync(dptr, wc, 4096, s)\n")
+    f = only(src, "PIN001")
+    assert f.location.row == row_of(src, "h.ctypes.data, 4096")
+    assert [r.location.row for r in f.related] == [row_of(src, "h = np.zeros")]
+
+
+@pytest.mark.parametrize("import_line, mod", DRIVERS)
+def test_driver_memcpy_dtoh_async(import_line, mod):
+    src = _driver(import_line, mod) + (f"{mod}.cuMemcpyDtoHAsync(h.ctypes.data, dptr, 4096, s)\n"
+                                       f"{mod}.cuMemcpyDtoHAsync(ph, dptr, 4096, s)\n")
+    assert rows(src, "PIN001") == [row_of(src, "(h.ctypes.data, dptr")]
+
+
+@pytest.mark.parametrize("import_line, mod", DRIVERS)
+def test_driver_synchronous_memcpy_is_clean(import_line, mod):
+    src = _driver(import_line, mod) + (f"{mod}.cuMemcpyHtoD(dptr, h.ctypes.data, 4096)\n"
+                                       f"{mod}.cuMemcpyDtoH(h.ctypes.data, dptr, 4096)\n")
+    assert codes(src) == []
+
+
+# ==================================================================== torch
+TORCH = """
+import torch as T
+x = T.randn(1024, 1024)
+p = T.empty(1024, 1024, pin_memory=True)
+"""
+
+
+def test_torch_to_cuda_non_blocking_pageable_alias_T():
+    src = TORCH + "y = x.to('cuda', non_blocking=True)\n"
+    f = only(src, "PIN001")
+    assert (f.location.row, f.location.column) == (row_of(src, "y = x.to"), 5)
+    assert (f.end_location.row, f.end_location.column) == (row_of(src, "y = x.to"),
+                                                           len("y = x.to('cuda', non_blocking=True)") + 1)
+    assert [r.location.row for r in f.related] == [row_of(src, "x = T.randn")]
+    assert f.related[0].location.column == col_of(src, "T.randn")
+    assert "torch.randn" in f.message and "host-to-device" in f.message
+
+
+@pytest.mark.parametrize("call", ["x.to('cuda', non_blocking=True)", "x.to('cuda:0', non_blocking=True)",
+                                  "x.to(device='cuda', non_blocking=True)", "x.cuda(non_blocking=True)",
+                                  "x.to(0, non_blocking=True)", "x.to(T.device('cuda'), non_blocking=True)"])
+def test_torch_async_h2d_forms(call):
+    assert codes(TORCH + f"y = {call}\n") == ["PIN001"]
+
+
+@pytest.mark.parametrize("call", ["p.to('cuda', non_blocking=True)", "p.cuda(non_blocking=True)",
+                                  "x.pin_memory().to('cuda', non_blocking=True)", "p[:10].to('cuda', non_blocking=True)",
+                                  "p.view(-1).to('cuda', non_blocking=True)", "p.T.to('cuda', non_blocking=True)"])
+def test_torch_pinned_sources_are_clean(call):
+    assert codes(TORCH + f"y = {call}\n") == []
+
+
+@pytest.mark.parametrize("call", ["x.to('cuda')", "x.cuda()", "x.to('cuda', non_blocking=False)",
+                                  "x.to('cpu', non_blocking=True)", "x.to(T.device('cpu'), non_blocking=True)"])
+def test_torch_blocking_or_cpu_targets_are_clean(call):
+    assert codes(TORCH + f"y = {call}\n") == []
+
+
+def test_torch_to_dtype_is_a_conversion_not_a_copy():
+    assert codes(TORCH + "y = x.to(T.float16)\nz = p.to(T.float16)\n") == []
+
+
+def test_torch_to_dtype_of_pinned_makes_pageable_memory():
+    src = TORCH + "z = p.to(T.float16).to('cuda', non_blocking=True)\n"
+    f = only(src, "PIN001")
+    assert [r.location.row for r in f.related] == [row_of(src, "z = p.to")]
+
+
+def test_torch_float_of_pinned_half_tensor_makes_pageable_memory():
+    src = """
+    import torch
+    p = torch.empty(1024, dtype=torch.float16, pin_memory=True)
+    y = p.float().to("cuda", non_blocking=True)
+    w = p.to("cuda", non_blocking=True)
+    """
+    assert rows(src, "PIN001") == [row_of(src, "p.float()")]
+
+
+@pytest.mark.xfail(strict=True, reason="BUG: Tensor.float() of a tensor that is already float32 returns the tensor "
+                                       "itself (same pinned memory), but it is treated as a new pageable buffer")
+def test_torch_float_of_float32_pinned_tensor_is_the_same_tensor():
+    src = """
+    import torch
+    p = torch.empty(1024, pin_memory=True)
+    y = p.float().to("cuda", non_blocking=True)
+    """
+    assert codes(src) == []
+
+
+def test_torch_d2h_copy_into_pageable_non_blocking():
+    src = """
+    import torch
+    d = torch.zeros(1024, device="cuda")
+    h = torch.empty(1024)
+    p = torch.empty(1024, pin_memory=True)
+    h.copy_(d, non_blocking=True)
+    p.copy_(d, non_blocking=True)
+    h.copy_(d)
+    r = d.to("cpu", non_blocking=True)
+    c = d.cpu()
+    """
+    f = only(src, "PIN001")
+    assert f.location.row == row_of(src, "h.copy_(d, non")
+    assert "device-to-host" in f.message
+    assert [r.location.row for r in f.related] == [row_of(src, "h = torch.empty")]
+
+
+def test_torch_h2d_copy_into_device_non_blocking():
+    src = """
+    import torch
+    d = torch.zeros(1024, device="cuda")
+    h = torch.empty(1024)
+    p = torch.empty(1024, pin_memory=True)
+    d.copy_(h, non_blocking=True)
+    d.copy_(p, non_blocking=True)
+    """
+    assert rows(src, "PIN001") == [row_of(src, "d.copy_(h")]
+
+
+def test_torch_device_variable_cuda_if_available():
+    src = """
+    import torch
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    x = torch.randn(1024)
+    y = x.to(device, non_blocking=True)
+    """
+    assert rows(src, "PIN001") == [row_of(src, "y = x.to")]
+
+
+def test_torch_dataloader_batches_are_pageable():
+    src = """
+    import torch
+    from torch.utils.data import DataLoader
+    def train(ds):
+        loader = DataLoader(ds, batch_size=32)
+        for x, y in loader:
+            x = x.to("cuda", non_blocking=True)
+    """
+    f = only(src, "PIN001")
+    assert f.location.row == row_of(src, "x = x.to")
+    assert [r.location.row for r in f.related] == [row_of(src, "DataLoader(ds")]
+
+
+def test_torch_dataloader_pin_memory_true_is_clean():
+    src = """
+    import torch
+    from torch.utils.data import DataLoader
+    def train(ds):
+        loader = DataLoader(ds, batch_size=32, pin_memory=True)
+        for x, y in loader:
+            x = x.to("cuda", non_blocking=True)
+        for i, (x, y) in enumerate(loader):
+            x = x.cuda(non_blocking=True)
+    """
+    assert codes(src) == []
+
+
+def test_torch_dataloader_qualified_and_enumerate():
+    src = """
+    import torch
+    def train(ds, flag):
+        loader = torch.utils.data.DataLoader(ds, pin_memory=False)
+        for i, batch in enumerate(loader):
+            batch.cuda(non_blocking=True)
+        for batch in torch.utils.data.DataLoader(ds, pin_memory=flag):
+            batch.cuda(non_blocking=True)
+    """
+    # pin_memory=False is the default (pageable); pin_memory=<unknown> proves nothing.
+    assert rows(src, "PIN001") == [row_of(src, "for i, batch") + 1]
+
+
+def test_torch_from_numpy_keeps_the_kind():
+    src = """
+    import numpy as np, torch, cupyx
+    h = np.zeros(1 << 20, dtype=np.float32)
+    pn = cupyx.empty_pinned(1 << 20, dtype=np.float32)
+    a = torch.from_numpy(h).to("cuda", non_blocking=True)
+    b = torch.from_numpy(pn).to("cuda", non_blocking=True)
+    """
+    f = only(src, "PIN001")
+    assert f.location.row == row_of(src, "a = torch")
+    assert [r.location.row for r in f.related] == [row_of(src, "h = np.zeros")]
+
+
+def test_torch_numpy_view_keeps_the_kind():
+    src = """
+    import torch, cupy as cp
+    t = torch.empty(1024)
+    p = torch.empty(1024, pin_memory=True)
+    d = cp.empty(1024, dtype=cp.float32)
+    s = cp.cuda.Stream(non_blocking=True)
+    d.set(t.numpy(), stream=s)
+    d.set(p.numpy(), stream=s)
+    b = torch.from_numpy(p.numpy()).to("cuda", non_blocking=True)
+    """
+    assert rows(src, "PIN001") == [row_of(src, "t.numpy()")]
+
+
+# =========================================================== views / copies
+def test_views_keep_the_pinned_kind():
+    src = CUPY + ("n = 100\n"
+                  "d.set(p[:n], stream=s)\n"
+                  "d.set(p.reshape(1024, 1024), stream=s)\n"
+                  "d.set(p.reshape(1024, 1024).T, stream=s)\n"
+                  "d.set(p.view(np.int32), stream=s)\n"
+                  "d.set(np.asarray(p), stream=s)\n"
+                  "v = p[10:20]\nd.set(v, stream=s)\n")
+    assert codes(src) == []
+
+
+def test_views_keep_the_pageable_kind():
+    src = CUPY + "d.set(h[:100], stream=s)\nd.set(h.reshape(1024, 1024).T, stream=s)\n"
+    assert rows(src, "PIN001") == [row_of(src, "h[:100]"), row_of(src, ".T, stream")]
+    for f in findings(src):
+        assert [r.location.row for r in f.related] == [row_of(src, "h = np.zeros")]
+
+
+@pytest.mark.parametrize("expr, api", [("p.astype(np.float64)", "astype"), ("p.copy()", "copy"),
+                                       ("p * 2", "arithmetic"), ("p + p", "arithmetic"), ("-p", "arithmetic"),
+                                       ("p.flatten()", "flatten")])
+def test_conversions_of_pinned_make_new_pageable_memory(expr, api):
+    src = CUPY + f"c = {expr}\nd.set(c, stream=s)\n"
+    f = only(src, "PIN001")
+    assert f.location.row == row_of(src, "d.set(c")
+    assert api in f.message
+    assert [r.location.row for r in f.related] == [row_of(src, "c = ")]
+    assert f.related[0].location.column == 5
+
+
+@pytest.mark.xfail(strict=True, reason="BUG: ndarray.astype(same dtype, copy=False) returns the array itself, "
+                                       "but it is treated as a new pageable buffer")
+def test_astype_copy_false_same_dtype_is_the_same_buffer():
+    assert codes(CUPY + "d.set(p.astype(np.float32, copy=False), stream=s)\n") == []
+
+
+@pytest.mark.xfail(strict=True, reason="BUG (miss, DESIGN 'New allocations'): np.ascontiguousarray of a "
+                                       "non-contiguous view (2-D pinned .T) makes a new pageable array; it is "
+                                       "treated as a view that stays pinned")
+def test_ascontiguousarray_of_transposed_pinned_is_pageable():
+    src = """
+    import numpy as np, cupy as cp, cupyx
+    p = cupyx.empty_pinned((1024, 512), dtype=np.float32)
+    d = cp.empty((512, 1024), dtype=np.float32)
+    s = cp.cuda.Stream(non_blocking=True)
+    d.set(np.ascontiguousarray(p.T), stream=s)
+    """
+    assert codes(src) == ["PIN001"]
+
+
+# ================================================================= branches
+def test_branch_pinned_or_pageable_is_not_reported():
+    src = """
+    import numpy as np, cupy as cp, cupyx
+    def f(flag):
+        if flag:
+            h = cupyx.empty_pinned(1024, dtype=np.float32)
+        else:
+            h = np.empty(1024, dtype=np.float32)
+        d = cp.empty(1024, dtype=np.float32)
+        s = cp.cuda.Stream(non_blocking=True)
+        d.set(h, stream=s)
+    """
+    assert codes(src) == []
+
+
+def test_branch_pageable_on_both_arms_is_reported_with_both_sites():
+    src = """
+    import numpy as np, cupy as cp
+    def f(flag):
+        if flag:
+            h = np.zeros(1024, dtype=np.float32)
+        else:
+            h = np.empty(1024, dtype=np.float32)
+        d = cp.empty(1024, dtype=np.float32)
+        s = cp.cuda.Stream(non_blocking=True)
+        d.set(h, stream=s)
+    """
+    f = only(src, "PIN001")
+    assert f.location.row == row_of(src, "d.set(h")
+    assert [r.location.row for r in f.related] == [row_of(src, "np.zeros"), row_of(src, "np.empty(1024")]
+
+
+def test_branch_pageable_or_unknown_is_not_reported():
+    src = """
+    import numpy as np, cupy as cp
+    def f(flag, buf):
+        h = np.zeros(1024, dtype=np.float32)
+        if flag:
+            h = buf
+        d = cp.empty(1024, dtype=np.float32)
+        s = cp.cuda.Stream(non_blocking=True)
+        d.set(h, stream=s)
+    """
+    assert codes(src) == []
+
+
+def test_conditional_expression_joins_like_a_branch():
+    src = CUPY + "c = p if s else h\nd.set(c, stream=s)\ne = h if s else h[:10]\nd.set(e, stream=s)\n"
+    assert rows(src, "PIN001") == [row_of(src, "d.set(e")]
+
+
+def test_rebinding_to_pinned_is_flow_sensitive():
+    src = CUPY + "c = h\nd.set(c, stream=s)\nc = p\nd.set(c, stream=s)\n"
+    assert rows(src, "PIN001") == [row_of(src, "c = h") + 1]
+
+
+# ======================================================== class attributes
+UPLOADER = """
+import numpy as np, cupy as cp
+class Uploader:
+    def __init__(self, n):
+        self.h = np.zeros(n, dtype=np.float32)
+        self.d = cp.empty(n, dtype=np.float32)
+        self.s = cp.cuda.Stream(non_blocking=True)
+
+    def upload(self):
+        self.d.set(self.h, stream=self.s)
+"""
+
+
+def test_instance_attribute_from_init_is_known_in_other_methods():
+    f = only(UPLOADER, "PIN001")
+    assert (f.location.row, f.location.column) == (row_of(UPLOADER, "self.d.set"), col_of(UPLOADER, "self.d.set"))
+    assert [r.location.row for r in f.related] == [row_of(UPLOADER, "self.h = np.zeros")]
+    assert f.related[0].location.column == col_of(UPLOADER, "np.zeros")
+
+
+@pytest.mark.parametrize("rebind", ["self.h = buf", "self.h = load_somehow()", "self.h, self.n = buf"])
+def test_instance_attribute_rebound_to_unknown_elsewhere_is_not_reported(rebind):
+    src = UPLOADER + f"\n    def reset(self, buf):\n        {rebind}\n"
+    assert codes(src) == []
+
+
+def test_instance_attribute_rebound_to_pinned_elsewhere_is_not_reported():
+    src = UPLOADER.replace("import numpy as np, cupy as cp", "import numpy as np, cupy as cp, cupyx") + \
+        "\n    def pin(self, n):\n        self.h = cupyx.empty_pinned(n, dtype=np.float32)\n"
+    assert codes(src) == []
+
+
+def test_instance_attribute_pinned_in_init_is_clean():
+    src = UPLOADER.replace("np.zeros(n", "cupyx.empty_pinned(n").replace("cupy as cp", "cupy as cp, cupyx")
+    assert codes(src) == []
+
+
+@pytest.mark.xfail(strict=True, reason="BUG: cudaHostRegister(self.h...) in a method other than the allocating "
+                                       "one is ignored by the class-attribute join -> false PIN001 in upload()")
+def test_instance_attribute_registered_in_another_method_is_not_pageable():
+    src = """
+    import numpy as np
+    from cuda.bindings import runtime as rt
+    class Buf:
+        def __init__(self, n):
+            self.h = np.empty(n, np.float32)
+            err, self.d = rt.cudaMalloc(self.h.nbytes)
+            err, self.s = rt.cudaStreamCreate()
+        def pin(self):
+            rt.cudaHostRegister(self.h.ctypes.data, self.h.nbytes, 0)
+        def upload(self):
+            rt.cudaMemcpyAsync(self.d, self.h.ctypes.data, self.h.nbytes,
+                               rt.cudaMemcpyKind.cudaMemcpyHostToDevice, self.s)
+    """
+    assert codes(src) == []
+
+
+# ========================================================== unknown values
+def test_parameters_are_unknown():
+    src = """
+    import cupy as cp, torch
+    def f(h, d, s, batch):
+        d.set(h, stream=s)
+        d2 = cp.empty(10)
+        s2 = cp.cuda.Stream(non_blocking=True)
+        d2.set(h, stream=s2)
+        d2.get(stream=s2, out=h, blocking=False)
+        return batch.to("cuda", non_blocking=True)
+    """
+    assert codes(src) == []
+
+
+def test_values_from_unknown_calls_are_unknown():
+    src = CUPY + ("u = load()\nd.set(u, stream=s)\nv = np.asarray(something())\nd.set(v, stream=s)\n"
+                  "w = helper(h)\nd.set(w, stream=s)\n")
+    assert codes(src) == []
+
+
+def test_module_global_buffer_is_known_in_functions():
+    src = """
+    import numpy as np, cupy as cp
+    H = np.zeros(1 << 20, dtype=np.float32)
+    S = cp.cuda.Stream(non_blocking=True)
+    def f():
+        d = cp.empty(1 << 20, dtype=np.float32)
+        d.set(H, stream=S)
+    """
+    f = only(src, "PIN001")
+    assert f.location.row == row_of(src, "d.set(H")
+    assert [r.location.row for r in f.related] == [row_of(src, "H = np.zeros")]
+
+
+def test_module_global_assigned_twice_is_unknown_in_functions():
+    src = """
+    import numpy as np, cupy as cp, cupyx
+    H = np.zeros(1 << 20, dtype=np.float32)
+    H = cupyx.empty_pinned(1 << 20, dtype=np.float32)
+    S = cp.cuda.Stream(non_blocking=True)
+    def f():
+        d = cp.empty(1 << 20, dtype=np.float32)
+        d.set(H, stream=S)
+    """
+    assert codes(src) == []
+
+
+def test_parameter_shadowing_an_import_alias_is_not_the_module():
+    src = """
+    import numpy as np, cupy as cp
+    def f(cp):
+        h = np.zeros(1 << 20, dtype=np.float32)
+        s = cp.cuda.Stream(non_blocking=True)
+        d = cp.empty(1 << 20)
+        d.set(h, stream=s)
+    """
+    assert codes(src) == []
+
+
+def test_no_gpu_import_means_no_finding():
+    src = """
+    import numpy as np
+    h = np.zeros(1 << 20, dtype=np.float32)
+    d = empty(1 << 20)
+    s = Stream(non_blocking=True)
+    d.set(h, stream=s)
+    """
+    assert codes(src) == []
+
+
+# ================================================================ precedence
+def test_pin001_wins_over_pin007_at_the_same_copy():
+    src = CUPY + "for i in range(10):\n    d.set(h, stream=s)\n"
+    assert codes(src) == ["PIN001"]
+    assert only(src, "PIN001").location.row == row_of(src, "    d.set(h")
+
+
+def test_async_pinned_copy_in_a_loop_is_clean():
+    assert codes(CUPY + "for i in range(10):\n    d.set(p, stream=s)\n") == []
+
+
+def test_one_finding_per_copy_even_when_reached_on_several_paths():
+    src = CUPY + "if s:\n    c = h\nelse:\n    c = h[:10]\nd.set(c, stream=s)\n"
+    assert codes(src) == ["PIN001"]
+
+
+# ======================================= clean because pinned, not because unknown
+KNOWN_KINDS = [
+    pytest.param(CUPY + "d.set(p, stream=s)\n", "d.set(p", {"pinned"}, id="cupyx.empty_pinned"),
+    pytest.param("""
+import numpy as onp, cupy as xp
+from cupyx import empty_pinned as ep, zeros_like_pinned
+a = ep(16, dtype=onp.float32)
+b = zeros_like_pinned(a)
+d = xp.empty(16, dtype=onp.float32)
+d.set(b, stream=xp.cuda.Stream(non_blocking=True))
+""", "d.set(b", {"pinned"}, id="cupyx-aliases"),
+    pytest.param("""
+import numpy as np, cupy as cp
+mem = cp.cuda.alloc_pinned_memory(4096)
+h = np.frombuffer(mem, np.float32, 1024)
+d = cp.empty(1024, dtype=np.float32)
+d.set(h, stream=cp.cuda.Stream(non_blocking=True))
+""", "d.set(h", {"pinned"}, id="alloc_pinned_memory+frombuffer"),
+    pytest.param("""
+import numpy as np, cupy
+m = cupy.cuda.PinnedMemory(4096, cupy.cuda.runtime.hostAllocWriteCombined)
+h = np.frombuffer(m, np.float32)
+d = cupy.empty(1024, dtype=np.float32)
+d.set(h, stream=cupy.cuda.Stream(non_blocking=True))
+""", "d.set(h", {"pinned+write-combined"}, id="PinnedMemory-WC"),
+    pytest.param("""
+import numpy as np, cupy
+m = cupy.cuda.PinnedMemory(4096, cupy.cuda.runtime.hostAllocMapped | cupy.cuda.runtime.hostAllocWriteCombined)
+h = np.frombuffer(m, np.float32)
+d = cupy.empty(1024, dtype=np.float32)
+d.set(h, stream=cupy.cuda.Stream(non_blocking=True))
+""", "d.set(h", {"mapped+write-combined"}, id="PinnedMemory-mapped-WC"),
+    pytest.param(NUMBA + "d = cuda.to_device(p, stream=s)\n", "cuda.to_device(p", {"pinned"}, id="numba.pinned_array"),
+    pytest.param(NUMBA + "m = cuda.mapped_array(8, wc=True)\nd = cuda.to_device(m, stream=s)\n", "cuda.to_device(m",
+                 {"mapped"}, id="numba.mapped_array-wc-ignored"),
+    pytest.param(NUMBA + "with cuda.pinned(h):\n    d = cuda.to_device(h, stream=s)\n", "cuda.to_device(h",
+                 {"pinned"}, id="numba-with-pinned"),
+    pytest.param(PYCUDA + "drv.memcpy_htod_async(d, p, s)\n", "(d, p, s)", {"pinned"}, id="pycuda.pagelocked_empty"),
+    pytest.param(PYCUDA + "r = drv.register_host_memory(h)\ndrv.memcpy_htod_async(d, r, s)\n", "(d, r, s)",
+                 {"pinned"}, id="pycuda.register_host_memory"),
+    pytest.param(_runtime("from cuda import cudart", "cudart") +
+                 "cudart.cudaMemcpyAsync(dptr, ph, 1024, cudart.cudaMemcpyKind.cudaMemcpyHostToDevice, s)\n",
+                 "(dptr, ph", {"pinned"}, id="cudart.cudaMallocHost"),
+    pytest.param(_runtime("from cuda.bindings import runtime as rt", "rt") +
+                 "rt.cudaHostRegister(h.ctypes.data, h.nbytes, rt.cudaHostRegisterDefault)\n"
+                 "rt.cudaMemcpyAsync(dptr, h.ctypes.data, h.nbytes, rt.cudaMemcpyKind.cudaMemcpyHostToDevice, s)\n",
+                 "cudaMemcpyAsync", {"pinned"}, id="cudaHostRegister"),
+    pytest.param(_driver("from cuda.bindings import driver as cu", "cu") + "cu.cuMemcpyHtoDAsync(dptr, wc, 4096, s)\n",
+                 "(dptr, wc", {"pinned+write-combined"}, id="cuMemHostAlloc-WC"),
+    pytest.param(TORCH + "y = p.to('cuda', non_blocking=True)\n", "y = p.to", {"pinned"}, id="torch-pin_memory=True"),
+    pytest.param(TORCH + "y = x.pin_memory().to('cuda', non_blocking=True)\n", "y = x", {"pinned"}, id="torch.pin_memory()"),
+    pytest.param("""
+import torch
+from torch.utils.data import DataLoader
+for x in DataLoader(ds, pin_memory=True):
+    y = x.to("cuda", non_blocking=True)
+""", "y = x.to", {"pinned"}, id="DataLoader-pin_memory"),
+]
+
+
+@pytest.mark.parametrize("src, needle, expected", KNOWN_KINDS)
+def test_clean_copies_are_known_pinned_not_unknown(src, needle, expected):
+    assert copy_kinds(src, needle) == expected
+    assert "PIN001" not in codes(src)
+
+
+@pytest.mark.parametrize("src, needle", [
+    pytest.param(CUPY + "d.set(load(), stream=s)\n", "d.set(load", id="unknown-call"),
+    pytest.param("import cupy as cp\ndef f(h):\n    d = cp.empty(8)\n    d.set(h, stream=cp.cuda.Stream())\n",
+                 "d.set(h", id="param"),
+])
+def test_unknown_buffers_are_unknown(src, needle):
+    assert copy_kinds(src, needle) == {"unknown"}
