@@ -10,6 +10,7 @@ comes from the tables in ``rules/api``; rules are short queries over the events.
 
 from __future__ import annotations
 
+import builtins
 import re
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Optional, Sequence
@@ -154,7 +155,8 @@ class _Interpreter:
         elif isinstance(node, cst.Try) or type(node).__name__ == "TryStar":
             self.try_statement(node)
         elif isinstance(node, cst.FunctionDef):
-            self.env[node.name.value] = Function(node, node.name.value)  # analysed as a scope of its own
+            # Analysed as a scope of its own; a kernel decorator (`@cuda.jit`) makes it a GPU kernel.
+            self.env[node.name.value] = Function(node, node.name.value, self._is_kernel(node))
         elif isinstance(node, cst.ClassDef):
             self.env[node.name.value] = UNKNOWN
         elif isinstance(node, cst.Match):
@@ -185,6 +187,7 @@ class _Interpreter:
         elif isinstance(node, (cst.Return, cst.Raise)):
             if isinstance(node, cst.Return):
                 value = self.expr(node.value) if node.value is not None else Const.of(None)
+                self._escape(node, [value])
                 self.returned = value if self.returned is None else join(self.returned, value)
             elif isinstance(node, cst.Raise) and node.exc is not None:
                 self.expr(node.exc)
@@ -207,6 +210,8 @@ class _Interpreter:
             self.env.pop(key, None)
 
     def assign(self, target: cst.BaseExpression, value: Value) -> None:
+        if isinstance(target, cst.Attribute):
+            self._escape(target, [value])  # stored on an object: it outlives this statement's scope
         if isinstance(target, (cst.Name, cst.Attribute)):
             key = _target_key(target)
             if key:
@@ -235,6 +240,8 @@ class _Interpreter:
             self._slices(target)
             if isinstance(base, Host):
                 self._event(EventType.WRITE, target, base)
+            else:
+                self._escape(target, [value])  # stored in a container
             return
         if isinstance(target, cst.StarredElement):
             self.assign(target.value, UNKNOWN)
@@ -406,6 +413,26 @@ class _Interpreter:
                         self.expr(grandchild)
         return UNKNOWN
 
+    def _is_kernel(self, node: cst.FunctionDef) -> bool:
+        for decorator in node.decorators:
+            expression = decorator.decorator
+            if isinstance(expression, cst.Call):
+                expression = expression.func
+            if self.ctx.imports.qualify(expression) in self.tables.kernel_decorators:
+                return True
+        return False
+
+    def _effect_kernel(self, api: Api, node, receiver, args: _Args) -> Value:
+        return Obj("kernel")
+
+    def _effect_kernel_module(self, api: Api, node, receiver, args: _Args) -> Value:
+        return Obj("kernel-module")
+
+    def _effect_launch(self, api: Api, node, receiver, args: _Args) -> Value:
+        spec = api.arg("arg")
+        self._launch(node, Obj("kernel"), _Args(((None, args.value(spec)),), {}, False) if spec else args)
+        return UNKNOWN
+
     def _expr_Name(self, node: cst.Name) -> Value:
         if node.value in self.env:
             return self.env[node.value]
@@ -481,6 +508,13 @@ class _Interpreter:
         value = self.expr(node.value)
         self.assign(node.target, value)
         return value
+
+    def _expr_Yield(self, node: cst.Yield) -> Value:
+        if isinstance(node.value, cst.BaseExpression):
+            self._escape(node, [self.expr(node.value)])
+        elif node.value is not None:
+            self.expr(node.value.item)
+        return UNKNOWN
 
     def _expr_Await(self, node: cst.Await) -> Value:
         return self.expr(node.expression)
@@ -613,17 +647,39 @@ class _Interpreter:
         elif isinstance(func, cst.Attribute):
             receiver = self.expr(func.value)
             api = self._method(receiver, func.attr.value)
-        else:
+        callee: Value = UNKNOWN
+        if isinstance(func, cst.Subscript):
+            callee = self.expr(func.value)  # kernel[grid, block](...)
+            self._slices(func)
+        elif isinstance(func, cst.Name) and not self._is_import_path(func):
             callee = self.expr(func)
-            if isinstance(callee, Function):
-                self._arguments(node)
-                return self._call_local(node, callee)
         args = self._arguments(node)
-        if api is None:
-            if isinstance(func, cst.Name) and func.value not in self.env:
-                return self._builtin(node, func.value, args)
+        if api is not None:
+            return self._apply(api, node, receiver, args)
+        if (isinstance(callee, Function) and callee.kernel) or callee == Obj("kernel"):
+            self._launch(node, callee, args)
             return UNKNOWN
-        return self._apply(api, node, receiver, args)
+        if isinstance(callee, Function) and isinstance(func, cst.Name):
+            self._escape_args(node, args)  # the local function may keep what it is given
+            return self._call_local(node, callee)
+        if isinstance(func, cst.Name) and func.value not in self.env and func.value in _BUILTINS:
+            return self._builtin(node, func.value, args)
+        self._escape_args(node, args)  # an unknown call may store its arguments anywhere
+        return UNKNOWN
+
+    def _launch(self, node: cst.Call, callee: Value, args: _Args) -> None:
+        name = callee.name if isinstance(callee, Function) else "kernel"
+        for value in _flatten(v for _, v in (*args.positional, *args.keywords.values())):
+            if isinstance(value, Host):
+                self._event(EventType.LAUNCH, node, value, api=name)
+
+    def _escape_args(self, node: cst.CSTNode, args: _Args) -> None:
+        self._escape(node, [v for _, v in (*args.positional, *args.keywords.values())])
+
+    def _escape(self, node: cst.CSTNode, values) -> None:
+        for value in _flatten(values):
+            if isinstance(value, Host):
+                self._event(EventType.ESCAPE, node, value)
 
     def _call_local(self, node: cst.Call, callee: Function) -> Value:
         """One level of calls: a local function that returns memory it allocated itself allocates it
@@ -729,6 +785,11 @@ class _Interpreter:
             kind = _apply_flags(kind, args.value(flags))
             if kind is None:
                 return UNKNOWN
+        if api.opt("reads"):
+            # Copies and conversions read their source's data (a CPU read for PIN003/PIN005).
+            for value in [receiver] + [v for _, v in args.positional]:
+                if isinstance(value, Host):
+                    self._event(EventType.READ, node, value, api=api.name)
         library = self._host_library(receiver, api)
         site = self._site(node, kind, library, api.name, nbytes=self._nbytes(api, receiver, args),
                           pooled=bool(api.opt("pooled", False)),
@@ -767,13 +828,14 @@ class _Interpreter:
 
     def _effect_view(self, api: Api, node, receiver, args: _Args) -> Value:
         source = self._arg_value(api.arg("arg"), receiver, args)
+        result: Value = UNKNOWN
         if isinstance(source, Host):
-            library = api.opt("library") or source.library
-            return Host(source.sites, library, source.maybe_unknown)
-        if api.opt("otherwise") == "pageable" and isinstance(source, (Items, Const)):
+            result = Host(source.sites, api.opt("library") or source.library, source.maybe_unknown,
+                          source.batch, source.varies)
+        elif api.opt("otherwise") == "pageable" and isinstance(source, (Items, Const)):
             site = self._site(node, Kind.PAGEABLE, "numpy", api.name)
-            return Host(frozenset([site]), "numpy")
-        return UNKNOWN
+            result = Host(frozenset([site]), "numpy")
+        return Items((UNKNOWN, result)) if api.opt("returns") == "err-tuple" else result
 
     def _effect_read(self, api: Api, node, receiver, args: _Args) -> Value:
         value = self._arg_value(api.arg("arg"), receiver, args)
@@ -830,6 +892,11 @@ class _Interpreter:
                 return UNKNOWN
         else:
             host = self._arg_value(api.arg("host"), receiver, args)
+        if direction == "d2h" and isinstance(self._arg_value(api.arg("device"), receiver, args), Host):
+            # host.copy_(other_host): a CPU copy between host buffers, not a transfer.
+            self._event(EventType.READ, node, self._arg_value(api.arg("device"), receiver, args))
+            self._event(EventType.WRITE, node, host)
+            return receiver if receiver is not None else UNKNOWN
         target_spec = api.arg("target_device")
         if target_spec is not None:
             # torch .to(x): a copy only when x names a device; a dtype makes a converted copy.
@@ -987,6 +1054,17 @@ def _sites_of(value: Value) -> tuple[frozenset, bool]:
     if isinstance(value, Host):
         return value.sites, value.maybe_unknown
     return frozenset(), True
+
+
+def _flatten(values) -> Iterator[Value]:
+    for value in values:
+        if isinstance(value, Items):
+            yield from _flatten(value.items)
+        else:
+            yield value
+
+
+_BUILTINS = frozenset(dir(builtins))
 
 
 def _receiver_types(value: Value) -> list[str]:

@@ -77,6 +77,7 @@ class Tables:
     view_attributes: set[str] = field(default_factory=set)
     device_attributes: set[str] = field(default_factory=set)
     null_streams: set[str] = field(default_factory=set)
+    kernel_decorators: set[str] = field(default_factory=set)
     modules: dict[str, str] = field(default_factory=dict)  # import root -> library
 
     @property
@@ -146,6 +147,7 @@ def load_tables(folder: Optional[Path] = None) -> Tables:
         tables.view_attributes.update(attrs.get("view", []))
         tables.device_attributes.update(attrs.get("device", []))
         tables.null_streams.update(attrs.get("null_streams", []))
+        tables.kernel_decorators.update(attrs.get("kernel_decorators", []))
     return tables
 
 

@@ -58,6 +58,7 @@ class EventType(str, enum.Enum):
     WRITE = "write"
     SYNC = "sync"
     LAUNCH = "launch"
+    ESCAPE = "escape"      # the buffer is stored, returned or handed to unknown code: it may outlive its scope
     LOOP_START = "loop-start"
     LOOP_END = "loop-end"
 

@@ -115,6 +115,7 @@ class Function(Value):
 
     node: object
     name: str
+    kernel: bool = False
 
 
 @dataclass(frozen=True)

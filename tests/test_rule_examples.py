@@ -1,4 +1,4 @@
-"""Every rule's embedded VALID / INVALID programs, and every fixture's ``# pinlint-expect`` line."""
+"""Every rule's embedded VALID / INVALID programs (fixtures are checked in test_fixtures.py)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,8 @@ import textwrap
 
 import pytest
 
-from helpers import fixture_expectations
 from pinlint.checks import ALL_CODES, ALL_RULES
-from pinlint.engine import lint_bytes, lint_text
+from pinlint.engine import lint_text
 from pinlint.settings import Settings
 
 
@@ -47,17 +46,3 @@ def test_invalid_example_is_reported_when_only_its_rule_is_selected(code, progra
     result = lint_text(textwrap.dedent(program), "example.py", Settings(select=frozenset([code])))
     assert [f.code for f in result.findings] and {f.code for f in result.findings} == {code}
 
-
-_FIXTURES = fixture_expectations()
-
-
-def test_fixtures_exist():
-    assert any(expected for _, expected in _FIXTURES)
-    assert any(not expected for _, expected in _FIXTURES)
-
-
-@pytest.mark.parametrize("path, expected", _FIXTURES, ids=[f"{p.parent.name}/{p.name}" for p, _ in _FIXTURES])
-def test_fixture_expectation(path, expected):
-    result = lint_bytes(path.read_bytes(), str(path), Settings())
-    assert result.error is None
-    assert {f.code for f in result.findings} == set(expected)

@@ -1,0 +1,87 @@
+"""The text prefilter must be sound: it may only skip files that cannot have a finding."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+
+import pytest
+
+from helpers import RULES_API, fixture_expectations
+from pinlint.apitables import default_tables
+from pinlint.checks import ALL_RULES
+from pinlint.engine import lint_bytes, passes_prefilter
+from pinlint.settings import Settings
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+
+def _invalid_programs():
+    for rule in ALL_RULES:
+        for index, program in enumerate(rule.INVALID):
+            yield pytest.param(textwrap.dedent(program), id=f"{rule.code}-INVALID-{index}")
+
+
+@pytest.mark.parametrize("program", list(_invalid_programs()))
+def test_every_invalid_example_passes_the_prefilter(program):
+    assert passes_prefilter(program.encode("utf-8"))
+
+
+_EXPECTING = [(p, e) for p, e in fixture_expectations() if e]
+
+
+def test_there_are_fixtures_expecting_codes():
+    assert _EXPECTING
+
+
+@pytest.mark.parametrize("path", [p for p, _ in _EXPECTING], ids=[f"{p.parent.name}/{p.name}" for p, _ in _EXPECTING])
+def test_every_fixture_expecting_a_code_passes_the_prefilter(path):
+    assert passes_prefilter(path.read_bytes())
+
+
+def _table_modules() -> dict[str, str]:
+    modules: dict[str, str] = {}
+    for path in sorted(RULES_API.glob("*.toml")):
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        for module in data.get("modules", []):
+            modules[module] = data["library"]
+    return modules
+
+
+def test_the_tables_list_modules():
+    modules = _table_modules()
+    assert {"cupy", "cupyx", "numba", "pycuda", "cuda", "torch", "numpy"} <= set(modules)
+
+
+@pytest.mark.parametrize("module", sorted(m for m, lib in _table_modules().items() if lib != "numpy"))
+def test_triggers_cover_every_gpu_module(module):
+    triggers = default_tables().triggers
+    assert any(trigger in module for trigger in triggers), (module, triggers)
+    for statement in (f"import {module}\n", f"import {module} as m\n", f"from {module} import x\n"):
+        assert passes_prefilter(statement.encode())
+
+
+def test_numpy_alone_does_not_pass_the_prefilter():
+    assert "numpy" not in default_tables().triggers
+    assert not passes_prefilter(b"import numpy as np\nh = np.zeros(10)\n")
+    assert not passes_prefilter(b"")
+
+
+@pytest.mark.parametrize("text", [
+    "import numpy as np\nx = np.zeros(3)\n",
+    "print('hello')\n",
+    "def f(:\n",           # would be PIN000 if parsed: skipped files are not parsed
+])
+def test_skipped_files_have_no_findings(text):
+    result = lint_bytes(text.encode(), "plain.py", Settings())
+    assert result.skipped
+    assert result.findings == []
+
+
+def test_passing_files_are_not_skipped():
+    result = lint_bytes(b"import cupy\ndef f(:\n", "gpu.py", Settings())
+    assert not result.skipped
+    assert [f.code for f in result.findings] == ["PIN000"]
