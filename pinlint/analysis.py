@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import builtins
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Iterable, Iterator, Optional, Sequence
 
 import libcst as cst
@@ -27,12 +27,24 @@ from .values import (ANYTHING, UNKNOWN, Const, Context, Device, DeviceSpec, Host
 
 MAX_LOOP_PASSES = 4
 
-_DTYPE_SIZES = {
-    "float16": 2, "half": 2, "bfloat16": 2, "float32": 4, "float": 4, "single": 4, "float64": 8,
-    "double": 8, "int8": 1, "uint8": 1, "bool": 1, "bool_": 1, "int16": 2, "uint16": 2, "int32": 4,
-    "uint32": 4, "int64": 8, "uint64": 8, "complex64": 8, "complex128": 16, "intc": 4, "byte": 1,
-}
-_PY_DTYPES = {"float": 8, "int": 8, "bool": 1, "complex": 16}
+ITEM_SIZES = {"bool": 1, "int8": 1, "uint8": 1, "int16": 2, "uint16": 2, "float16": 2, "bfloat16": 2,
+              "int32": 4, "uint32": 4, "float32": 4, "int64": 8, "uint64": 8, "float64": 8, "complex64": 8,
+              "complex128": 16}
+# NumPy/torch attribute names (np.float32, torch.half) -> canonical dtype.
+_DTYPE_ATTRS = {**{name: name for name in ITEM_SIZES}, "half": "float16", "single": "float32",
+                "double": "float64", "float_": "float64", "bool_": "bool", "intc": "int32", "short": "int16",
+                "long": "int64", "int": "int32", "float": "float32", "cfloat": "complex64", "cdouble": "complex128",
+                "byte": "int8", "ubyte": "uint8", "longlong": "int64"}
+# NumPy dtype strings ("f4", "<f8", "float") -> canonical dtype.
+_DTYPE_CODES = {"f2": "float16", "e": "float16", "f4": "float32", "f": "float32", "f8": "float64", "d": "float64",
+                "i1": "int8", "b": "int8", "i2": "int16", "h": "int16", "i4": "int32", "i": "int32", "i8": "int64",
+                "l": "int64", "q": "int64", "u1": "uint8", "B": "uint8", "u2": "uint16", "H": "uint16",
+                "u4": "uint32", "I": "uint32", "u8": "uint64", "L": "uint64", "Q": "uint64", "c8": "complex64",
+                "F": "complex64", "c16": "complex128", "D": "complex128", "?": "bool", "b1": "bool",
+                "float": "float64", "int": "int64", "double": "float64", "single": "float32", "half": "float16",
+                "complex": "complex128", "bool": "bool", **{name: name for name in ITEM_SIZES}}
+_PY_TYPES = {"float": "float64", "int": "int64", "bool": "bool", "complex": "complex128"}
+_TRANSPOSING = frozenset({"T", "mT", "transpose", "swapaxes", "permute", "moveaxis"})
 
 # Builtins that read every element of a host buffer they are given.
 _READING_BUILTINS = {"print", "float", "int", "bytes", "sum", "list", "tuple", "max", "min", "sorted",
@@ -127,13 +139,14 @@ class _Interpreter:
 
     def _site(self, node: cst.CSTNode, kind: Kind, library: str, api: str, *, variant: str = "",
               nbytes: Optional[int] = None, pooled: bool = False, fix: Optional[str] = None,
-              fresh_each_iteration: bool = False, via: frozenset = frozenset()) -> Site:
+              fresh_each_iteration: bool = False, via: frozenset = frozenset(), dtype: Optional[str] = None,
+              ndim: Optional[int] = None) -> Site:
         key = (node, variant)
         site = self.ctx.sites.get(key)
         if site is None or site.kind is not kind:
             site = Site(kind=kind, library=library, api=api, node=node, loops=tuple(self.loops),
                         nbytes=nbytes, pooled=pooled, fix=fix, scope=self.name,
-                        fresh_each_iteration=fresh_each_iteration, via=via)
+                        fresh_each_iteration=fresh_each_iteration, via=via, dtype=dtype, ndim=ndim)
             self.ctx.sites[key] = site
         return site
 
@@ -440,6 +453,8 @@ class _Interpreter:
             return Const.of({"True": True, "False": False, "None": None}[node.value])
         if node.value in self.ctx.module_globals:
             return self.ctx.module_globals[node.value]
+        if node.value in _PY_TYPES and self.ctx.imports.lookup(node.value) is None:
+            return Const.of("pytype:" + node.value)  # `dtype=float`
         return self._qualified_value(node)
 
     def _qualified_value(self, node: cst.BaseExpression) -> Value:
@@ -450,7 +465,7 @@ class _Interpreter:
             return Const.of(self.tables.constants[qualified])
         if qualified in self.tables.null_streams:
             return Stream(origin=qualified, default=True)
-        if qualified.startswith(("numpy.", "torch.")) and qualified.split(".")[-1] in _DTYPE_SIZES:
+        if qualified.startswith(("numpy.", "torch.")) and qualified.split(".")[-1] in _DTYPE_ATTRS:
             return Const.of("dtype:" + qualified.split(".")[-1])
         return UNKNOWN
 
@@ -472,7 +487,7 @@ class _Interpreter:
         base = self.expr(node.value)
         attr = node.attr.value
         if isinstance(base, Host) and attr in self.tables.view_attributes:
-            return base
+            return _transposed(base) if attr in _TRANSPOSING else base
         if isinstance(base, Device) and attr in self.tables.device_attributes:
             return base
         if isinstance(base, Items) and attr in ("shape",):
@@ -571,8 +586,12 @@ class _Interpreter:
         base = self.expr(node.value)
         indexes = self._slices(node)
         if isinstance(base, Host):
-            if base.batch or all(isinstance(e.slice, cst.Slice) for e in node.slice):
-                return base  # a slice (or a batch's field) is a view of the same memory
+            if base.batch:
+                return base  # a batch's field is one of the batch's tensors
+            if all(isinstance(e.slice, cst.Slice) for e in node.slice):
+                # A slice is a view of the same memory; only a plain h[a:b] stays contiguous.
+                plain = len(node.slice) == 1 and node.slice[0].slice.step is None
+                return base if plain else replace(base, contiguous=None)
             self._event(EventType.READ, node, base)
             return UNKNOWN
         if isinstance(base, Items) and len(indexes) == 1 and isinstance(indexes[0], Const):
@@ -782,44 +801,50 @@ class _Interpreter:
                 return UNKNOWN
         flags = api.arg("flags")
         if flags is not None and args.present(flags):
-            kind = _apply_flags(kind, args.value(flags))
-            if kind is None:
-                return UNKNOWN
+            # Flags it cannot read: pinned for sure, write-combined or mapped perhaps (rules on those stay quiet).
+            kind = _apply_flags(kind, args.value(flags)) or Kind.PINNED
         if api.opt("reads"):
             # Copies and conversions read their source's data (a CPU read for PIN003/PIN005).
             for value in [receiver] + [v for _, v in args.positional]:
                 if isinstance(value, Host):
                     self._event(EventType.READ, node, value, api=api.name)
         library = self._host_library(receiver, api)
-        site = self._site(node, kind, library, api.name, nbytes=self._nbytes(api, receiver, args),
+        nbytes, dtype, ndim = self._shape_info(api, args)
+        if receiver is not None and isinstance(receiver, Host):
+            dtype, ndim = _common(s.dtype for s in receiver.sites), _common(s.ndim for s in receiver.sites)
+        site = self._site(node, kind, library, _display(api.name, library), nbytes=nbytes,
                           pooled=bool(api.opt("pooled", False)),
-                          fix=api.opt("fix") if kind is Kind.PAGEABLE else None)
+                          fix=api.opt("fix") if kind is Kind.PAGEABLE else None, dtype=dtype, ndim=ndim)
         value = Host(frozenset([site]), library)
-        self._event(EventType.ALLOC, node, value, api=api.name)
+        self._event(EventType.ALLOC, node, value, api=site.api)
         if api.opt("returns") == "err-tuple":
             return Items((UNKNOWN, value))
         return value
 
-    def _nbytes(self, api: Api, receiver: Optional[Value], args: _Args) -> Optional[int]:
+    def _shape_info(self, api: Api, args: _Args) -> tuple:
+        """(nbytes, dtype, ndim) of an allocation, each None when not constant."""
+        like = args.value(api.arg("like"))
+        if isinstance(like, Host) and len(like.sites) == 1:
+            site = next(iter(like.sites))
+            return site.nbytes, site.dtype, site.ndim
+        dtype_spec = api.arg("dtype")
+        dtype = None
+        if dtype_spec is not None:
+            dtype = canonical_dtype(args.value(dtype_spec)) if args.present(dtype_spec) else dtype_spec.default
         nbytes = args.value(api.arg("nbytes"))
         if isinstance(nbytes, Const) and isinstance(nbytes.single, int):
-            return nbytes.single
+            return nbytes.single, dtype, 1
         shape_spec = api.arg("shape")
         if shape_spec is None:
-            return None
+            return None, dtype, None
         shape = args.value(shape_spec)
-        if shape_spec.pos == 0 and not args.keywords.get(shape_spec.kw) and len(args.positional) > 1 and \
+        if shape_spec.pos == 0 and shape_spec.kw not in args.keywords and len(args.positional) > 1 and \
                 api.library == "torch":
             shape = Items(tuple(v for _, v in args.positional))  # torch.empty(2, 3)
+        ndim = len(shape.items) if isinstance(shape, Items) else (1 if isinstance(shape, Const) else None)
         count = _element_count(shape)
-        if count is None:
-            return None
-        dtype_spec = api.arg("dtype")
-        dtype = args.value(dtype_spec) if dtype_spec is not None else UNKNOWN
-        if isinstance(dtype, Unknown) and dtype_spec is not None and not args.present(dtype_spec):
-            dtype = Const.of(dtype_spec.default) if dtype_spec.default else UNKNOWN
-        size = _dtype_size(dtype)
-        return count * size if size else None
+        size = ITEM_SIZES.get(dtype) if dtype else None
+        return (count * size if count is not None and size else None), dtype, ndim
 
     def _effect_device(self, api: Api, node, receiver, args: _Args) -> Value:
         stream = args.value(api.arg("stream"))
@@ -830,12 +855,51 @@ class _Interpreter:
         source = self._arg_value(api.arg("arg"), receiver, args)
         result: Value = UNKNOWN
         if isinstance(source, Host):
-            result = Host(source.sites, api.opt("library") or source.library, source.maybe_unknown,
-                          source.batch, source.varies)
+            result = replace(source, library=api.opt("library") or source.library)
+            if api.name.split(".")[-1] in _TRANSPOSING:
+                result = _transposed(result)
+            elif result.contiguous is False:
+                result = replace(result, contiguous=None)  # reshape of a transpose may copy
         elif api.opt("otherwise") == "pageable" and isinstance(source, (Items, Const)):
             site = self._site(node, Kind.PAGEABLE, "numpy", api.name)
             result = Host(frozenset([site]), "numpy")
         return Items((UNKNOWN, result)) if api.opt("returns") == "err-tuple" else result
+
+    def _convert(self, node: cst.CSTNode, source: Host, target: Optional[str], api: str, always_copy: bool) -> Value:
+        """A dtype conversion: new pageable memory, unless nothing changes (then the same memory)."""
+        dtypes = {s.dtype for s in source.sites}
+        if not always_copy and dtypes == {target} and target is not None:
+            return source  # torch `.float()` of float32, `astype(same, copy=False)`: no copy is made
+        if not always_copy and (target is None or None in dtypes or target in dtypes):
+            return UNKNOWN  # it may or may not copy
+        self._event(EventType.READ, node, source, api=api)
+        site = self._site(node, Kind.PAGEABLE, source.library, _display(api, source.library), dtype=target,
+                          ndim=_common(s.ndim for s in source.sites))
+        return Host(frozenset([site]), source.library)
+
+    def _effect_convert(self, api: Api, node, receiver, args: _Args) -> Value:
+        if isinstance(receiver, Device):
+            return receiver
+        if not isinstance(receiver, Host):
+            return UNKNOWN
+        method = api.name.split(".")[-1]
+        target = api.opt("targets", {}).get(method) or canonical_dtype(args.value(api.arg("dtype")))
+        copy_spec = api.arg("copy")
+        always_copy = copy_spec is not None and args.value(copy_spec, Const.of(True)) != Const.of(False)
+        return self._convert(node, receiver, target, api.name, always_copy)
+
+    def _effect_contiguous(self, api: Api, node, receiver, args: _Args) -> Value:
+        source = self._arg_value(api.arg("arg"), receiver, args)
+        if not isinstance(source, Host):
+            return UNKNOWN
+        if source.contiguous:
+            return source
+        self._event(EventType.READ, node, source, api=api.name)
+        site = self._site(node, Kind.PAGEABLE, source.library, _display(api.name, source.library),
+                          dtype=_common(s.dtype for s in source.sites), ndim=_common(s.ndim for s in source.sites))
+        copied = Host(frozenset([site]), source.library)
+        # Unknown layout: it is either the same memory or a new pageable copy.
+        return copied if source.contiguous is False else join(replace(source, contiguous=True), copied)
 
     def _effect_read(self, api: Api, node, receiver, args: _Args) -> Value:
         value = self._arg_value(api.arg("arg"), receiver, args)
@@ -903,10 +967,9 @@ class _Interpreter:
             target_expr = args.get(target_spec)
             target = _device_of(target_expr[1]) if target_expr else None
             if target_expr is None or target is None:
-                if target_expr is not None and isinstance(target_expr[1], Const) and \
-                        str(target_expr[1].single).startswith("dtype:") and isinstance(receiver, Host):
-                    site = self._site(node, Kind.PAGEABLE, receiver.library, "conversion")
-                    return Host(frozenset([site]), receiver.library)
+                dtype = canonical_dtype(target_expr[1]) if target_expr is not None else None
+                if dtype is not None and isinstance(receiver, Host):
+                    return self._convert(node, receiver, dtype, api.name, always_copy=False)  # t.to(torch.half)
                 return UNKNOWN
             if direction == "h2d" and not target:
                 return receiver if receiver is not None else UNKNOWN  # .to("cpu") of a host tensor
@@ -998,15 +1061,17 @@ class _Interpreter:
         kind = Kind(api.opt("kind", "pinned"))
         flags = api.arg("flags")
         if flags is not None and args.present(flags):
-            kind = _apply_flags(kind, args.value(flags))
-            if kind is None:
-                return UNKNOWN
+            # Registration never write-combines; flags it cannot read still leave the pages locked.
+            kind = _apply_flags(kind, args.value(flags)) or Kind.PINNED
         spec = api.arg("arg")
         targets = list(args.positional) if spec is not None and spec.is_all else \
             ([args.get(spec)] if args.get(spec) is not None else [])
         registered = []
         for index, (expr, value) in enumerate(targets):
             if not isinstance(value, Host):
+                root = _root_name(expr)
+                if root is not None and not api.opt("context"):
+                    self.env[root] = UNKNOWN  # pinned now, but what it holds is not known
                 continue
             site = self._site(node, kind, value.library, api.name, variant=f"reg{index}")
             new_value = Host(frozenset([site]), value.library)
@@ -1016,11 +1081,10 @@ class _Interpreter:
                 registered.append((root, new_value))
         if api.opt("context"):
             return Context(registered=tuple(registered))
+        for root, new_value in registered:
+            self.env[root] = new_value  # registration pins the existing buffer in place
         if api.opt("returns") == "view":
             return registered[0][1] if registered else UNKNOWN
-        if not api.opt("context"):
-            for root, new_value in registered:
-                self.env[root] = new_value  # cudaHostRegister pins the existing buffer in place
         return UNKNOWN
 
 
@@ -1054,6 +1118,23 @@ def _sites_of(value: Value) -> tuple[frozenset, bool]:
     if isinstance(value, Host):
         return value.sites, value.maybe_unknown
     return frozenset(), True
+
+
+def _common(values):
+    """The single value all items share, else None."""
+    found = set(values)
+    return found.pop() if len(found) == 1 else None
+
+
+def _display(api: str, library: str) -> str:
+    """Method names read as the receiver's class: a torch tensor's ``float`` is ``Tensor.float``."""
+    return "Tensor." + api.split(".", 1)[1] if library == "torch" and api.startswith("ndarray.") else api
+
+
+def _transposed(value: Host) -> Host:
+    ndims = {s.ndim for s in value.sites}
+    contiguous = value.contiguous if ndims == {1} else (False if ndims and all(n and n >= 2 for n in ndims) else None)
+    return replace(value, contiguous=contiguous)
 
 
 def _flatten(values) -> Iterator[Value]:
@@ -1192,13 +1273,16 @@ def _element_count(shape: Value) -> Optional[int]:
     return None
 
 
-def _dtype_size(dtype: Value) -> Optional[int]:
-    if not isinstance(dtype, Const) or dtype.single is None:
+def canonical_dtype(value: Value) -> Optional[str]:
+    """``np.float32``, ``torch.half``, ``"f4"``, ``"<f8"``, ``float`` -> a canonical name, else None."""
+    if not isinstance(value, Const) or not isinstance(value.single, str):
         return None
-    name = str(dtype.single)
-    if name.startswith("dtype:"):
-        return _DTYPE_SIZES.get(name[6:])
-    return _DTYPE_SIZES.get(name) or _PY_DTYPES.get(name)
+    text = value.single
+    if text.startswith("dtype:"):
+        return _DTYPE_ATTRS.get(text[6:])
+    if text.startswith("pytype:"):
+        return _PY_TYPES.get(text[7:])
+    return _DTYPE_CODES.get(text.lstrip("<>=|"))
 
 
 # ------------------------------------------------------------------- scopes
@@ -1312,41 +1396,17 @@ def _class_attributes(ctx: _FileContext, functions) -> dict[str, dict]:
     for klass, methods in by_class.items():
         attributes: dict = {}
         for qualified, node in methods:
-            assigned = _self_assignments(node)
-            if not assigned:
-                continue
             params = _parameters(node)
             _, final, _ = _run_scope(ctx, qualified, node, _body(node.body), _parameter_env(node),
                                      emit=False)
-            for attr in assigned:
-                value = final.get(f"{params[0]}.{attr}", UNKNOWN)
-                attributes[attr] = join(attributes[attr], value) if attr in attributes else value
+            # Every `self.x` the method binds, by assignment or by registering it in place.
+            prefix = params[0] + "."
+            for key, value in final.items():
+                if key.startswith(prefix):
+                    attr = key[len(prefix):]
+                    attributes[attr] = join(attributes[attr], value) if attr in attributes else value
         result[klass] = attributes
     return result
-
-
-def _self_assignments(node: cst.FunctionDef) -> set[str]:
-    """Attributes of ``self`` (the first parameter) that a method assigns."""
-    params = _parameters(node)
-    if not params:
-        return set()
-    names: set[str] = set()
-
-    def add(target: cst.BaseExpression) -> None:
-        if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and \
-                target.value.value == params[0]:
-            names.add(target.attr.value)
-        elif isinstance(target, (cst.Tuple, cst.List)):
-            for element in target.elements:
-                add(element.value)
-
-    for small in small_statements(_body(node.body)):
-        if isinstance(small, cst.Assign):
-            for target in small.targets:
-                add(target.target)
-        elif isinstance(small, (cst.AugAssign, cst.AnnAssign)):
-            add(small.target)
-    return names
 
 
 def analyze(module: cst.Module, tables: Optional[Tables] = None, imports: Optional[ImportMap] = None) -> FileFacts:

@@ -84,7 +84,8 @@ def check(
 
     findings.sort(key=lambda f: f.sort_key())
     if output_format is OutputFormat.text:
-        FORMATS["text"](findings, sys.stdout, statistics=statistics)
+        if findings or not errors:  # no "All checks passed!" when something could not be checked
+            FORMATS["text"](findings, sys.stdout, statistics=statistics)
     else:
         FORMATS[output_format.value](findings, sys.stdout)
     for message in errors:

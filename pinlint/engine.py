@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 import io
+import re
 import tokenize
 from dataclasses import dataclass, field
 from typing import Optional
@@ -15,8 +17,12 @@ from .apitables import default_tables
 from .checks import ALL_RULES, CheckContext
 from .model import Finding, Location, Related
 from .settings import Settings
-from .suppress import is_suppressed
+from .suppress import Suppressions
 
+
+
+MAX_NESTING = 200
+_BRACKETS = re.compile(r"[()\[\]{}]")
 
 
 @dataclass
@@ -59,18 +65,50 @@ def lint_bytes(data: bytes, filename: str, settings: Settings) -> FileResult:
     return lint_text(text, filename, settings, result)
 
 
+def _python_syntax_error(text: str) -> Optional[Finding]:
+    """Python's own verdict on a file libcst rejected: its message and position are the familiar ones."""
+    try:
+        ast.parse(text)
+    except SyntaxError as exc:
+        return exc
+    except (RecursionError, MemoryError, ValueError) as exc:
+        return SyntaxError(f"{type(exc).__name__}: {exc}")
+    return None
+
+
+def _too_deep(text: str) -> bool:
+    """Brackets nested deeper than CPython accepts (200) crash libcst's native parser: check first.
+    Brackets inside strings are counted too, so a deep count is only a reason to ask ``ast``."""
+    if sum(text.count(c) for c in "([{") <= MAX_NESTING:
+        return False
+    depth = deepest = 0
+    for match in _BRACKETS.finditer(text):
+        depth += 1 if match.group() in "([{" else -1
+        deepest = max(deepest, depth)
+    return deepest > MAX_NESTING and _python_syntax_error(text) is not None
+
+
 def lint_text(text: str, filename: str, settings: Settings, result: Optional[FileResult] = None) -> FileResult:
     result = result or FileResult(filename)
-    try:
-        module = cst.parse_module(text)
-    except cst.ParserSyntaxError as exc:
+    error: Optional[SyntaxError] = None
+    if "\x00" in text:
+        error = SyntaxError("source code cannot contain null bytes")
+    elif _too_deep(text):
+        error = _python_syntax_error(text)
+    module = None
+    if error is None:
+        try:
+            module = cst.parse_module(text)
+        except cst.ParserSyntaxError as exc:
+            error = _python_syntax_error(text) or SyntaxError(exc.message, (filename, exc.editor_line,
+                                                                             exc.editor_column, None))
+        except (RecursionError, MemoryError, ValueError) as exc:
+            error = SyntaxError(f"{type(exc).__name__} while parsing")
+    if error is not None:
         if "PIN000" in settings.select:
-            result.findings.append(_syntax_finding(
-                filename, f"SyntaxError: {exc.message}", exc.editor_line, exc.editor_column))
-        return result
-    except (RecursionError, MemoryError, ValueError) as exc:
-        if "PIN000" in settings.select:
-            result.findings.append(_syntax_finding(filename, f"File could not be parsed: {type(exc).__name__}"))
+            row = error.lineno or 1
+            column = error.offset or 1
+            result.findings.append(_syntax_finding(filename, f"SyntaxError: {error.msg}", row, max(column, 1)))
         return result
     try:
         result.findings.extend(_check_module(module, text, filename, settings))
@@ -94,13 +132,13 @@ def _check_module(module: cst.Module, text: str, filename: str, settings: Settin
         return positions[node]
 
     ctx = CheckContext(line_of=lambda node: position(node).start.line, pin007_min_bytes=settings.pin007_min_bytes)
-    lines = text.splitlines()
+    suppressions = Suppressions(text)
     findings: dict = {}
     for rule in rules:
         for report in rule.check(facts, ctx):
             span = position(report.node)
             rows = (span.start.line, span.end.line)
-            if is_suppressed(rule.code, lines, rows):
+            if suppressions.suppressed(rule.code, rows):
                 continue
             related = tuple(
                 Related(message=f"buffer allocated here by `{site.api}`", filename=filename,

@@ -48,6 +48,8 @@ class Site:
     scope: str = ""        # function (qualified) in which the site was allocated
     fresh_each_iteration: bool = False  # a new buffer per use (DataLoader batches, get() results)
     via: frozenset = frozenset()  # for a call to a local allocating function: the sites inside it
+    dtype: Optional[str] = None   # canonical element type ("float32") when known
+    ndim: Optional[int] = None
 
 
 class EventType(str, enum.Enum):

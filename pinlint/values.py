@@ -7,7 +7,7 @@ everything the analysis cannot see (parameters, unknown calls); rules never repo
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Optional
 
 from .model import Kind, Site
@@ -36,6 +36,7 @@ class Host(Value):
     maybe_unknown: bool = False   # joined with an unknown value on some path
     batch: bool = False           # a DataLoader batch: indexing picks a tensor, not an element
     varies: frozenset = frozenset()  # loops whose iterations each see a different buffer (`for a in arrays`)
+    contiguous: Optional[bool] = True  # False after a transpose; None when it cannot be told
 
     def kinds(self) -> frozenset:
         return frozenset(s.kind for s in self.sites)
@@ -130,9 +131,10 @@ def join(a: Value, b: Value) -> Value:
         return a
     if isinstance(a, Host) and isinstance(b, Host):
         return Host(a.sites | b.sites, a.library if a.library == b.library else "numpy",
-                    a.maybe_unknown or b.maybe_unknown, a.batch and b.batch, a.varies | b.varies)
+                    a.maybe_unknown or b.maybe_unknown, a.batch and b.batch, a.varies | b.varies,
+                    a.contiguous if a.contiguous == b.contiguous else None)
     if isinstance(a, Host) and isinstance(b, Unknown):
-        return Host(a.sites, a.library, True, a.batch, a.varies)
+        return replace(a, maybe_unknown=True)
     if isinstance(b, Host) and isinstance(a, Unknown):
         return join(b, a)
     if isinstance(a, Const) and isinstance(b, Const):
@@ -162,7 +164,7 @@ def is_pageable(site: Site) -> bool:
 def varying_in(value: Value, loop: int) -> Value:
     """The element a loop binds on each iteration: a different buffer every time round."""
     if isinstance(value, Host):
-        return Host(value.sites, value.library, value.maybe_unknown, value.batch, value.varies | {loop})
+        return replace(value, varies=value.varies | {loop})
     if isinstance(value, Items):
         return Items(tuple(varying_in(item, loop) for item in value.items))
     return value

@@ -257,9 +257,6 @@ def test_crlf_noqa_suppresses(tmp_path):
     assert pinlint(tmp_path, "check", "crlf.py").returncode == 0
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: a deeply nested expression crashes libcst's native parser with a "
-                                       "segmentation fault; the whole run dies (rc -11/139, no output) instead of "
-                                       "PIN000 for that file (CPython rejects it: too many nested parentheses)")
 def test_pathologically_nested_file_does_not_crash_the_run(tmp_path):
     write(tmp_path, "a_deep.py", "import cupy\nx = " + "(" * 50000 + "1" + ")" * 50000 + "\n")
     write(tmp_path, "b_bad.py", BAD)

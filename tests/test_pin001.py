@@ -334,8 +334,6 @@ def test_pycuda_register_host_memory_view_is_pinned():
     assert codes(src) == []
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: PyCUDA register_host_memory(h) page-locks h's own pages (the result "
-                                       "is a view of them), but h itself stays 'pageable' -> false PIN001")
 def test_pycuda_register_host_memory_pins_the_original_array_too():
     src = PYCUDA + "r = drv.register_host_memory(h)\ndrv.memcpy_htod_async(d, h, s)\n"
     assert codes(src) == []
@@ -418,9 +416,6 @@ def test_cuda_python_host_register_only_pins_from_that_point_on():
     assert rows(src, "PIN001") == [row_of(src, "# before")]
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: cudaHostRegister with a flag missing from the constants table "
-                                       "(cudaHostRegisterPortable) or a non-constant flag leaves the buffer "
-                                       "'pageable' instead of pinned/unknown -> false PIN001")
 @pytest.mark.parametrize("flags", ["rt.cudaHostRegisterPortable", "flags"])
 def test_cuda_python_host_register_with_other_flags_is_not_pageable(flags):
     src = """
@@ -539,8 +534,6 @@ def test_torch_float_of_pinned_half_tensor_makes_pageable_memory():
     assert rows(src, "PIN001") == [row_of(src, "p.float()")]
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: Tensor.float() of a tensor that is already float32 returns the tensor "
-                                       "itself (same pinned memory), but it is treated as a new pageable buffer")
 def test_torch_float_of_float32_pinned_tensor_is_the_same_tensor():
     src = """
     import torch
@@ -690,15 +683,10 @@ def test_conversions_of_pinned_make_new_pageable_memory(expr, api):
     assert f.related[0].location.column == 5
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: ndarray.astype(same dtype, copy=False) returns the array itself, "
-                                       "but it is treated as a new pageable buffer")
 def test_astype_copy_false_same_dtype_is_the_same_buffer():
     assert codes(CUPY + "d.set(p.astype(np.float32, copy=False), stream=s)\n") == []
 
 
-@pytest.mark.xfail(strict=True, reason="BUG (miss, DESIGN 'New allocations'): np.ascontiguousarray of a "
-                                       "non-contiguous view (2-D pinned .T) makes a new pageable array; it is "
-                                       "treated as a view that stays pinned")
 def test_ascontiguousarray_of_transposed_pinned_is_pageable():
     src = """
     import numpy as np, cupy as cp, cupyx
@@ -805,8 +793,6 @@ def test_instance_attribute_pinned_in_init_is_clean():
     assert codes(src) == []
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: cudaHostRegister(self.h...) in a method other than the allocating "
-                                       "one is ignored by the class-attribute join -> false PIN001 in upload()")
 def test_instance_attribute_registered_in_another_method_is_not_pageable():
     src = """
     import numpy as np

@@ -406,9 +406,6 @@ def test_threshold_takes_the_largest_possible_site():
     assert codes(src) == ["PIN007"]
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: dtype given as a NumPy type string ('f4') or a Python type (float) "
-                                       "leaves the size unknown, so a 4-8 KiB constant buffer is reported as PIN007 "
-                                       "(_PY_DTYPES is never reached for `dtype=float`)")
 @pytest.mark.parametrize("dtype", ["'f4'", "float", "'<f8'"])
 def test_threshold_understands_dtype_spellings(dtype):
     src = f"""

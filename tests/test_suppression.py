@@ -104,16 +104,11 @@ def test_suppressed_codes_parser():
     assert suppressed_codes("x  # pinlint: ignore[PIN001]") == frozenset({"PIN001"})
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: '# noqa' inside a string literal (not a comment) suppresses the "
-                                       "finding on that line")
 def test_noqa_inside_a_string_is_not_a_comment():
     src = PRE + f'label = "# noqa"; {ASYNC}\n'
     assert codes(src) == ["PIN001"]
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: suppression looks lines up with str.splitlines(), which also splits "
-                                       "on form feed / \\u2028 / \\x1c; libcst does not, so after such a character "
-                                       "the noqa of the wrong line is consulted")
 @pytest.mark.parametrize("separator", ["\x0c", "\u2028", "\x1c"])
 def test_suppression_after_an_unusual_line_separator(separator):
     # A form feed on its own line (a page break) is ordinary whitespace to Python; \u2028 in a string too.
