@@ -49,7 +49,7 @@ class ArgSpec:
 
 _ARG_FIELDS = ("shape", "dtype", "like", "nbytes", "flags", "arg", "host", "device", "stream", "out",
                "blocking", "dst", "src", "kind_arg", "target_device", "non_blocking", "async_flag",
-               "like_device")
+               "like_device", "copy")
 
 
 @dataclass(frozen=True)
