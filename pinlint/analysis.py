@@ -59,11 +59,64 @@ class ScopeFacts:
     node: cst.CSTNode
     events: list[Event]
 
+    def escaped(self) -> frozenset:
+        """Sites whose buffers are stored, returned or handed to unknown code somewhere in the scope."""
+        return frozenset(s for e in self.events if e.type is EventType.ESCAPE for s in e.sites)
+
+    def unsynchronized_accesses(self, copy_index: int, access: EventType) -> Iterator[Event]:
+        """CPU accesses (``READ`` or ``WRITE``) of an async copy's host buffer that can run before any
+        synchronization covering the copy: later in the scope, or earlier in an enclosing loop's body
+        (the next iteration). Accesses in a branch exclusive with the copy's never follow it."""
+        copy = self.events[copy_index]
+        for index, event in enumerate(self.events):
+            if event.type is not access or index == copy_index or _exclusive(copy, event):
+                continue
+            if not event.definitely(lambda s: s in copy.sites):
+                continue
+            if index > copy_index:
+                between = self.events[copy_index + 1:index]
+            else:
+                shared = [loop for loop in copy.loops if loop in event.loops]
+                if not shared:
+                    continue
+                loop = shared[-1]
+                end = next(i for i in range(copy_index, len(self.events))
+                           if self.events[i].type is EventType.LOOP_END and self.events[i].loops[-1] == loop)
+                start = max(i for i in range(0, index)
+                            if self.events[i].type is EventType.LOOP_START and self.events[i].loops[-1] == loop)
+                between = self.events[copy_index + 1:end] + self.events[start + 1:index]
+            if not any(_covers(barrier, copy, event) for barrier in between):
+                yield event
+
+
+def _exclusive(a: Event, b: Event) -> bool:
+    """True when the two events sit in different arms of the same ``if``: they never both run."""
+    arms = dict(a.branch)
+    return any(if_id in arms and arms[if_id] != arm for if_id, arm in b.branch)
+
+
+def _covers(barrier: Event, copy: Event, access: Event) -> bool:
+    """Whether ``barrier`` is a synchronization that every path from ``copy`` to ``access`` passes
+    and that waits for the copy. Unknown streams count as covering (precision first)."""
+    if barrier.type is EventType.COPY and not barrier.is_async:
+        waits = True  # a blocking copy waits for the device (counted generously)
+    elif barrier.type is EventType.SYNC:
+        waits = barrier.stream is None or copy.stream is None or same_stream(barrier.stream, copy.stream)
+    else:
+        return False
+    on_every_path = all(entry in copy.branch or entry in access.branch for entry in barrier.branch)
+    return waits and on_every_path
+
+
+def same_stream(a, b) -> bool:
+    return a is b or (getattr(a, "default", False) and getattr(b, "default", False))
+
 
 @dataclass
 class FileFacts:
     module: cst.Module
     scopes: list[ScopeFacts]
+    loop_branch_depth: dict = field(default_factory=dict)  # loop id -> number of ifs around the loop
 
     def events(self) -> Iterator[Event]:
         for scope in self.scopes:
@@ -71,6 +124,10 @@ class FileFacts:
 
     def copies(self) -> Iterator[Event]:
         return (e for e in self.events() if e.type is EventType.COPY)
+
+    def conditional_in_loop(self, event: Event) -> bool:
+        """The event sits under an ``if`` inside its innermost loop (a lazy ``if buf is None:`` set-up)."""
+        return bool(event.loops) and len(event.branch) > self.loop_branch_depth.get(event.loops[-1], 0)
 
 
 @dataclass
@@ -82,6 +139,8 @@ class _FileContext:
     ids: dict = field(default_factory=dict)          # loop / if node -> small int
     module_globals: dict = field(default_factory=dict)
     summaries: dict = field(default_factory=dict)    # function node -> joined return value
+    pinned_inside: dict = field(default_factory=dict)  # function node -> pinned sites it allocates and drops
+    loop_branch_depth: dict = field(default_factory=dict)
 
     def node_id(self, node: cst.CSTNode) -> int:
         return self.ids.setdefault(node, len(self.ids) + 1)
@@ -126,6 +185,7 @@ class _Interpreter:
         self.emit = True
         self.events: list[Event] = []
         self.returned: Optional[Value] = None  # join of the values this scope returns
+        self.declared_outer: set = set()       # names declared `global`/`nonlocal`: stores there escape
 
     # ----------------------------------------------------------------- events
     def _event(self, type_: EventType, node: cst.CSTNode, value: Value = UNKNOWN, **kw) -> None:
@@ -210,6 +270,7 @@ class _Interpreter:
         elif isinstance(node, (cst.Global, cst.Nonlocal)):
             for name in node.names:
                 self.env[name.name.value] = UNKNOWN
+                self.declared_outer.add(name.name.value)
         elif isinstance(node, cst.Del):
             self._forget(node.target)
 
@@ -223,8 +284,8 @@ class _Interpreter:
             self.env.pop(key, None)
 
     def assign(self, target: cst.BaseExpression, value: Value) -> None:
-        if isinstance(target, cst.Attribute):
-            self._escape(target, [value])  # stored on an object: it outlives this statement's scope
+        if isinstance(target, cst.Attribute) or (isinstance(target, cst.Name) and target.value in self.declared_outer):
+            self._escape(target, [value])  # stored on an object or a global: it outlives this scope
         if isinstance(target, (cst.Name, cst.Attribute)):
             key = _target_key(target)
             if key:
@@ -337,6 +398,7 @@ class _Interpreter:
 
     def loop(self, node) -> None:
         loop_id = self.ctx.node_id(node)
+        self.ctx.loop_branch_depth[loop_id] = len(self.branch)
         iter_value = self.expr(node.iter) if isinstance(node, cst.For) else None  # runs once, before the loop
         if isinstance(node, cst.For) and isinstance(iter_value, Host) and not iter_value.batch:
             self._event(EventType.READ, node.iter, iter_value)
@@ -618,6 +680,7 @@ class _Interpreter:
     def _comprehension(self, node) -> Value:
         """Comprehensions are loops: their element runs once per item of the iterable."""
         loop_id = self.ctx.node_id(node)
+        self.ctx.loop_branch_depth[loop_id] = len(self.branch)
         saved_env = self.env
         self.env = dict(saved_env)
         clauses = []
@@ -637,11 +700,12 @@ class _Interpreter:
                 self.assign(clause.target, varying_in(_element_of(iter_value), loop_id))
                 for condition in clause.ifs:
                     self.expr(condition.test)
+            # What a comprehension produces is collected into its result: it outlives the iteration.
             if isinstance(node, cst.DictComp):
                 self.expr(node.key)
-                self.expr(node.value)
+                self._escape(node, [self.expr(node.value)])
             else:
-                self.expr(node.elt)
+                self._escape(node, [self.expr(node.elt)])
         finally:
             self.loops.pop()
             self.env = saved_env
@@ -701,8 +765,15 @@ class _Interpreter:
                 self._event(EventType.ESCAPE, node, value)
 
     def _call_local(self, node: cst.Call, callee: Function) -> Value:
-        """One level of calls: a local function that returns memory it allocated itself allocates it
-        anew at every call, so the call is the allocation site (the analysis of ``callee`` ran first)."""
+        """One level of calls: a local function that allocates memory allocates it anew at every call,
+        so the call is an allocation site (the callee's summary was computed first)."""
+        inside = self.ctx.pinned_inside.get(callee.node)
+        if inside:
+            # Pinned memory the callee allocates and drops: every call pays for it.
+            kinds = {s.kind for s in inside}
+            site = self._site(node, kinds.pop() if len(kinds) == 1 else Kind.PINNED, "numpy", f"{callee.name}()",
+                              variant="call-inside", pooled=all(s.pooled for s in inside), via=frozenset(inside))
+            self._event(EventType.ALLOC, node, Host(frozenset([site])), api=site.api)
         summary = self.ctx.summaries.get(callee.node)
         if not isinstance(summary, Host) or summary.maybe_unknown or not summary.sites:
             return UNKNOWN
@@ -900,6 +971,9 @@ class _Interpreter:
         copied = Host(frozenset([site]), source.library)
         # Unknown layout: it is either the same memory or a new pageable copy.
         return copied if source.contiguous is False else join(replace(source, contiguous=True), copied)
+
+    def _effect_free(self, api: Api, node, receiver, args: _Args) -> Value:
+        return UNKNOWN
 
     def _effect_read(self, api: Api, node, receiver, args: _Args) -> Value:
         value = self._arg_value(api.arg("arg"), receiver, args)
@@ -1415,20 +1489,32 @@ def analyze(module: cst.Module, tables: Optional[Tables] = None, imports: Option
     ctx = _FileContext(tables, imports)
     scopes: list[ScopeFacts] = []
 
-    module_facts, module_env, _ = _run_scope(ctx, "<module>", module, module.body, {})
-    scopes.append(module_facts)
+    # The module body runs twice: once for the globals functions see, once (below) with the
+    # functions' summaries, so module-level calls of local functions are understood.
+    _, module_env, _ = _run_scope(ctx, "<module>", module, module.body, {}, emit=False)
     single = _single_assigned_globals(module)
     ctx.module_globals = {name: value for name, value in module_env.items()
                           if "." not in name and (name in single or isinstance(value, Function))}
 
     functions = list(_functions(module.body, ""))
-    # Return summaries of module-level functions (callees see no summaries: one level of calls).
+    # Summaries of module-level functions (callees see no summaries: one level of calls): what they
+    # return, and the pinned memory they allocate and drop on every call.
     for qualified, node, klass in functions:
         if klass is None and "." not in qualified:
-            _, _, returned = _run_scope(ctx, qualified, node, _body(node.body),
-                                        _parameter_env(node), emit=False)
+            facts, _, returned = _run_scope(ctx, qualified, node, _body(node.body), _parameter_env(node))
             if returned is not None:
                 ctx.summaries[node] = returned
+            kept = frozenset(s for e in facts.events if e.type is EventType.ESCAPE and not isinstance(e.node, cst.Return)
+                             for s in e.sites)
+            returned_sites = returned.sites if isinstance(returned, Host) else frozenset()
+            inside = frozenset(s for e in facts.events
+                               if e.type in (EventType.ALLOC, EventType.REGISTER) and not e.loops and not e.branch
+                               and e.definitely(lambda site: site.kind.is_pinned)
+                               for s in e.sites if s not in kept and s not in returned_sites)
+            if inside:
+                ctx.pinned_inside[node] = inside
+    module_facts, _, _ = _run_scope(ctx, "<module>", module, module.body, {})
+    scopes.append(module_facts)
     attributes = _class_attributes(ctx, functions)
     for qualified, node, klass in functions:
         params = _parameters(node)
@@ -1438,7 +1524,7 @@ def analyze(module: cst.Module, tables: Optional[Tables] = None, imports: Option
                 env[f"{params[0]}.{attr}"] = value
         facts, _, _ = _run_scope(ctx, qualified, node, _body(node.body), env)
         scopes.append(facts)
-    return FileFacts(module, scopes)
+    return FileFacts(module, scopes, ctx.loop_branch_depth)
 
 
 def _is_static(node: cst.FunctionDef) -> bool:

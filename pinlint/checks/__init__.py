@@ -2,9 +2,16 @@
 
 from .base import CheckContext, Report, Rule
 from .pin001 import PageableAsyncCopy
+from .pin002 import PinnedAllocInLoop
+from .pin003 import WriteCombinedCpuRead
+from .pin004 import MappedMemoryReread
+from .pin005 import AsyncD2HReadBeforeSync
+from .pin006 import AsyncH2DSourceOverwritten
 from .pin007 import PageableTransferInLoop
 
-ALL_RULES: tuple[Rule, ...] = (PageableAsyncCopy(), PageableTransferInLoop())
+ALL_RULES: tuple[Rule, ...] = (PageableAsyncCopy(), PinnedAllocInLoop(), WriteCombinedCpuRead(),
+                               MappedMemoryReread(), AsyncD2HReadBeforeSync(), AsyncH2DSourceOverwritten(),
+                               PageableTransferInLoop())
 RULES_BY_CODE = {rule.code: rule for rule in ALL_RULES}
 # PIN000 is not a rule over facts: it is how a file that cannot be parsed is reported.
 ALL_CODES = ("PIN000",) + tuple(RULES_BY_CODE)
