@@ -117,6 +117,7 @@ class FileFacts:
     module: cst.Module
     scopes: list[ScopeFacts]
     loop_branch_depth: dict = field(default_factory=dict)  # loop id -> number of ifs around the loop
+    loop_nodes: dict = field(default_factory=dict)  # loop id -> the loop's node
 
     def events(self) -> Iterator[Event]:
         for scope in self.scopes:
@@ -251,8 +252,8 @@ class _Interpreter:
             if isinstance(target, Host):
                 self._event(EventType.READ, node, target)
                 self._event(EventType.WRITE, node, target)
-            elif isinstance(node.target, (cst.Name, cst.Attribute)):
-                key = _target_key(node.target)
+            elif isinstance(node.target, (cst.Name, cst.Attribute)) and not isinstance(target, Device):
+                key = _target_key(node.target)  # `d *= 2` keeps a device array a device array
                 if key:
                     self.env[key] = UNKNOWN
         elif isinstance(node, cst.Expr):
@@ -739,6 +740,8 @@ class _Interpreter:
         args = self._arguments(node)
         if api is not None:
             return self._apply(api, node, receiver, args)
+        if isinstance(receiver, Device):
+            return Device(receiver.library)  # d.sum(), d.reshape(...): device work gives device arrays
         if (isinstance(callee, Function) and callee.kernel) or callee == Obj("kernel"):
             self._launch(node, callee, args)
             return UNKNOWN
@@ -813,6 +816,9 @@ class _Interpreter:
     def _builtin(self, node: cst.Call, name: str, args: _Args) -> Value:
         if name in _READING_BUILTINS:
             self._read_host_args(node, args)
+            if any(isinstance(v, Device) for _, v in args.positional):
+                # float(d.sum()), print(d): the value must come back first, a blocking copy.
+                self._event(EventType.SYNC, node, api=name)
         if name in ("enumerate",) and args.positional:
             return Iteration(Items((UNKNOWN, _element_of(args.positional[0][1]))))
         if name == "zip":
@@ -883,8 +889,8 @@ class _Interpreter:
         nbytes, dtype, ndim = self._shape_info(api, args)
         if receiver is not None and isinstance(receiver, Host):
             dtype, ndim = _common(s.dtype for s in receiver.sites), _common(s.ndim for s in receiver.sites)
-        site = self._site(node, kind, library, _display(api.name, library), nbytes=nbytes,
-                          pooled=bool(api.opt("pooled", False)),
+        pooled = bool(api.opt("pooled", False)) or (kind.is_pinned and bool(api.opt("pooled_when_pinned", False)))
+        site = self._site(node, kind, library, _display(api.name, library), nbytes=nbytes, pooled=pooled,
                           fix=api.opt("fix") if kind is Kind.PAGEABLE else None, dtype=dtype, ndim=ndim)
         value = Host(frozenset([site]), library)
         self._event(EventType.ALLOC, node, value, api=site.api)
@@ -1065,8 +1071,10 @@ class _Interpreter:
                 site = self._site(node, kind, library, api.name, variant="dest", fresh_each_iteration=True)
                 host = Host(frozenset([site]), library)
                 dest_allocated = True
+        stream_arg = args.get(api.arg("stream"))
         self._event(EventType.COPY, node, host, api=api.name, direction=direction, is_async=is_async,
-                    stream=stream, dest_allocated=dest_allocated, staged=bool(api.opt("staged", False)))
+                    stream=stream, dest_allocated=dest_allocated, staged=bool(api.opt("staged", False)),
+                    library=api.library, stream_node=stream_arg[0] if stream_arg else None)
         returns = api.opt("returns")
         if returns == "device":
             stream_value = stream if api.opt("library", api.library) == "numba" else None
@@ -1135,8 +1143,9 @@ class _Interpreter:
         kind = Kind(api.opt("kind", "pinned"))
         flags = api.arg("flags")
         if flags is not None and args.present(flags):
-            # Registration never write-combines; flags it cannot read still leave the pages locked.
-            kind = _apply_flags(kind, args.value(flags)) or Kind.PINNED
+            # Registration never write-combines (bit 4 means I/O memory there); flags it cannot read
+            # still leave the pages locked.
+            kind = _apply_flags(kind, args.value(flags), registration=True) or Kind.PINNED
         spec = api.arg("arg")
         targets = list(args.positional) if spec is not None and spec.is_all else \
             ([args.get(spec)] if args.get(spec) is not None else [])
@@ -1278,13 +1287,13 @@ def _device_of(value: Value) -> Optional[bool]:
     return None
 
 
-def _apply_flags(kind: Kind, flags: Value) -> Optional[Kind]:
+def _apply_flags(kind: Kind, flags: Value, registration: bool = False) -> Optional[Kind]:
     if not isinstance(flags, Const) or not all(isinstance(v, int) for v in flags.values):
         return None
     results = set()
     for value in flags.values:
         mapped = bool(value & 2) or kind is Kind.MAPPED
-        wc = bool(value & 4)
+        wc = bool(value & 4) and not registration
         results.add({(False, False): Kind.PINNED, (False, True): Kind.PINNED_WC,
                      (True, False): Kind.MAPPED, (True, True): Kind.MAPPED_WC}[(mapped, wc)])
     return results.pop() if len(results) == 1 else None
@@ -1524,7 +1533,8 @@ def analyze(module: cst.Module, tables: Optional[Tables] = None, imports: Option
                 env[f"{params[0]}.{attr}"] = value
         facts, _, _ = _run_scope(ctx, qualified, node, _body(node.body), env)
         scopes.append(facts)
-    return FileFacts(module, scopes, ctx.loop_branch_depth)
+    loop_nodes = {loop_id: node for node, loop_id in ctx.ids.items() if loop_id in ctx.loop_branch_depth}
+    return FileFacts(module, scopes, ctx.loop_branch_depth, loop_nodes)
 
 
 def _is_static(node: cst.FunctionDef) -> bool:

@@ -78,6 +78,9 @@ class Tables:
     device_attributes: set[str] = field(default_factory=set)
     null_streams: set[str] = field(default_factory=set)
     kernel_decorators: set[str] = field(default_factory=set)
+    pinned_twins: dict = field(default_factory=dict)   # (copying library, numpy allocator) -> entry
+    sync_templates: dict = field(default_factory=dict)  # library -> {"stream": ..., "device": ...}
+    write_combined_defaults: dict = field(default_factory=dict)
     modules: dict[str, str] = field(default_factory=dict)  # import root -> library
 
     @property
@@ -148,6 +151,10 @@ def load_tables(folder: Optional[Path] = None) -> Tables:
         tables.device_attributes.update(attrs.get("device", []))
         tables.null_streams.update(attrs.get("null_streams", []))
         tables.kernel_decorators.update(attrs.get("kernel_decorators", []))
+        for twin in data.get("pinned", []):
+            tables.pinned_twins[(twin["library"], twin["from"])] = twin
+        tables.sync_templates.update(data.get("sync", {}))
+        tables.write_combined_defaults.update(data.get("write_combined", {}).get("default", {}))
     return tables
 
 

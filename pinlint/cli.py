@@ -16,7 +16,8 @@ import typer
 from . import __version__
 from .checks import ALL_RULES, RULES_BY_CODE
 from .discover import discover
-from .engine import lint_bytes
+from .engine import FixOutcome, fix_text, lint_bytes, passes_prefilter, read_source
+from .fixes import unified_diff, write_atomically
 from .report import FORMATS, display_path
 from .settings import Settings, SettingsError, resolve_selection
 
@@ -50,17 +51,51 @@ def _root(version: bool = typer.Option(False, "--version", callback=_version, is
     """pinlint: a linter for host-memory decisions in CUDA Python."""
 
 
+_PATHS = typer.Argument(None, help="Files or folders to check (default: .).")
+_SELECT = typer.Option(None, "--select", help="Codes or prefixes to check (comma-separated).")
+_IGNORE = typer.Option(None, "--ignore", help="Codes or prefixes to skip.")
+_EXTEND = typer.Option(None, "--extend-select", help="Codes to add to the selection.")
+_FORMAT = typer.Option(OutputFormat.text, "--format", help="Output format.")
+_EXIT_ZERO = typer.Option(False, "--exit-zero", help="Exit 0 even when there are findings.")
+_STATISTICS = typer.Option(False, "--statistics", help="Count findings per code (text format).")
+_UNSAFE = typer.Option(False, "--unsafe-fixes", help="Also apply (or show) fixes that may change behaviour.")
+_DIFF = typer.Option(False, "--diff", help="Print the fixes as a unified diff and change nothing.")
+
+
 @app.command()
 def check(
-    paths: Optional[List[str]] = typer.Argument(None, help="Files or folders to check (default: .)."),
-    select: Optional[List[str]] = typer.Option(None, "--select", help="Codes or prefixes to check (comma-separated)."),
-    ignore: Optional[List[str]] = typer.Option(None, "--ignore", help="Codes or prefixes to skip."),
-    extend_select: Optional[List[str]] = typer.Option(None, "--extend-select", help="Codes to add to the selection."),
-    output_format: OutputFormat = typer.Option(OutputFormat.text, "--format", help="Output format."),
-    exit_zero: bool = typer.Option(False, "--exit-zero", help="Exit 0 even when there are findings."),
-    statistics: bool = typer.Option(False, "--statistics", help="Count findings per code (text format)."),
+    paths: Optional[List[str]] = _PATHS,
+    select: Optional[List[str]] = _SELECT,
+    ignore: Optional[List[str]] = _IGNORE,
+    extend_select: Optional[List[str]] = _EXTEND,
+    output_format: OutputFormat = _FORMAT,
+    exit_zero: bool = _EXIT_ZERO,
+    statistics: bool = _STATISTICS,
+    fix: bool = typer.Option(False, "--fix", help="Apply safe fixes (and unsafe ones with --unsafe-fixes)."),
+    unsafe_fixes: bool = _UNSAFE,
+    diff: bool = _DIFF,
 ) -> None:
     """Check files for host-memory mistakes."""
+    _run(paths, select, ignore, extend_select, output_format, exit_zero, statistics, fix, unsafe_fixes, diff)
+
+
+@app.command(name="fix")
+def fix_command(
+    paths: Optional[List[str]] = _PATHS,
+    select: Optional[List[str]] = _SELECT,
+    ignore: Optional[List[str]] = _IGNORE,
+    extend_select: Optional[List[str]] = _EXTEND,
+    output_format: OutputFormat = _FORMAT,
+    exit_zero: bool = _EXIT_ZERO,
+    statistics: bool = _STATISTICS,
+    unsafe_fixes: bool = _UNSAFE,
+    diff: bool = _DIFF,
+) -> None:
+    """Apply fixes (the same as `pinlint check --fix`)."""
+    _run(paths, select, ignore, extend_select, output_format, exit_zero, statistics, True, unsafe_fixes, diff)
+
+
+def _run(paths, select, ignore, extend_select, output_format, exit_zero, statistics, fix, unsafe, diff) -> None:
     try:
         settings = Settings(select=resolve_selection(select, ignore, extend_select))
     except SettingsError as exc:
@@ -69,7 +104,8 @@ def check(
 
     found = discover(paths or ["."])
     errors = list(found.errors)
-    findings = []
+    findings: list = []
+    applied = would_change = 0
     for path in found.files:
         name = display_path(str(path))
         try:
@@ -77,22 +113,68 @@ def check(
         except OSError as exc:
             errors.append(f"{name}: {exc.strerror or exc}")
             continue
-        result = lint_bytes(data, name, settings)
-        findings.extend(result.findings)
-        if result.error:
-            errors.append(result.error)
+        if not (fix or diff):
+            result = lint_bytes(data, name, settings)
+            findings.extend(result.findings)
+            if result.error:
+                errors.append(result.error)
+            continue
+        outcome, message = _fix_file(path, name, data, settings, unsafe, diff)
+        if message:
+            errors.append(message)
+        if outcome is None:
+            continue
+        findings.extend(outcome.result.findings if outcome.result else [])
+        applied += outcome.applied
+        would_change += outcome.changed
 
     findings.sort(key=lambda f: f.sort_key())
-    if output_format is OutputFormat.text:
-        if findings or not errors:  # no "All checks passed!" when something could not be checked
-            FORMATS["text"](findings, sys.stdout, statistics=statistics)
+    if diff:
+        # The diff is the output; the summary goes to stderr, as ruff does.
+        if would_change:
+            typer.echo(f"Would fix {applied} error{'s' if applied != 1 else ''} in {would_change} "
+                       f"file{'s' if would_change != 1 else ''}.", err=True)
+        else:
+            typer.echo("No fixes available.", err=True)
+    elif output_format is OutputFormat.text:
+        if findings or applied or not errors:  # no "All checks passed!" when something could not be checked
+            FORMATS["text"](findings, sys.stdout, statistics=statistics, fixed=applied if fix else None,
+                            unsafe=unsafe)
     else:
         FORMATS[output_format.value](findings, sys.stdout)
     for message in errors:
         _error(message)
     if errors:
         raise typer.Exit(EXIT_ERROR)
+    if diff:
+        raise typer.Exit(EXIT_FINDINGS if would_change and not exit_zero else EXIT_CLEAN)
     raise typer.Exit(EXIT_FINDINGS if findings and not exit_zero else EXIT_CLEAN)
+
+
+def _fix_file(path: Path, name: str, data: bytes, settings: Settings, unsafe: bool, diff: bool):
+    """Fix one file (or print its diff). Returns (outcome, error message)."""
+    if not passes_prefilter(data):
+        return None, None
+    try:
+        source = read_source(data)
+    except (SyntaxError, UnicodeDecodeError, LookupError):
+        result = lint_bytes(data, name, settings)  # reported as PIN000; nothing to fix
+        return FixOutcome(text="", result=result), result.error
+    outcome = fix_text(source.text, name, settings, unsafe)
+    outcome.changed = int(outcome.text != source.text)
+    if not outcome.changed:
+        return outcome, outcome.error
+    if diff:
+        sys.stdout.write(unified_diff(source.text, outcome.text, name))
+        return outcome, outcome.error
+    try:
+        write_atomically(path, source.to_bytes(outcome.text))
+    except (OSError, UnicodeEncodeError) as exc:
+        outcome.applied = 0
+        outcome.changed = 0
+        outcome.result = lint_bytes(data, name, settings)
+        return outcome, f"{name}: could not write the fixed file, left unchanged ({exc})"
+    return outcome, outcome.error
 
 
 @app.command()

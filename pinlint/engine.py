@@ -7,15 +7,18 @@ import io
 import re
 import tokenize
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Callable, Optional
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
+from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
 
 from .analysis import analyze
 from .apitables import default_tables
 from .checks import ALL_RULES, CheckContext
-from .model import Finding, Location, Related
+from .fixers import FixContext
+from .fixes import Plan, SourceFile, applicable, apply_plans, edits_between, select_plans
+from .imports import collect_imports
+from .model import Finding, Fix, Location, Related
 from .settings import Settings
 from .suppress import Suppressions
 
@@ -31,6 +34,8 @@ class FileResult:
     findings: list = field(default_factory=list)
     error: Optional[str] = None       # an internal error analysing this file (reported, exit 2)
     skipped: bool = False             # the prefilter showed it cannot have a finding
+    module: Optional[cst.Module] = None  # the parsed module the findings' fix plans refer to
+    span: Optional[Callable] = None      # node -> ((row, col), (row, col)), for choosing fixes that fit
 
 
 def passes_prefilter(data: bytes) -> bool:
@@ -40,8 +45,15 @@ def passes_prefilter(data: bytes) -> bool:
 
 def decode(data: bytes) -> str:
     """Decode Python source as the interpreter would (BOM, coding cookie, default UTF-8)."""
+    return read_source(data).text
+
+
+def read_source(data: bytes) -> SourceFile:
+    """The text of a source file and how to encode it back exactly (encoding, byte-order mark)."""
     encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-    return data.decode(encoding)
+    bom = encoding == "utf-8-sig"
+    text = data.decode(encoding)
+    return SourceFile(text, "utf-8" if bom else encoding, bom)
 
 
 def _syntax_finding(filename: str, message: str, row: int = 1, column: int = 1) -> Finding:
@@ -111,18 +123,20 @@ def lint_text(text: str, filename: str, settings: Settings, result: Optional[Fil
             result.findings.append(_syntax_finding(filename, f"SyntaxError: {error.msg}", row, max(column, 1)))
         return result
     try:
-        result.findings.extend(_check_module(module, text, filename, settings))
+        result.findings.extend(_check_module(module, text, filename, settings, result))
     except RecursionError:
         result.error = f"{filename}: too deeply nested to analyse; skipped"
     return result
 
 
-def _check_module(module: cst.Module, text: str, filename: str, settings: Settings) -> list:
+def _check_module(module: cst.Module, text: str, filename: str, settings: Settings,
+                  result: FileResult) -> list:
     rules = [rule for rule in ALL_RULES if rule.code in settings.select]
     if not rules:
         return []
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-    facts = analyze(wrapper.module)
+    imports = collect_imports(wrapper.module)
+    facts = analyze(wrapper.module, imports=imports)
     positions: dict = {}
 
     def position(node: cst.CSTNode):
@@ -131,7 +145,10 @@ def _check_module(module: cst.Module, text: str, filename: str, settings: Settin
             positions.update(wrapper.resolve(PositionProvider))
         return positions[node]
 
-    ctx = CheckContext(line_of=lambda node: position(node).start.line, pin007_min_bytes=settings.pin007_min_bytes)
+    fix_context = FixContext(wrapper.module, facts, default_tables(), imports.bindings(),
+                             lambda: wrapper.resolve(ParentNodeProvider), imports.qualify)
+    ctx = CheckContext(line_of=lambda node: position(node).start.line, pin007_min_bytes=settings.pin007_min_bytes,
+                       fixes=fix_context, qualify=imports.qualify)
     suppressions = Suppressions(text)
     findings: dict = {}
     for rule in rules:
@@ -150,7 +167,68 @@ def _check_module(module: cst.Module, text: str, filename: str, settings: Settin
                 code=rule.code, message=report.message, filename=filename,
                 location=Location(span.start.line, span.start.column + 1),
                 end_location=Location(span.end.line, span.end.column + 1),
-                fix=report.fix, related=related, url=None)
+                fix=_rendered(wrapper.module, report.fix), related=related, url=None,
+                plan=report.fix)
             # One finding per code and place: a copy reached on two paths is still one mistake.
             findings.setdefault((rule.code, finding.location), finding)
+    result.module = wrapper.module
+    result.span = lambda node: ((position(node).start.line, position(node).start.column),
+                                (position(node).end.line, position(node).end.column))
     return sorted(findings.values(), key=Finding.sort_key)
+
+
+def _rendered(module: cst.Module, plan: Optional[Plan]) -> Optional[Fix]:
+    """The plan as ruff-style edits: applied alone, then diffed against the original text."""
+    if plan is None:
+        return None
+    try:
+        fixed = apply_plans(module, [plan])
+    except Exception:  # noqa: BLE001 - a plan that cannot be rendered is offered as no fix at all
+        return None
+    return Fix(plan.applicability, plan.message, edits_between(module.code, fixed))
+
+
+# ---------------------------------------------------------------------------- fixing
+MAX_FIX_PASSES = 10
+
+
+@dataclass
+class FixOutcome:
+    text: str                 # the fixed text (the original when nothing applied or a pass failed)
+    applied: int = 0          # fixes applied over all passes
+    changed: int = 0          # 1 when the text differs from the original
+    result: Optional[FileResult] = None  # the findings left in the final text
+    error: Optional[str] = None
+
+
+def fix_text(text: str, filename: str, settings: Settings, unsafe: bool) -> FixOutcome:
+    """Apply fixes, re-parse and re-lint until none applies (bounded); never return text that does
+    not parse: a pass whose output fails to parse is dropped with an error."""
+    outcome = FixOutcome(text)
+    for _ in range(MAX_FIX_PASSES):
+        result = lint_text(outcome.text, filename, settings)
+        outcome.result = result
+        plans = [f.plan for f in result.findings if applicable(f.plan, unsafe)]
+        if not plans or result.module is None:
+            return outcome
+        chosen = select_plans(plans, _SpanMap(result.span))
+        try:
+            fixed = apply_plans(result.module, chosen)
+            cst.parse_module(fixed)
+        except Exception as exc:  # noqa: BLE001 - keep the last text that parsed
+            outcome.error = f"{filename}: a fix produced invalid code and was not applied ({type(exc).__name__})"
+            return outcome
+        if fixed == outcome.text:
+            return outcome
+        outcome.text = fixed
+        outcome.applied += len(chosen)
+    outcome.result = lint_text(outcome.text, filename, settings)
+    return outcome
+
+
+class _SpanMap:
+    def __init__(self, span) -> None:
+        self._span = span
+
+    def __getitem__(self, node):
+        return self._span(node)

@@ -61,6 +61,10 @@ class ImportMap:
             return None
         return f"{target}.{rest}" if rest else target
 
+    def bindings(self) -> dict:
+        """Local name -> qualified name, for every unambiguous import."""
+        return {name: target for name, target in self._bindings.items() if isinstance(target, str)}
+
     def roots(self) -> set[str]:
         return {t.split(".")[0] for t in self._bindings.values() if isinstance(t, str)}
 

@@ -82,6 +82,8 @@ class Event:
     stream: object = None                 # abstract stream (or None for the default stream)
     dest_allocated: bool = False          # the copy allocated its own host destination
     staged: bool = False                  # the API stages pageable sources through a pinned pool itself
+    library: str = ""                     # the library whose API made the event ("cupy", "torch", ...)
+    stream_node: Optional[cst.CSTNode] = None  # the stream argument as written, when one was passed
     scope: str = ""
 
     @property
@@ -131,6 +133,7 @@ class Finding:
     fix: Optional[Fix] = None
     related: tuple[Related, ...] = field(default=())
     url: Optional[str] = None
+    plan: Optional[object] = field(default=None, compare=False, repr=False)  # the fix in CST terms
 
     def sort_key(self):
         return (self.filename, self.location.row, self.location.column, self.code)

@@ -6,7 +6,7 @@ import json
 import os
 from collections import Counter
 from dataclasses import asdict
-from typing import Iterable, TextIO
+from typing import Iterable, Optional, TextIO
 
 from .model import Finding
 
@@ -46,18 +46,31 @@ def finding_to_json(finding: Finding) -> dict:
     }
 
 
-def write_text(findings: list, out: TextIO, statistics: bool = False) -> None:
+def write_text(findings: list, out: TextIO, statistics: bool = False, fixed: Optional[int] = None,
+               unsafe: bool = False) -> None:
     for f in findings:
-        out.write(f"{f.filename}:{f.location.row}:{f.location.column}: {f.code} {f.message}\n")
+        marker = "[*] " if f.fix is not None and f.fix.applicability == "safe" else ""
+        out.write(f"{f.filename}:{f.location.row}:{f.location.column}: {f.code} {marker}{f.message}\n")
     if statistics and findings:
         counts = Counter(f.code for f in findings)
         for code, count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
             out.write(f"{count:5d}\t{code}\n")
-    if findings:
-        noun = "error" if len(findings) == 1 else "errors"
-        out.write(f"Found {len(findings)} {noun}.\n")
+    total = len(findings) + (fixed or 0)
+    if fixed:
+        out.write(f"Found {total} error{'s' if total != 1 else ''} ({fixed} fixed, {len(findings)} remaining).\n")
+    elif findings:
+        out.write(f"Found {total} error{'s' if total != 1 else ''}.\n")
     else:
         out.write("All checks passed!\n")
+    safe = sum(1 for f in findings if f.fix is not None and f.fix.applicability == "safe")
+    hidden = sum(1 for f in findings if f.fix is not None and f.fix.applicability == "unsafe")
+    if safe:
+        out.write(f"[*] {safe} fixable with the `--fix` option.\n")
+    if hidden and not unsafe:
+        out.write(f"{hidden} hidden fix{'es' if hidden != 1 else ''} can be enabled with the "
+                  f"`--unsafe-fixes` option.\n")
+    elif hidden:
+        out.write(f"[*] {hidden} fixable with `--fix --unsafe-fixes`.\n")
 
 
 def write_json(findings: list, out: TextIO) -> None:

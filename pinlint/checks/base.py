@@ -23,11 +23,16 @@ class Report:
 
 @dataclass
 class CheckContext:
-    """What a rule may ask besides the facts: settings and where a node is."""
+    """What a rule may ask besides the facts: settings, where a node is, and how to build a fix."""
 
     line_of: Callable[[cst.CSTNode], int]
     pin007_min_bytes: int = 0
-    options: dict = field(default_factory=dict)
+    fixes: Optional[object] = None   # a FixContext, when fixes are wanted
+    qualify: Callable = lambda node: None
+
+    def plan(self, builder, *args):
+        """A fix plan from ``builder`` (see pinlint.fixers), or None when fixes are not wanted."""
+        return builder(*args, self.fixes) if self.fixes is not None else None
 
 
 class Rule:

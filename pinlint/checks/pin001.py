@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from ..analysis import FileFacts
+from ..fixers import pin_allocation
 from .base import CheckContext, Report, Rule, describe_site, is_pageable_async_copy
 
 
@@ -25,7 +26,10 @@ class PageableAsyncCopy(Rule):
                 origins = ", ".join(sorted(describe_site(s, ctx) for s in copy.sites))
                 message = (f"Pageable host buffer (allocated by {origins}) in asynchronous {direction} copy "
                            f"`{copy.api}`: the call blocks the host and cannot overlap; allocate the buffer pinned")
-            yield Report(copy.node, message, copy.sites if not copy.dest_allocated else frozenset())
+            plan = None
+            if not copy.dest_allocated and len(copy.sites) == 1:
+                plan = ctx.plan(pin_allocation, next(iter(copy.sites)), copy)
+            yield Report(copy.node, message, copy.sites if not copy.dest_allocated else frozenset(), plan)
 
     VALID = (
         # Pinned source: truly asynchronous.

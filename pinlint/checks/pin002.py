@@ -6,6 +6,7 @@ from typing import Iterator
 
 from ..analysis import FileFacts
 from ..model import EventType
+from ..fixers import hoist_allocation
 from .base import CheckContext, Report, Rule
 
 
@@ -28,7 +29,10 @@ class PinnedAllocInLoop(Rule):
                 site = next(iter(event.sites))
                 if any(loop not in site.loops for loop in event.loops):
                     continue  # allocated before the loop; this event is a use of it
-                yield Report(event.node, self._message(event, site), event.sites)
+                loop = facts.loop_nodes.get(event.loops[-1])
+                plan = ctx.plan(hoist_allocation, event, loop) if loop is not None and event.type is EventType.ALLOC \
+                    and not site.via else None
+                yield Report(event.node, self._message(event, site), event.sites, plan)
 
     @staticmethod
     def _message(event, site) -> str:

@@ -6,6 +6,7 @@ from typing import Iterator
 
 from ..analysis import FileFacts
 from ..model import EventType
+from ..fixers import drop_write_combined
 from .base import CheckContext, Report, Rule, describe_site
 
 
@@ -21,7 +22,9 @@ class WriteCombinedCpuRead(Rule):
                 yield Report(event.node,
                              f"CPU read of write-combined memory (allocated by {origins}): write-combined memory "
                              f"is uncached for the CPU, so reads can be very slow; drop the write-combined flag "
-                             f"unless the buffer is only ever written by the CPU", event.sites)
+                             f"unless the buffer is only ever written by the CPU", event.sites,
+                             ctx.plan(drop_write_combined, next(iter(event.sites)), ctx.qualify)
+                             if len(event.sites) == 1 else None)
 
     VALID = (
         # Written by the CPU, read by the GPU: what write-combining is for.

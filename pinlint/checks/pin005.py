@@ -6,6 +6,7 @@ from typing import Iterator
 
 from ..analysis import FileFacts
 from ..model import EventType
+from ..fixers import insert_sync
 from .base import CheckContext, Report, Rule
 
 
@@ -26,7 +27,7 @@ class AsyncD2HReadBeforeSync(Rule):
                                  f"CPU read of the destination of the asynchronous device-to-host copy "
                                  f"`{copy.api}` at line {ctx.line_of(copy.node)} before any synchronization "
                                  f"that covers it: the data may not have arrived; synchronize the stream first",
-                                 copy.sites)
+                                 copy.sites, ctx.plan(insert_sync, copy, read))
 
     VALID = (
         """

@@ -6,6 +6,7 @@ from typing import Iterator
 
 from ..analysis import FileFacts
 from ..model import EventType
+from ..fixers import insert_sync
 from .base import CheckContext, Report, Rule
 
 
@@ -26,7 +27,8 @@ class AsyncH2DSourceOverwritten(Rule):
                                  f"CPU write to the pinned source of the asynchronous host-to-device copy "
                                  f"`{copy.api}` at line {ctx.line_of(copy.node)} before any synchronization "
                                  f"that covers it: the GPU may still be reading it; synchronize the stream "
-                                 f"(or record an event and wait on it) first", copy.sites)
+                                 f"(or record an event and wait on it) first", copy.sites,
+                                 ctx.plan(insert_sync, copy, write))
 
     VALID = (
         """

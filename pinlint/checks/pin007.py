@@ -6,6 +6,7 @@ from typing import Iterator
 
 from ..analysis import FileFacts
 from ..model import Event, Site
+from ..fixers import pin_allocation
 from .base import CheckContext, Report, Rule, describe_site, is_pageable_async_copy, pageable
 
 
@@ -35,7 +36,8 @@ class PageableTransferInLoop(Rule):
             yield Report(copy.node,
                          f"Pageable host buffer (allocated by {origins}, outside the loop) in {direction} copy "
                          f"`{copy.api}` inside a loop: every iteration transfers at pageable bandwidth; "
-                         f"allocate the buffer pinned", copy.sites)
+                         f"allocate the buffer pinned", copy.sites,
+                         ctx.plan(pin_allocation, next(iter(copy.sites)), copy) if len(copy.sites) == 1 else None)
 
     VALID = (
         # Pinned buffer reused in the loop.

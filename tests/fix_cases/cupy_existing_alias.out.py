@@ -1,0 +1,13 @@
+import numpy as np
+import cupy as cp
+import cupyx as cx
+from cupyx import empty_pinned as ep
+
+a = ep(1024, dtype=np.float32)
+b = cx.zeros_pinned((32, 32), np.float64)
+d = cp.empty(1024, dtype=np.float32)
+e = cp.empty((32, 32))
+s = cp.cuda.Stream()
+d.set(a, stream=s)
+e.set(b, stream=s)
+s.synchronize()

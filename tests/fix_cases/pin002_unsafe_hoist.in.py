@@ -1,0 +1,8 @@
+# pinlint-fix: unsafe
+import numpy as np
+from numba import cuda
+
+for i in range(10):
+    h = cuda.pinned_array(1024, dtype=np.float32)
+    h[:] = i
+    d = cuda.to_device(h)

@@ -1,0 +1,238 @@
+"""Fixes: .in.py/.out.py pairs, convergence, parse-ability, locality, encodings, atomic writes."""
+
+from __future__ import annotations
+
+import os
+import signal
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import libcst as cst
+import pytest
+
+from pinlint.checks import ALL_RULES
+from pinlint.engine import fix_text, lint_text
+from pinlint.fixes import apply_plans
+from pinlint.settings import Settings
+
+from fixture_catalog import fixture_files
+
+CASES = Path(__file__).resolve().parent / "fix_cases"
+PAIRS = sorted(CASES.glob("*.in.py"))
+
+
+def _unsafe(text: str) -> bool:
+    return text.splitlines()[0].strip() == "# pinlint-fix: unsafe"
+
+
+def _expected(path: Path) -> str:
+    return path.with_name(path.name.replace(".in.py", ".out.py")).read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("path", PAIRS, ids=lambda p: p.name)
+def test_fix_pair(path):
+    text = path.read_text(encoding="utf-8")
+    outcome = fix_text(text, path.name, Settings(), _unsafe(text))
+    assert outcome.error is None
+    assert outcome.text == _expected(path)
+    assert outcome.applied >= 1
+    assert outcome.result.findings == [], "a fixed file has nothing left to report"
+
+
+@pytest.mark.parametrize("path", PAIRS, ids=lambda p: p.name)
+def test_second_run_changes_nothing(path):
+    expected = _expected(path)
+    outcome = fix_text(expected, path.name, Settings(), unsafe=True)
+    assert outcome.text == expected and outcome.applied == 0
+
+
+def test_safe_mode_leaves_unsafe_fixes_alone():
+    text = (CASES / "pin006_loop.in.py").read_text(encoding="utf-8")
+    outcome = fix_text(text, "t.py", Settings(), unsafe=False)
+    assert outcome.text == text
+    assert [f.code for f in outcome.result.findings] == ["PIN006"]
+    assert outcome.result.findings[0].fix.applicability == "unsafe"
+
+
+# ------------------------------------------------------------------ properties over every known program
+def _programs():
+    for path in fixture_files():
+        yield path.name, path.read_text(encoding="utf-8")
+    for path in PAIRS:
+        yield path.name, path.read_text(encoding="utf-8")
+    for rule in ALL_RULES:
+        for index, source in enumerate(rule.INVALID):
+            yield f"{rule.code}-invalid-{index}", source
+
+
+PROGRAMS = list(_programs())
+
+
+@pytest.mark.parametrize("name, text", PROGRAMS, ids=[name for name, _ in PROGRAMS])
+def test_fixing_twice_equals_fixing_once_and_parses(name, text):
+    once = fix_text(text, name, Settings(), unsafe=True)
+    assert once.error is None
+    cst.parse_module(once.text)
+    compile(once.text, name, "exec")
+    twice = fix_text(once.text, name, Settings(), unsafe=True)
+    assert twice.text == once.text
+
+
+def _rows(node_span) -> set:
+    (start, _), (end, _) = node_span
+    return set(range(start, end + 1))
+
+
+@pytest.mark.parametrize("name, text", PROGRAMS, ids=[name for name, _ in PROGRAMS])
+def test_each_fix_only_touches_its_own_nodes_and_imports(name, text):
+    result = lint_text(text, name, Settings())
+    module = result.module
+    if module is None:
+        return
+    import_rows = set()
+    for statement in module.body:
+        if isinstance(statement, cst.SimpleStatementLine) and isinstance(statement.body[0], (cst.Import, cst.ImportFrom)):
+            import_rows |= _rows(result.span(statement))
+    last_import = max(import_rows, default=0)
+    for finding in result.findings:
+        plan = finding.plan
+        if plan is None:
+            continue
+        allowed = set(range(1, last_import + 2))  # added imports go with the imports
+        for node in plan.targets():
+            allowed |= _rows(result.span(node))
+        fixed = apply_plans(module, [plan])
+        for edit in finding.fix.edits:
+            touched = set(range(edit.location.row, max(edit.end_location.row, edit.location.row + 1)))
+            assert touched <= allowed, (finding.code, edit, sorted(allowed))
+        # Applying the finding's edits to the original text gives exactly the plan's result.
+        assert _apply_edits(text, finding.fix.edits) == fixed
+
+
+def _apply_edits(text: str, edits) -> str:
+    lines = text.splitlines(keepends=True)
+    for edit in sorted(edits, key=lambda e: e.location.row, reverse=True):
+        lines[edit.location.row - 1:edit.end_location.row - 1] = [edit.content]
+    return "".join(lines)
+
+
+# ------------------------------------------------------------------ the command line on real files
+def _pinlint(cwd: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pinlint", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_fix_keeps_crlf_bom_and_mode(tmp_path):
+    source = (CASES / "cupy_set_async.in.py").read_text(encoding="utf-8")
+    expected = _expected(CASES / "cupy_set_async.in.py")
+    target = tmp_path / "crlf.py"
+    target.write_bytes(b"\xef\xbb\xbf" + source.replace("\n", "\r\n").encode("utf-8"))
+    os.chmod(target, 0o640)
+    done = _pinlint(tmp_path, "fix", "crlf.py")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 fixed, 0 remaining" in done.stdout
+    assert target.read_bytes() == b"\xef\xbb\xbf" + expected.replace("\n", "\r\n").encode("utf-8")
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".pinlint-")]
+
+
+def test_fix_keeps_a_latin1_coding_cookie(tmp_path):
+    source = "# -*- coding: latin-1 -*-\n# caf\xe9\n" + (CASES / "cupy_set_async.in.py").read_text(encoding="utf-8")
+    target = tmp_path / "latin.py"
+    target.write_bytes(source.encode("latin-1"))
+    assert _pinlint(tmp_path, "check", "--fix", "latin.py").returncode == 0
+    fixed = target.read_bytes().decode("latin-1")
+    assert "caf\xe9" in fixed and "cupyx.empty_pinned" in fixed
+
+
+def test_diff_prints_and_changes_nothing(tmp_path):
+    target = tmp_path / "a.py"
+    target.write_text((CASES / "cupy_set_async.in.py").read_text(encoding="utf-8"), encoding="utf-8")
+    before = target.read_bytes()
+    done = _pinlint(tmp_path, "check", "--diff", "a.py")
+    assert done.returncode == 1
+    assert "+h = cupyx.empty_pinned(n, dtype=np.float32)" in done.stdout and "+import cupyx" in done.stdout
+    assert target.read_bytes() == before
+    clean = _pinlint(tmp_path, "check", "--diff", str(CASES / "cupy_set_async.out.py"))
+    assert clean.returncode == 0 and clean.stdout == ""
+
+
+def test_unsafe_fixes_need_the_flag(tmp_path):
+    target = tmp_path / "race.py"
+    target.write_text((CASES / "pin006_loop.in.py").read_text(encoding="utf-8"), encoding="utf-8")
+    safe_only = _pinlint(tmp_path, "fix", "race.py")
+    assert safe_only.returncode == 1 and "hidden fix can be enabled with the `--unsafe-fixes` option" in safe_only.stdout
+    assert _pinlint(tmp_path, "fix", "--unsafe-fixes", "race.py").returncode == 0
+    assert target.read_text(encoding="utf-8") == _expected(CASES / "pin006_loop.in.py")
+
+
+def test_json_fix_object_names_applicability(tmp_path):
+    import json
+    target = tmp_path / "race.py"
+    target.write_text((CASES / "pin006_loop.in.py").read_text(encoding="utf-8"), encoding="utf-8")
+    [finding] = json.loads(_pinlint(tmp_path, "check", "--format", "json", "race.py").stdout)
+    assert finding["fix"]["applicability"] == "unsafe"
+    assert finding["fix"]["edits"][0]["content"].strip() == "s.synchronize()"
+
+
+# ------------------------------------------------------------------ never half-written
+def test_failed_write_leaves_the_original(tmp_path, monkeypatch):
+    from pinlint import cli
+
+    target = tmp_path / "a.py"
+    original = (CASES / "cupy_set_async.in.py").read_bytes()
+    target.write_bytes(original)
+
+    def broken_replace(src, dst):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", broken_replace)
+    outcome, message = cli._fix_file(target, "a.py", original, Settings(), False, False)
+    assert "could not write" in message and "No space left" in message
+    assert target.read_bytes() == original
+    assert [p.name for p in tmp_path.iterdir()] == ["a.py"], "the temporary file is cleaned up"
+    assert [f.code for f in outcome.result.findings] == ["PIN001"]
+
+
+def test_read_only_file_is_left_intact(tmp_path):
+    if os.geteuid() == 0:
+        pytest.skip("root ignores file permissions")
+    target = tmp_path / "a.py"
+    target.write_bytes((CASES / "cupy_set_async.in.py").read_bytes())
+    os.chmod(tmp_path, 0o555)
+    try:
+        done = _pinlint(tmp_path, "fix", "a.py")
+    finally:
+        os.chmod(tmp_path, 0o755)
+    assert done.returncode == 2 and "could not write" in done.stderr
+
+
+def test_killed_fix_run_leaves_every_file_old_or_new(tmp_path):
+    original = (CASES / "cupy_set_async.in.py").read_text(encoding="utf-8")
+    fixed = _expected(CASES / "cupy_set_async.in.py")
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    for index in range(400):
+        # Pad each file so that writes are large enough to be caught mid-way if they were not atomic.
+        (tree / f"m{index:03d}.py").write_text(original + "#" * 200_000 + "\n", encoding="utf-8")
+    process = subprocess.Popen([sys.executable, "-m", "pinlint", "fix", "tree"], cwd=tmp_path,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 60
+    while time.time() < deadline:  # wait until some files are fixed, then kill without warning
+        time.sleep(0.05)
+        if sum(1 for p in tree.glob("*.py") if "cupyx" in p.read_text(encoding="utf-8")) >= 5:
+            break
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    states = {"old": 0, "new": 0}
+    for path in tree.glob("*.py"):
+        content = path.read_text(encoding="utf-8")
+        if content == original + "#" * 200_000 + "\n":
+            states["old"] += 1
+        else:
+            assert content == fixed + "#" * 200_000 + "\n", f"{path.name} is neither old nor new"
+            states["new"] += 1
+    assert states["new"] >= 5
