@@ -1,0 +1,410 @@
+"""PIN005 async-d2h-read-before-sync: the CPU reads an async D2H destination before a covering sync.
+
+For every library, a truly asynchronous device-to-host copy into pinned memory followed by a CPU read
+(reported at the read), the same with each synchronization form in between (quiet), and the
+control-flow cases: branches, exclusive arms, loops (the next iteration), ``with stream:`` blocks,
+other streams, pageable destinations and blocking copies.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from helpers import codes, col_of, findings, only, row_of, rows
+
+# Each library: (set-up ending in an async D2H into pinned `h`, text of the copy, copy api in the message)
+CUPY = """
+import numpy as np
+import cupy as cp
+import cupyx
+s = cp.cuda.Stream(non_blocking=True)
+d = cp.ones(1024, dtype=np.float32)
+h = cupyx.empty_pinned(1024, dtype=np.float32)
+"""
+NUMBA = """
+import numpy as np
+from numba import cuda
+s = cuda.stream()
+d = cuda.device_array(1024, dtype=np.float32, stream=s)
+h = cuda.pinned_array(1024, dtype=np.float32)
+"""
+PYCUDA = """
+import numpy as np
+import pycuda.autoinit
+import pycuda.driver as drv
+s = drv.Stream()
+d = drv.mem_alloc(4096)
+h = drv.pagelocked_empty(1024, np.float32)
+"""
+CUDA_PYTHON = """
+import ctypes
+import numpy as np
+from cuda.bindings import runtime as rt
+err, stream = rt.cudaStreamCreate()
+err, dptr = rt.cudaMalloc(4096)
+err, ptr = rt.cudaMallocHost(4096)
+h = np.ctypeslib.as_array((ctypes.c_float * 1024).from_address(ptr))
+"""
+TORCH = """
+import torch
+s = torch.cuda.Stream()
+d = torch.ones(1024, device="cuda")
+"""
+
+ASYNC_D2H = [
+    pytest.param(TORCH, 'h = d.to("cpu", non_blocking=True)', "Tensor.to", "s.synchronize()", id="torch-to-cpu"),
+    pytest.param(TORCH, "h = d.to(device='cpu', non_blocking=True)", "Tensor.to", "torch.cuda.synchronize()",
+                 id="torch-to-device-kw"),
+    pytest.param(TORCH + "h = torch.empty(1024, pin_memory=True)\n", "h.copy_(d, non_blocking=True)", "Tensor.copy_",
+                 "torch.cuda.current_stream().synchronize()", id="torch-copy_-into-pinned"),
+    pytest.param(CUPY, "d.get(out=h, stream=s, blocking=False)", "cupy.ndarray.get", "s.synchronize()",
+                 id="cupy-get"),
+    pytest.param(CUPY, "d.get(s, 'C', h, False)", "cupy.ndarray.get", "s.synchronize()", id="cupy-get-positional"),
+    pytest.param(CUPY, "cp.asnumpy(d, stream=s, out=h, blocking=False)", "cupy.asnumpy",
+                 "cp.cuda.runtime.deviceSynchronize()", id="cupy-asnumpy"),
+    pytest.param(CUPY + "mem = cp.cuda.alloc_pinned_memory(4096)\nh = np.frombuffer(mem, np.float32)\n",
+                 "d.get(out=h, stream=s, blocking=False)", "cupy.ndarray.get", "cp.cuda.Device().synchronize()",
+                 id="cupy-get-into-frombuffer"),
+    pytest.param(CUPY, "cp.cuda.runtime.memcpyAsync(h.ctypes.data, d.data.ptr, 4096, "
+                       "cp.cuda.runtime.memcpyDeviceToHost, s.ptr)",
+                 "cupy.cuda.runtime.memcpyAsync", "cp.cuda.runtime.deviceSynchronize()", id="cupy-runtime-memcpyAsync"),
+    pytest.param(NUMBA, "d.copy_to_host(h, stream=s)", "DeviceNDArray.copy_to_host", "s.synchronize()",
+                 id="numba-copy_to_host-stream"),
+    pytest.param(NUMBA, "d.copy_to_host(h)", "DeviceNDArray.copy_to_host", "cuda.synchronize()",
+                 id="numba-remembered-stream"),
+    pytest.param(NUMBA.replace("d = cuda.device_array(1024, dtype=np.float32, stream=s)",
+                               "d = cuda.to_device(cuda.pinned_array(1024), stream=s)"),
+                 "d.copy_to_host(h)", "DeviceNDArray.copy_to_host", "s.synchronize()",
+                 id="numba-remembered-stream-to_device"),
+    pytest.param(NUMBA.replace("from numba import cuda", "import numba.cuda as cuda"),
+                 "d.copy_to_host(h, s)", "DeviceNDArray.copy_to_host", "cuda.synchronize()",
+                 id="numba-nc-positional-stream"),
+    pytest.param(PYCUDA, "drv.memcpy_dtoh_async(h, d, s)", "pycuda.driver.memcpy_dtoh_async", "s.synchronize()",
+                 id="pycuda-memcpy_dtoh_async"),
+    pytest.param(PYCUDA, "drv.memcpy_dtoh_async(h, d, s)", "pycuda.driver.memcpy_dtoh_async",
+                 "drv.Context.synchronize()", id="pycuda-context-sync"),
+    pytest.param(PYCUDA + "import pycuda.gpuarray as gpuarray\ng = gpuarray.zeros(1024, np.float32)\n",
+                 "g.get_async(s, h)", "GPUArray.get_async", "pycuda.autoinit.context.synchronize()",
+                 id="pycuda-get_async-ary"),
+    pytest.param(CUDA_PYTHON, "err, = rt.cudaMemcpyAsync(ptr, dptr, 4096, rt.cudaMemcpyKind.cudaMemcpyDeviceToHost, "
+                              "stream)",
+                 "cuda.bindings.runtime.cudaMemcpyAsync", "rt.cudaStreamSynchronize(stream)", id="cuda-python-runtime"),
+    pytest.param(CUDA_PYTHON.replace("from cuda.bindings import runtime as rt", "from cuda import cudart as rt"),
+                 "rt.cudaMemcpyAsync(h.ctypes.data, dptr, 4096, rt.cudaMemcpyDeviceToHost, stream)",
+                 "cuda.cudart.cudaMemcpyAsync", "rt.cudaDeviceSynchronize()", id="cuda-python-legacy-cudart"),
+    pytest.param(CUDA_PYTHON.replace("from cuda.bindings import runtime as rt",
+                                     "from cuda.bindings import runtime as rt, driver"),
+                 "driver.cuMemcpyDtoHAsync(ptr, dptr, 4096, stream)", "cuda.bindings.driver.cuMemcpyDtoHAsync",
+                 "driver.cuStreamSynchronize(stream)", id="cuda-python-driver"),
+]
+
+
+@pytest.mark.parametrize("setup, copy, api, sync", ASYNC_D2H)
+def test_read_before_sync_is_reported_at_the_read(setup, copy, api, sync):
+    src = setup + copy + "\nx = h[0]\n"
+    f = only(src, "PIN005")
+    assert (f.location.row, f.location.column) == (row_of(src, "x = h[0]"), col_of(src, "h[0]"))
+    assert f"`{api}` at line {row_of(src, copy)}" in f.message
+    assert "synchronize" in f.message
+    assert f.related, "the allocation site of the destination is shown"
+
+
+@pytest.mark.parametrize("setup, copy, api, sync", ASYNC_D2H)
+def test_read_after_sync_is_quiet(setup, copy, api, sync):
+    src = setup + copy + "\n" + sync + "\nx = h[0]\n"
+    assert "PIN005" not in codes(src)
+
+
+@pytest.mark.parametrize("setup, copy, api, sync", ASYNC_D2H)
+def test_read_before_and_after_sync_reports_only_the_first(setup, copy, api, sync):
+    src = setup + copy + "\nfirst = h.sum()\n" + sync + "\nsecond = h.sum()\n"
+    assert rows(src, "PIN005") == [row_of(src, "first = h.sum()")]
+
+
+# ============================================================== sync forms
+@pytest.mark.parametrize("sync", [
+    "s.synchronize()",
+    "cp.cuda.Device().synchronize()",
+    "cp.cuda.Device(0).synchronize()",
+    "cp.cuda.runtime.deviceSynchronize()",
+    "cp.cuda.runtime.streamSynchronize(s)",
+    "e = s.record()\ne.synchronize()",
+    "x = d.get()",
+    "x = cp.asnumpy(d)",
+    "x = d.get(stream=s)",
+    "with s:\n    cp.cuda.get_current_stream().synchronize()",
+])
+def test_cupy_sync_forms_cover_the_copy(sync):
+    src = CUPY + "d.get(out=h, stream=s, blocking=False)\n" + sync + "\ntotal = h.sum()\n"
+    assert "PIN005" not in codes(src)
+
+
+def test_cupy_event_synchronize_covers_the_copy():
+    src = CUPY + "d.get(out=h, stream=s, blocking=False)\ne = cp.cuda.Event()\ne.record(s)\ne.synchronize()\n" \
+                 "total = h.sum()\n"
+    assert "PIN005" not in codes(src)
+
+
+@pytest.mark.xfail(strict=True, reason="BUG: cupy.cuda.runtime.eventSynchronize is not in the CuPy API table: "
+                                       "false PIN005")
+def test_cupy_runtime_event_synchronize_covers_the_copy():
+    src = CUPY + "d.get(out=h, stream=s, blocking=False)\ne = cp.cuda.Event()\ne.record(s)\n" \
+                 "cp.cuda.runtime.eventSynchronize(e.ptr)\ntotal = h.sum()\n"
+    assert "PIN005" not in codes(src)
+
+
+@pytest.mark.xfail(strict=True, reason="BUG: `s.use()` does not make `s` the current stream, so "
+                                       "get_current_stream().synchronize() is taken for the null stream: false PIN005")
+def test_cupy_stream_use_then_current_stream_synchronize():
+    src = CUPY + "s.use()\nd.get(out=h, stream=s, blocking=False)\ncp.cuda.get_current_stream().synchronize()\n" \
+                 "total = h.sum()\n"
+    assert "PIN005" not in codes(src)
+
+
+@pytest.mark.parametrize("sync", [
+    "s.synchronize()", "cuda.synchronize()", "e = cuda.event()\ne.record(s)\ne.synchronize()",
+    "e = s.record()\ne.synchronize()",
+])
+def test_numba_sync_forms_cover_the_copy(sync):
+    src = NUMBA + "d.copy_to_host(h, stream=s)\n" + sync + "\nx = h[0]\n"
+    assert "PIN005" not in codes(src)
+
+
+@pytest.mark.xfail(strict=True, reason="BUG: numba's `with stream.auto_synchronize():` synchronizes on exit but "
+                                       "is not modelled: false PIN005 after the block")
+def test_numba_auto_synchronize_block_covers_the_copy():
+    src = NUMBA + "with s.auto_synchronize():\n    d.copy_to_host(h, stream=s)\nx = h[0]\n"
+    assert "PIN005" not in codes(src)
+
+
+@pytest.mark.parametrize("sync", [
+    "torch.cuda.synchronize()", "e = torch.cuda.Event()\ne.record()\ne.synchronize()",
+    "torch.cuda.current_stream().synchronize()", "torch.cuda.default_stream().synchronize()",
+    "v = d.sum().item()", "v = d.tolist()",
+])
+def test_torch_sync_forms_cover_the_copy(sync):
+    src = TORCH + 'h = d.to("cpu", non_blocking=True)\n' + sync + "\nprint(h.sum())\n"
+    assert "PIN005" not in codes(src)
+
+
+@pytest.mark.parametrize("sync", ["s.synchronize()", "drv.Context.synchronize()",
+                                  "pycuda.autoinit.context.synchronize()",
+                                  "e = drv.Event()\ne.record(s)\ne.synchronize()"])
+def test_pycuda_sync_forms_cover_the_copy(sync):
+    src = PYCUDA + "drv.memcpy_dtoh_async(h, d, s)\n" + sync + "\nx = h.sum()\n"
+    assert "PIN005" not in codes(src)
+
+
+def test_pycuda_made_context_synchronize_covers_the_copy():
+    src = PYCUDA + "ctx = drv.Device(0).make_context()\ndrv.memcpy_dtoh_async(h, d, s)\nctx.synchronize()\n" \
+                   "x = h.sum()\n"
+    assert "PIN005" not in codes(src)
+
+
+@pytest.mark.parametrize("sync", ["rt.cudaStreamSynchronize(stream)", "rt.cudaDeviceSynchronize()",
+                                  "err, ev = rt.cudaEventCreate()\nrt.cudaEventRecord(ev, stream)\n"
+                                  "rt.cudaEventSynchronize(ev)"])
+def test_cuda_python_sync_forms_cover_the_copy(sync):
+    src = CUDA_PYTHON + "rt.cudaMemcpyAsync(ptr, dptr, 4096, rt.cudaMemcpyDeviceToHost, stream)\n" + sync + \
+        "\nx = h[0]\n"
+    assert "PIN005" not in codes(src)
+
+
+# ============================================================== kinds of reads
+@pytest.mark.parametrize("read, at", [
+    ("x = h[0]", "h[0]"), ("x = h.sum()", "h.sum()"), ("x = h.mean()", "h.mean()"), ("x = h.copy()", "h.copy()"),
+    ("x = h.tolist()", "h.tolist()"), ("print(h)", "print(h)"), ("x = float(h[1])", "h[1]"),
+    ("x = np.sum(h)", "np.sum(h)"), ("x = h > 0", "h > 0"), ("x = h + 1", "h + 1"), ("h += 1", "h += 1"),
+    ("x = bytes(h)", "bytes(h)"), ("x = h[2:4].max()", "h[2:4].max()"),
+    ("d2 = cp.asarray(h)", None),
+])
+def test_kinds_of_reads_after_the_copy(read, at):
+    src = CUPY + "d.get(out=h, stream=s, blocking=False)\n" + read + "\n"
+    found = [f for f in findings(src) if f.code == "PIN005"]
+    if at is None:
+        # Copying the destination back to the device is a GPU-side use on another stream, not a CPU read.
+        assert found == []
+        return
+    assert [f.location.row for f in found] == [row_of(src, read)]
+    assert found[0].location.column == col_of(src, at)
+
+
+def test_iteration_is_a_read():
+    src = CUPY + "d.get(out=h, stream=s, blocking=False)\nfor v in h:\n    pass\n"
+    assert rows(src, "PIN005") == [row_of(src, "for v in h")]
+
+
+@pytest.mark.parametrize("access", ["h[:] = 0", "h.fill(0)", "n = len(h)", "shape = h.shape",
+                                    "np.copyto(h, np.zeros(1024, np.float32))"])
+def test_writes_and_metadata_are_not_reads(access):
+    src = CUPY + "d.get(out=h, stream=s, blocking=False)\n" + access + "\n"
+    assert "PIN005" not in codes(src)
+
+
+def test_every_unsynchronized_read_is_reported():
+    src = CUPY + "d.get(out=h, stream=s, blocking=False)\na = h[0]\nb = h.sum()\ns.synchronize()\nc = h[1]\n"
+    assert rows(src, "PIN005") == [row_of(src, "a = h[0]"), row_of(src, "b = h.sum()")]
+
+
+def test_read_of_a_view_of_the_destination():
+    src = CUPY + "v = h.reshape(32, 32)\nd.get(out=h, stream=s, blocking=False)\nx = v[0, 0]\n"
+    assert rows(src, "PIN005") == [row_of(src, "x = v[0, 0]")]
+
+
+# ============================================================== control flow
+def test_sync_in_only_one_branch_is_reported():
+    src = CUPY + ("def f(c):\n    d.get(out=h, stream=s, blocking=False)\n    if c:\n        s.synchronize()\n"
+                  "    x = h.sum()\n")
+    assert rows(src, "PIN005") == [row_of(src, "x = h.sum()")]
+
+
+@pytest.mark.xfail(strict=True, reason="BUG: a synchronize on every arm of an if/else is not seen as covering "
+                                       "(_covers only accepts a single barrier on every path): false PIN005")
+@pytest.mark.parametrize("second", ["s.synchronize()", "cp.cuda.Device().synchronize()"])
+def test_sync_in_both_branches_is_quiet(second):
+    src = CUPY + ("def f(c):\n    d.get(out=h, stream=s, blocking=False)\n    if c:\n        s.synchronize()\n"
+                  f"    else:\n        {second}\n    x = h.sum()\n")
+    assert "PIN005" not in codes(src)
+
+
+def test_sync_and_read_in_the_same_branch_is_quiet():
+    src = CUPY + ("def f(c):\n    d.get(out=h, stream=s, blocking=False)\n    if c:\n        s.synchronize()\n"
+                  "        x = h.sum()\n")
+    assert "PIN005" not in codes(src)
+
+
+def test_read_in_the_exclusive_branch_is_quiet():
+    src = CUPY + ("def f(c):\n    if c:\n        d.get(out=h, stream=s, blocking=False)\n    else:\n"
+                  "        x = h.sum()\n")
+    assert "PIN005" not in codes(src)
+
+
+def test_copy_in_a_branch_then_read_after_it_is_reported():
+    src = CUPY + ("def f(c):\n    if c:\n        d.get(out=h, stream=s, blocking=False)\n    x = h.sum()\n")
+    assert rows(src, "PIN005") == [row_of(src, "x = h.sum()")]
+
+
+def test_early_return_before_the_read_path_with_sync():
+    src = CUPY + ("def f(c):\n    d.get(out=h, stream=s, blocking=False)\n    if c:\n        return None\n"
+                  "    s.synchronize()\n    return h.sum()\n")
+    assert "PIN005" not in codes(src)
+
+
+def test_sync_in_finally_covers_the_read_after_try():
+    src = CUPY + "d.get(out=h, stream=s, blocking=False)\ntry:\n    pass\nfinally:\n    s.synchronize()\nx = h.sum()\n"
+    assert "PIN005" not in codes(src)
+
+
+def test_loop_carried_read_at_the_top_of_the_next_iteration_is_reported():
+    src = CUPY + ("for i in range(10):\n    total = h.sum()\n    d.get(out=h, stream=s, blocking=False)\n")
+    f = only(src, "PIN005")
+    assert f.location.row == row_of(src, "total = h.sum()")
+    assert f"at line {row_of(src, 'd.get(')}" in f.message
+
+
+def test_loop_with_sync_at_the_end_of_the_body_is_quiet():
+    src = CUPY + ("for i in range(10):\n    total = h.sum()\n    d.get(out=h, stream=s, blocking=False)\n"
+                  "    s.synchronize()\n")
+    assert "PIN005" not in codes(src)
+
+
+def test_loop_with_sync_at_the_top_of_the_body_is_quiet():
+    src = CUPY + ("while True:\n    s.synchronize()\n    total = h.sum()\n    d.get(out=h, stream=s, blocking=False)\n")
+    assert "PIN005" not in codes(src)
+
+
+def test_loop_copy_then_read_in_the_same_iteration_is_reported():
+    src = NUMBA + "for i in range(10):\n    d.copy_to_host(h, stream=s)\n    x = h[0]\n"
+    assert rows(src, "PIN005") == [row_of(src, "x = h[0]")]
+
+
+def test_read_after_the_loop_without_sync_is_reported():
+    src = PYCUDA + "for i in range(10):\n    drv.memcpy_dtoh_async(h, d, s)\nx = h.sum()\n"
+    assert rows(src, "PIN005") == [row_of(src, "x = h.sum()")]
+
+
+def test_sync_after_the_loop_covers_the_read_after_it():
+    src = PYCUDA + "for i in range(10):\n    drv.memcpy_dtoh_async(h, d, s)\ns.synchronize()\nx = h.sum()\n"
+    assert "PIN005" not in codes(src)
+
+
+def test_leaving_with_stream_does_not_synchronize():
+    src = CUPY + "with s:\n    d.get(out=h, blocking=False)\ntotal = h.sum()\n"
+    assert rows(src, "PIN005") == [row_of(src, "total = h.sum()")]
+
+
+def test_read_inside_the_with_stream_block_is_reported():
+    src = CUPY + "with s:\n    d.get(out=h, blocking=False)\n    total = h.sum()\n"
+    assert rows(src, "PIN005") == [row_of(src, "total = h.sum()")]
+
+
+def test_torch_leaving_stream_context_does_not_synchronize():
+    src = TORCH + "with torch.cuda.stream(s):\n    h = d.to('cpu', non_blocking=True)\nprint(h)\n"
+    assert rows(src, "PIN005") == [row_of(src, "print(h)")]
+
+
+@pytest.mark.parametrize("setup, copy, other", [
+    pytest.param(CUPY, "d.get(out=h, stream=s, blocking=False)", "s2 = cp.cuda.Stream(non_blocking=True)\ns2.synchronize()",
+                 id="cupy"),
+    pytest.param(CUPY, "d.get(out=h, stream=s, blocking=False)", "cp.cuda.Stream.null.synchronize()",
+                 id="cupy-null-stream-vs-non-blocking"),
+    pytest.param(NUMBA, "d.copy_to_host(h)", "s2 = cuda.stream()\ns2.synchronize()", id="numba-remembered"),
+    pytest.param(PYCUDA, "drv.memcpy_dtoh_async(h, d, s)", "s2 = drv.Stream()\ns2.synchronize()", id="pycuda"),
+    pytest.param(TORCH, "with torch.cuda.stream(s):\n    h = d.to('cpu', non_blocking=True)",
+                 "s2 = torch.cuda.Stream()\ns2.synchronize()", id="torch"),
+    pytest.param(CUDA_PYTHON, "rt.cudaMemcpyAsync(ptr, dptr, 4096, rt.cudaMemcpyDeviceToHost, stream)",
+                 "err, s2 = rt.cudaStreamCreate()\nrt.cudaStreamSynchronize(s2)", id="cuda-python"),
+])
+def test_sync_on_a_different_known_stream_is_reported(setup, copy, other):
+    src = setup + copy + "\n" + other + "\nx = h[0]\n"
+    assert rows(src, "PIN005") == [row_of(src, "x = h[0]")]
+
+
+# ============================================================== not async / not pinned
+@pytest.mark.parametrize("setup, copy", [
+    pytest.param(CUPY + "h = np.empty(1024, np.float32)\n", "d.get(out=h, stream=s, blocking=False)", id="cupy-get"),
+    pytest.param(CUPY + "h = np.empty(1024, np.float32)\n", "cp.asnumpy(d, stream=s, out=h, blocking=False)",
+                 id="cupy-asnumpy"),
+    pytest.param(NUMBA + "h = np.empty(1024, np.float32)\n", "d.copy_to_host(h, stream=s)", id="numba"),
+    pytest.param(PYCUDA + "h = np.empty(1024, np.float32)\n", "drv.memcpy_dtoh_async(h, d, s)", id="pycuda"),
+    pytest.param(TORCH + "h = torch.empty(1024)\n", "h.copy_(d, non_blocking=True)", id="torch-copy_"),
+    pytest.param(CUDA_PYTHON + "h = np.empty(1024, np.float32)\n",
+                 "rt.cudaMemcpyAsync(h.ctypes.data, dptr, 4096, rt.cudaMemcpyDeviceToHost, stream)", id="cuda-python"),
+])
+def test_pageable_destination_is_pin001_not_pin005(setup, copy):
+    src = setup + copy + "\nx = h[0]\n"
+    assert codes(src) == ["PIN001"]
+
+
+@pytest.mark.parametrize("setup, copy", [
+    pytest.param(CUPY, "d.get(out=h, stream=s)", id="cupy-get-blocking-default"),
+    pytest.param(CUPY, "d.get(out=h, stream=s, blocking=True)", id="cupy-get-blocking-true"),
+    pytest.param(CUPY, "cp.asnumpy(d, stream=s, out=h)", id="cupy-asnumpy-blocking-default"),
+    pytest.param(CUPY, "d.get(out=h)", id="cupy-get-no-stream"),
+    pytest.param(NUMBA.replace(", stream=s)", ")"), "d.copy_to_host(h)", id="numba-default-stream"),
+    pytest.param(NUMBA, "d.copy_to_host(h, stream=0)", id="numba-stream-0"),
+    pytest.param(PYCUDA, "drv.memcpy_dtoh(h, d)", id="pycuda-sync"),
+    pytest.param(TORCH, "h = d.to('cpu')", id="torch-to-cpu-blocking"),
+    pytest.param(TORCH, "h = d.cpu()", id="torch-cpu"),
+    pytest.param(TORCH, "h = d.to('cpu', non_blocking=False)", id="torch-non-blocking-false"),
+    pytest.param(CUDA_PYTHON, "rt.cudaMemcpy(ptr, dptr, 4096, rt.cudaMemcpyDeviceToHost)", id="cuda-python-sync"),
+])
+def test_synchronous_copies_are_quiet(setup, copy):
+    src = setup + copy + "\nx = h[0]\n"
+    assert "PIN005" not in codes(src)
+
+
+def test_unknown_destination_is_quiet():
+    src = """
+    import numpy as np
+    import cupy as cp
+    def f(d, out, s):
+        d.get(out=out, stream=s, blocking=False)
+        return out.sum()
+    """
+    assert codes(src) == []
+
+
+def test_h2d_copy_is_not_pin005():
+    src = CUPY + "d.set(h, stream=s)\nx = h[0]\n"
+    assert "PIN005" not in codes(src)
