@@ -58,6 +58,7 @@ class ScopeFacts:
     name: str
     node: cst.CSTNode
     events: list[Event]
+    if_arms: dict = field(default_factory=dict)  # shared with the file: if id -> number of arms
 
     def escaped(self) -> frozenset:
         """Sites whose buffers are stored, returned or handed to unknown code somewhere in the scope."""
@@ -85,7 +86,8 @@ class ScopeFacts:
                 start = max(i for i in range(0, index)
                             if self.events[i].type is EventType.LOOP_START and self.events[i].loops[-1] == loop)
                 between = self.events[copy_index + 1:end] + self.events[start + 1:index]
-            if not any(_covers(barrier, copy, event) for barrier in between):
+            barriers = [b for b in between if _waits_for(b, copy)]
+            if not _on_every_path(barriers, set(copy.branch) | set(event.branch), self.if_arms):
                 yield event
 
 
@@ -95,17 +97,29 @@ def _exclusive(a: Event, b: Event) -> bool:
     return any(if_id in arms and arms[if_id] != arm for if_id, arm in b.branch)
 
 
-def _covers(barrier: Event, copy: Event, access: Event) -> bool:
-    """Whether ``barrier`` is a synchronization that every path from ``copy`` to ``access`` passes
-    and that waits for the copy. Unknown streams count as covering (precision first)."""
+def _waits_for(barrier: Event, copy: Event) -> bool:
+    """A synchronization that waits for the copy. Unknown streams count (precision first)."""
     if barrier.type is EventType.COPY and not barrier.is_async:
-        waits = True  # a blocking copy waits for the device (counted generously)
-    elif barrier.type is EventType.SYNC:
-        waits = barrier.stream is None or copy.stream is None or same_stream(barrier.stream, copy.stream)
-    else:
-        return False
-    on_every_path = all(entry in copy.branch or entry in access.branch for entry in barrier.branch)
-    return waits and on_every_path
+        return True  # a blocking copy waits for the device (counted generously)
+    if barrier.type is EventType.SYNC:
+        return barrier.stream is None or copy.stream is None or same_stream(barrier.stream, copy.stream)
+    return False
+
+
+def _on_every_path(barriers: list, context: set, if_arms: dict) -> bool:
+    """Whether every path through the branches between copy and access meets one of ``barriers``.
+    ``context`` holds the branch arms the copy or the access sit in (every path takes those)."""
+    if any(all(entry in context for entry in b.branch) for b in barriers):
+        return True
+    arms_of: dict = {}
+    for barrier in barriers:
+        outer = next(entry for entry in barrier.branch if entry not in context)
+        arms_of.setdefault(outer[0], {}).setdefault(outer[1], []).append(barrier)
+    for if_id, arms in arms_of.items():
+        if len(arms) == if_arms.get(if_id, -1) and all(
+                _on_every_path(inner, context | {(if_id, arm)}, if_arms) for arm, inner in arms.items()):
+            return True  # synchronized in every arm of this if
+    return False
 
 
 def same_stream(a, b) -> bool:
@@ -141,6 +155,8 @@ class _FileContext:
     module_globals: dict = field(default_factory=dict)
     summaries: dict = field(default_factory=dict)    # function node -> joined return value
     pinned_inside: dict = field(default_factory=dict)  # function node -> pinned sites it allocates and drops
+    kept_inside: dict = field(default_factory=dict)    # function node -> sites it stores beyond the call
+    if_arms: dict = field(default_factory=dict)        # if/match id -> number of arms (a missing else counts)
     loop_branch_depth: dict = field(default_factory=dict)
 
     def node_id(self, node: cst.CSTNode) -> int:
@@ -192,6 +208,8 @@ class _Interpreter:
     def _event(self, type_: EventType, node: cst.CSTNode, value: Value = UNKNOWN, **kw) -> None:
         if not self.emit:
             return
+        if type_ is EventType.READ and isinstance(value, Host) and value.pointer:
+            return  # printing or comparing an address reads none of the memory behind it
         sites, maybe_unknown = _sites_of(value)
         varies = value.varies if isinstance(value, Host) else frozenset()
         self.events.append(Event(type=type_, node=node, loops=tuple(self.loops), branch=tuple(self.branch),
@@ -248,7 +266,9 @@ class _Interpreter:
                 self.assign(node.target, self.expr(node.value))
         elif isinstance(node, cst.AugAssign):
             target = self.expr(node.target)
-            self.expr(node.value)
+            value = self.expr(node.value)
+            if not isinstance(target, Host):
+                self._escape(node, [value])  # bufs += [h]
             if isinstance(target, Host):
                 self._event(EventType.READ, node, target)
                 self._event(EventType.WRITE, node, target)
@@ -325,6 +345,8 @@ class _Interpreter:
         """Run each arm from the same entry environment and join what falls through."""
         entry = self.env
         if_id = self.ctx.node_id(node)
+        arms = list(arms)
+        self.ctx.if_arms[if_id] = len(arms)
         results = []
         for arm_index, arm in enumerate(arms):
             self.env = dict(entry)
@@ -445,11 +467,14 @@ class _Interpreter:
     def with_statement(self, node: cst.With) -> None:
         saved: dict = {}
         entered_streams = 0
+        exit_syncs: list = []
         for item in node.items:
             value = self.expr(item.item)
             if isinstance(value, Stream):
                 value = Context(stream=value)
             if isinstance(value, Context):
+                if value.sync_node is not None:
+                    exit_syncs.append(value)
                 if value.stream is not None:
                     self.current_stream.append(value.stream)
                     entered_streams += 1
@@ -464,6 +489,8 @@ class _Interpreter:
                 self.assign(item.asname.name, UNKNOWN)
         try:
             self.run_block(_body(node.body))
+            for context in exit_syncs:
+                self._event(EventType.SYNC, context.sync_node, api="auto_synchronize", stream=context.sync_on_exit)
         finally:
             for _ in range(entered_streams):
                 self.current_stream.pop()
@@ -550,6 +577,8 @@ class _Interpreter:
         base = self.expr(node.value)
         attr = node.attr.value
         if isinstance(base, Host) and attr in self.tables.view_attributes:
+            if attr in ("ctypes", "ptr"):
+                return replace(base, pointer=True)  # h.ctypes.data, mem.ptr: addresses
             return _transposed(base) if attr in _TRANSPOSING else base
         if isinstance(base, Device) and attr in self.tables.device_attributes:
             return base
@@ -587,6 +616,26 @@ class _Interpreter:
         self.assign(node.target, value)
         return value
 
+    def _expr_FormattedString(self, node: cst.FormattedString) -> Value:
+        for part in node.parts:
+            if isinstance(part, cst.FormattedStringExpression):
+                value = self.expr(part.expression)
+                if isinstance(value, Host):
+                    self._event(EventType.READ, part.expression, value)  # f"{h}" formats every element
+        return UNKNOWN
+
+    def _expr_Dict(self, node: cst.Dict) -> Value:
+        values = []
+        for element in node.elements:
+            if isinstance(element, cst.DictElement):
+                self.expr(element.key)
+            values.append(self.expr(element.value))
+        return Items(tuple(values))  # {"host": h}: what it holds, for escapes
+
+    def _expr_Set(self, node: cst.Set) -> Value:
+        return Items(tuple(UNKNOWN if isinstance(e, cst.StarredElement) else self.expr(e.value)
+                           for e in node.elements))
+
     def _expr_Yield(self, node: cst.Yield) -> Value:
         if isinstance(node.value, cst.BaseExpression):
             self._escape(node, [self.expr(node.value)])
@@ -620,6 +669,9 @@ class _Interpreter:
 
     def _arithmetic(self, node: cst.CSTNode, operands: list) -> Value:
         hosts = [v for v in operands if isinstance(v, Host)]
+        if hosts and all(h.pointer for h in hosts):
+            return hosts[0] if len(hosts) == 1 else UNKNOWN  # ptr + offset: an address into the same memory
+        self._escape(node, [v for v in operands if isinstance(v, Items)])  # bufs + [h] keeps h
         if any(isinstance(v, Device) for v in operands):
             for host in hosts:
                 self._event(EventType.READ, node, host)
@@ -698,6 +750,8 @@ class _Interpreter:
                     self.loops.append(loop_id)
                 else:
                     iter_value = self.expr(clause.iter)
+                if isinstance(iter_value, Host) and not iter_value.batch:
+                    self._event(EventType.READ, clause.iter, iter_value)
                 self.assign(clause.target, varying_in(_element_of(iter_value), loop_id))
                 for condition in clause.ifs:
                     self.expr(condition.test)
@@ -749,6 +803,8 @@ class _Interpreter:
             self._escape_args(node, args)  # the local function may keep what it is given
             return self._call_local(node, callee)
         if isinstance(func, cst.Name) and func.value not in self.env and func.value in _BUILTINS:
+            if func.value not in _NON_STORING_BUILTINS:
+                self._escape_args(node, args)  # setattr(obj, name, h), dict(h=h), ...
             return self._builtin(node, func.value, args)
         self._escape_args(node, args)  # an unknown call may store its arguments anywhere
         return UNKNOWN
@@ -781,6 +837,8 @@ class _Interpreter:
         if not isinstance(summary, Host) or summary.maybe_unknown or not summary.sites:
             return UNKNOWN
         inner = summary.sites
+        if inner & self.ctx.kept_inside.get(callee.node, frozenset()):
+            return summary  # it caches the buffer (a global, an attribute): the same one every call
         made_inside = [s.scope == callee.name for s in inner]  # summaries exist for module-level functions only
         if not all(made_inside):
             # It hands out buffers made elsewhere (a global): the same buffers, not new ones.
@@ -831,7 +889,7 @@ class _Interpreter:
         return UNKNOWN
 
     def _read_host_args(self, node: cst.Call, args: _Args) -> None:
-        for _, value in list(args.positional) + list(args.keywords.values()):
+        for value in _flatten(v for _, v in (*args.positional, *args.keywords.values())):
             if isinstance(value, Host):
                 self._event(EventType.READ, node, value)
 
@@ -882,7 +940,7 @@ class _Interpreter:
             kind = _apply_flags(kind, args.value(flags)) or Kind.PINNED
         if api.opt("reads"):
             # Copies and conversions read their source's data (a CPU read for PIN003/PIN005).
-            for value in [receiver] + [v for _, v in args.positional]:
+            for value in _flatten([receiver] + [v for _, v in args.positional]):
                 if isinstance(value, Host):
                     self._event(EventType.READ, node, value, api=api.name)
         library = self._host_library(receiver, api)
@@ -892,7 +950,7 @@ class _Interpreter:
         pooled = bool(api.opt("pooled", False)) or (kind.is_pinned and bool(api.opt("pooled_when_pinned", False)))
         site = self._site(node, kind, library, _display(api.name, library), nbytes=nbytes, pooled=pooled,
                           fix=api.opt("fix") if kind is Kind.PAGEABLE else None, dtype=dtype, ndim=ndim)
-        value = Host(frozenset([site]), library)
+        value = Host(frozenset([site]), library, pointer=bool(api.opt("pointer", api.opt("returns") == "err-tuple")))
         self._event(EventType.ALLOC, node, value, api=site.api)
         if api.opt("returns") == "err-tuple":
             return Items((UNKNOWN, value))
@@ -932,7 +990,8 @@ class _Interpreter:
         source = self._arg_value(api.arg("arg"), receiver, args)
         result: Value = UNKNOWN
         if isinstance(source, Host):
-            result = replace(source, library=api.opt("library") or source.library)
+            result = replace(source, library=api.opt("library") or source.library,
+                             pointer=api.opt("pointer", source.pointer))
             if api.name.split(".")[-1] in _TRANSPOSING:
                 result = _transposed(result)
             elif result.contiguous is False:
@@ -977,6 +1036,14 @@ class _Interpreter:
         copied = Host(frozenset([site]), source.library)
         # Unknown layout: it is either the same memory or a new pageable copy.
         return copied if source.contiguous is False else join(replace(source, contiguous=True), copied)
+
+    def _effect_use_stream(self, api: Api, node, receiver, args: _Args) -> Value:
+        if isinstance(receiver, Stream):
+            self.current_stream.append(receiver)  # current from here on, in this scope
+        return receiver if receiver is not None else UNKNOWN
+
+    def _effect_sync_on_exit(self, api: Api, node, receiver, args: _Args) -> Value:
+        return Context(sync_on_exit=receiver if isinstance(receiver, Stream) else None, sync_node=node)
 
     def _effect_free(self, api: Api, node, receiver, args: _Args) -> Value:
         return UNKNOWN
@@ -1229,6 +1296,12 @@ def _flatten(values) -> Iterator[Value]:
 
 
 _BUILTINS = frozenset(dir(builtins))
+# Builtins that do not keep a reference to their arguments.
+_NON_STORING_BUILTINS = frozenset({
+    "print", "len", "float", "int", "bool", "str", "repr", "isinstance", "issubclass", "range", "enumerate",
+    "zip", "sum", "min", "max", "id", "type", "hash", "abs", "round", "sorted", "any", "all", "format", "iter",
+    "next", "reversed", "callable", "hasattr", "getattr", "divmod", "pow", "bytes", "bytearray", "complex",
+    "list", "tuple", "set", "frozenset", "ord", "chr", "hex", "oct", "bin", "ascii", "vars", "dir"})
 
 
 def _receiver_types(value: Value) -> list[str]:
@@ -1460,7 +1533,7 @@ def _run_scope(ctx: _FileContext, name: str, node: cst.CSTNode, body: Sequence[c
         interpreter.run_block(body)
     except _Stop:
         pass
-    return ScopeFacts(name, node, interpreter.events), interpreter.env, interpreter.returned
+    return ScopeFacts(name, node, interpreter.events, ctx.if_arms), interpreter.env, interpreter.returned
 
 
 
@@ -1516,6 +1589,7 @@ def analyze(module: cst.Module, tables: Optional[Tables] = None, imports: Option
             kept = frozenset(s for e in facts.events if e.type is EventType.ESCAPE and not isinstance(e.node, cst.Return)
                              for s in e.sites)
             returned_sites = returned.sites if isinstance(returned, Host) else frozenset()
+            ctx.kept_inside[node] = kept
             inside = frozenset(s for e in facts.events
                                if e.type in (EventType.ALLOC, EventType.REGISTER) and not e.loops and not e.branch
                                and e.definitely(lambda site: site.kind.is_pinned)

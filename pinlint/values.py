@@ -37,6 +37,7 @@ class Host(Value):
     batch: bool = False           # a DataLoader batch: indexing picks a tensor, not an element
     varies: frozenset = frozenset()  # loops whose iterations each see a different buffer (`for a in arrays`)
     contiguous: Optional[bool] = True  # False after a transpose; None when it cannot be told
+    pointer: bool = False         # a raw address (cudaHostAlloc's ptr, h.ctypes): arithmetic on it reads nothing
 
     def kinds(self) -> frozenset:
         return frozenset(s.kind for s in self.sites)
@@ -108,6 +109,8 @@ class Context(Value):
 
     stream: Optional[Stream] = None
     registered: tuple = ()  # ((root variable name, Host value), ...)
+    sync_on_exit: Optional[Stream] = None  # the block ends with a synchronize of this stream
+    sync_node: object = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -132,7 +135,7 @@ def join(a: Value, b: Value) -> Value:
     if isinstance(a, Host) and isinstance(b, Host):
         return Host(a.sites | b.sites, a.library if a.library == b.library else "numpy",
                     a.maybe_unknown or b.maybe_unknown, a.batch and b.batch, a.varies | b.varies,
-                    a.contiguous if a.contiguous == b.contiguous else None)
+                    a.contiguous if a.contiguous == b.contiguous else None, a.pointer and b.pointer)
     if isinstance(a, Host) and isinstance(b, Unknown):
         return replace(a, maybe_unknown=True)
     if isinstance(b, Host) and isinstance(a, Unknown):

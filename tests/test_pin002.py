@@ -511,9 +511,6 @@ def test_helper_storing_into_a_global_is_quiet():
     assert "PIN002" not in codes(src)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: a helper that stores its pinned buffer in a global *and* returns it "
-                                       "is treated as a fresh per-call allocation (the global store is ignored "
-                                       "for the return summary)")
 def test_helper_storing_into_a_global_and_returning_it_is_quiet():
     src = """
     import numpy as np
@@ -639,9 +636,6 @@ def test_tensorrt_per_binding_setup_in_a_class_is_quiet():
     assert codes(src) == []
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: a buffer put in a dict/set literal that is then stored (TensorRT "
-                                       "samples' `inputs.append({'host': host_mem, 'device': device_mem})`) is not "
-                                       "seen to escape: false PIN002")
 @pytest.mark.parametrize("keep", ["inputs.append({'host': host_mem, 'device': device_mem})",
                                   "entry = {'host': host_mem}\n        inputs.append(entry)"])
 def test_tensorrt_per_binding_setup_with_dicts_is_quiet(keep):
@@ -659,9 +653,6 @@ def test_tensorrt_per_binding_setup_with_dicts_is_quiet(keep):
     assert "PIN002" not in codes(src)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: stores that do not go through a call or a subscript/attribute target "
-                                       "(`bufs += [h]`, `bufs = bufs + [h]`, builtin `setattr(obj, name, h)`) are "
-                                       "not escapes: false PIN002")
 @pytest.mark.parametrize("keep", ["bufs += [h]", "bufs = bufs + [h]", "setattr(obj, 'b%d' % i, h)"])
 def test_other_ways_of_keeping_the_buffer_are_quiet(keep):
     src = f"""

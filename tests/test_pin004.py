@@ -205,8 +205,6 @@ def test_pycuda_device_memory_and_plain_pinned_in_a_loop_are_quiet():
     assert codes(src) == []
 
 
-@pytest.mark.xfail(strict=True, reason="BUG (miss): wrapping the device pointer in np.intp(...), as PyCUDA code "
-                                       "commonly does, loses track of the mapped memory")
 def test_pycuda_devicemap_pointer_wrapped_in_np_intp():
     src = PYCUDA + "h = drv.pagelocked_empty(1024, np.float32, mem_flags=drv.host_alloc_flags.DEVICEMAP)\n" \
                    "for i in range(10):\n    k(np.intp(h.base.get_device_pointer()), block=(256, 1, 1), grid=(4, 1))\n"

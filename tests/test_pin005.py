@@ -145,16 +145,12 @@ def test_cupy_event_synchronize_covers_the_copy():
     assert "PIN005" not in codes(src)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: cupy.cuda.runtime.eventSynchronize is not in the CuPy API table: "
-                                       "false PIN005")
 def test_cupy_runtime_event_synchronize_covers_the_copy():
     src = CUPY + "d.get(out=h, stream=s, blocking=False)\ne = cp.cuda.Event()\ne.record(s)\n" \
                  "cp.cuda.runtime.eventSynchronize(e.ptr)\ntotal = h.sum()\n"
     assert "PIN005" not in codes(src)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: `s.use()` does not make `s` the current stream, so "
-                                       "get_current_stream().synchronize() is taken for the null stream: false PIN005")
 def test_cupy_stream_use_then_current_stream_synchronize():
     src = CUPY + "s.use()\nd.get(out=h, stream=s, blocking=False)\ncp.cuda.get_current_stream().synchronize()\n" \
                  "total = h.sum()\n"
@@ -170,8 +166,6 @@ def test_numba_sync_forms_cover_the_copy(sync):
     assert "PIN005" not in codes(src)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: numba's `with stream.auto_synchronize():` synchronizes on exit but "
-                                       "is not modelled: false PIN005 after the block")
 def test_numba_auto_synchronize_block_covers_the_copy():
     src = NUMBA + "with s.auto_synchronize():\n    d.copy_to_host(h, stream=s)\nx = h[0]\n"
     assert "PIN005" not in codes(src)
@@ -258,8 +252,6 @@ def test_sync_in_only_one_branch_is_reported():
     assert rows(src, "PIN005") == [row_of(src, "x = h.sum()")]
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: a synchronize on every arm of an if/else is not seen as covering "
-                                       "(_covers only accepts a single barrier on every path): false PIN005")
 @pytest.mark.parametrize("second", ["s.synchronize()", "cp.cuda.Device().synchronize()"])
 def test_sync_in_both_branches_is_quiet(second):
     src = CUPY + ("def f(c):\n    d.get(out=h, stream=s, blocking=False)\n    if c:\n        s.synchronize()\n"

@@ -173,8 +173,6 @@ def test_sync_in_only_one_branch_is_reported():
     assert rows(src, "PIN006") == [row_of(src, "    h[:] = x")]
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: a synchronize on every arm of an if/else is not seen as covering "
-                                       "(_covers only accepts a single barrier on every path): false PIN006")
 def test_sync_in_both_branches_is_quiet():
     src = CUPY + ("def f(c):\n    d.set(h, stream=s)\n    if c:\n        s.synchronize()\n    else:\n"
                   "        cp.cuda.Device().synchronize()\n    h[:] = x\n")
