@@ -178,6 +178,24 @@ def _fix_file(path: Path, name: str, data: bytes, settings: Settings, unsafe: bo
 
 
 @app.command()
+def verify(
+    paths: Optional[List[str]] = typer.Argument(None, help="Fixtures or folders of fixtures (default: the bundled ones)."),
+    output_format: str = typer.Option("text", "--format", help="text, json or markdown."),
+    plot: Optional[str] = typer.Option(None, "--plot", help="Also draw bad vs fixed per fixture into this PNG."),
+    repeats: int = typer.Option(5, "--repeats", min=1, help="Timed runs per variant (after warm-up)."),
+    warmup: int = typer.Option(1, "--warmup", min=0, help="Untimed runs per variant first."),
+    sizes: str = typer.Option("max", "--sizes", help="Which of a fixture's SIZES to run: min, max or all."),
+    timeout: float = typer.Option(300.0, "--timeout", help="Seconds before one variant's run is an error."),
+    estimate: Optional[str] = typer.Option(None, "--estimate", help="Measure what each finding in this file costs."),
+    default_bytes: int = typer.Option(64 << 20, "--default-bytes", help="Buffer size when the code's is not constant."),
+) -> None:
+    """Run fixtures and their fixes on this machine's GPU and report the measured difference."""
+    from .verify import commands
+    raise typer.Exit(commands.run_verify(paths, output_format, plot, repeats, warmup, sizes, timeout, estimate,
+                                         default_bytes))
+
+
+@app.command()
 def rule(code: Optional[str] = typer.Argument(None, help="A rule code, e.g. PIN001."),
          all_rules: bool = typer.Option(False, "--all", help="List every rule.")) -> None:
     """Explain a rule, or list them all."""

@@ -134,6 +134,8 @@ class Finding:
     related: tuple[Related, ...] = field(default=())
     url: Optional[str] = None
     plan: Optional[object] = field(default=None, compare=False, repr=False)  # the fix in CST terms
+    nbytes: Optional[int] = field(default=None, compare=False, repr=False)   # the buffer's constant size
+    direction: str = field(default="", compare=False, repr=False)
 
     def sort_key(self):
         return (self.filename, self.location.row, self.location.column, self.code)

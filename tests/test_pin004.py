@@ -2,7 +2,7 @@
 
 Numba (``mapped_array``, ``with cuda.mapped(...)``, ``@cuda.jit`` with and without arguments, the
 ``numba.cuda as nc`` alias), PyCUDA (DEVICEMAP + ``get_device_pointer`` + ``SourceModule``), CuPy
-(``hostAlloc`` mapped + ``hostGetDevicePointer`` + ``RawKernel``), cuda-python (``cudaHostAlloc``
+(``hostAlloc`` mapped, its pointer passed to a ``RawKernel``), cuda-python (``cudaHostAlloc``
 mapped + ``cudaHostGetDevicePointer`` into ``cuLaunchKernel``'s ``kernelParams``); and what stays quiet.
 """
 
@@ -219,7 +219,7 @@ def test_cupy_mapped_host_alloc_in_raw_kernel_loop():
     ker = cp.RawKernel(r'extern "C" __global__ void k(float* a) {}', "k")
     p = cp.cuda.runtime.hostAlloc(1 << 22, cp.cuda.runtime.hostAllocMapped)
     q = cp.cuda.runtime.hostAlloc(1 << 22, cp.cuda.runtime.hostAllocDefault)
-    dptr = cp.cuda.runtime.hostGetDevicePointer(p, 0)
+    dptr = p  # unified addressing: the mapped host pointer is the device pointer (CuPy has no hostGetDevicePointer)
     for i in range(10):
         ker((4096,), (256,), (dptr, np.int32(1 << 20)))
         ker((4096,), (256,), (q, np.int32(1 << 20)))

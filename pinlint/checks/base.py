@@ -18,7 +18,8 @@ class Report:
     node: cst.CSTNode
     message: str
     sites: frozenset = frozenset()   # allocation sites shown as related locations
-    fix: Optional[Fix] = None
+    fix: Optional[object] = None     # a fixes.Plan
+    direction: str = ""              # for copies: "h2d" / "d2h" (used by `pinlint verify --estimate`)
 
 
 @dataclass

@@ -29,7 +29,8 @@ class PageableAsyncCopy(Rule):
             plan = None
             if not copy.dest_allocated and len(copy.sites) == 1:
                 plan = ctx.plan(pin_allocation, next(iter(copy.sites)), copy)
-            yield Report(copy.node, message, copy.sites if not copy.dest_allocated else frozenset(), plan)
+            yield Report(copy.node, message, copy.sites if not copy.dest_allocated else frozenset(), plan,
+                         copy.direction)
 
     VALID = (
         # Pinned source: truly asynchronous.

@@ -59,7 +59,7 @@ total = h.sum()
         """
 import numpy as np, cupy
 mem = cupy.cuda.PinnedMemory(4096, cupy.cuda.runtime.hostAllocWriteCombined)
-a = np.frombuffer(mem, np.float32)
+a = np.frombuffer(cupy.cuda.PinnedMemoryPointer(mem, 0), np.float32, 1024)
 print(a[0])
 """,
     )

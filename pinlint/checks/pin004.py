@@ -70,7 +70,7 @@ from pycuda.compiler import SourceModule
 mod = SourceModule("__global__ void k(float *a) {}")
 k = mod.get_function("k")
 h = drv.pagelocked_empty(1 << 20, np.float32, mem_flags=drv.host_alloc_flags.DEVICEMAP)
-p = h.base.get_device_pointer()
+p = np.intp(h.base.get_device_pointer())
 for i in range(10):
     k(p, block=(256, 1, 1), grid=(4096, 1))
 """,

@@ -37,7 +37,8 @@ class PageableTransferInLoop(Rule):
                          f"Pageable host buffer (allocated by {origins}, outside the loop) in {direction} copy "
                          f"`{copy.api}` inside a loop: every iteration transfers at pageable bandwidth; "
                          f"allocate the buffer pinned", copy.sites,
-                         ctx.plan(pin_allocation, next(iter(copy.sites)), copy) if len(copy.sites) == 1 else None)
+                         ctx.plan(pin_allocation, next(iter(copy.sites)), copy) if len(copy.sites) == 1 else None,
+                         copy.direction)
 
     VALID = (
         # Pinned buffer reused in the loop.

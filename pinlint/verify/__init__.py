@@ -1,0 +1,1 @@
+"""``pinlint verify``: run each fixture and its fix on a real GPU and report what the difference costs."""

@@ -1,0 +1,185 @@
+"""Fixture discovery, fixed variants, and measuring both in fresh processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable, Optional
+
+from ..engine import fix_text, lint_text
+from ..settings import Settings
+from .verdict import ERROR, Outcome, Verdict, judge
+
+_HEADER = re.compile(r"^# pinlint-expect: (?P<codes>none|PIN\d{3}(?:\s*,\s*PIN\d{3})*)\s*$")
+# Which module each fixture's library needs, from the fixture's file name.
+LIBRARY_MODULES = {"cupy": "cupy", "numba": "numba", "pycuda": "pycuda", "cudapython": "cuda.bindings",
+                   "torch": "torch"}
+METRIC = {"PIN005": "result", "PIN006": "result"}
+
+
+@dataclass(frozen=True)
+class Fixture:
+    path: Path
+    codes: tuple          # expected codes from the header
+
+    @property
+    def library(self) -> str:
+        return self.path.name.split("_", 1)[0]
+
+    @property
+    def hand_fixed(self) -> Path:
+        return self.path.with_name(self.path.name[:-3] + ".fixed.py")
+
+
+@dataclass
+class Row:
+    fixture: Fixture
+    code: str
+    size: Optional[int] = None
+    bad: Optional[Outcome] = None
+    fixed: Optional[Outcome] = None
+    verdict: Verdict = field(default_factory=lambda: Verdict(ERROR, "not run"))
+    fixed_by: str = ""    # "autofix" or "hand-written"
+
+    def as_dict(self) -> dict:
+        return {
+            "rule": self.code, "fixture": str(self.fixture.path), "size": self.size,
+            "metric": "result" if self.code in METRIC else "median run time (ms)",
+            "bad_ms": self.bad.median if self.bad else None, "fixed_ms": self.fixed.median if self.fixed else None,
+            "bad_spread_ms": self.bad.spread if self.bad else None,
+            "fixed_spread_ms": self.fixed.spread if self.fixed else None,
+            "bad_times_ms": list(self.bad.times_ms) if self.bad else None,
+            "fixed_times_ms": list(self.fixed.times_ms) if self.fixed else None,
+            "ratio": self.verdict.ratio, "verdict": self.verdict.verdict, "detail": self.verdict.detail,
+            "fixed_by": self.fixed_by,
+        }
+
+
+def read_header(path: Path) -> Optional[tuple]:
+    try:
+        first = path.read_text(encoding="utf-8").splitlines()[0]
+    except (OSError, UnicodeDecodeError, IndexError):
+        return None
+    match = _HEADER.match(first)
+    if match is None:
+        return None
+    codes = match.group("codes")
+    return () if codes == "none" else tuple(c.strip() for c in codes.split(","))
+
+
+def discover_fixtures(paths: Iterable[str]) -> list:
+    """Positive fixtures (header names codes) under the given paths; hand-written fixes are not fixtures."""
+    found = []
+    for raw in paths:
+        root = Path(raw)
+        candidates = [root] if root.is_file() else sorted(root.rglob("*.py"))
+        for path in candidates:
+            if path.name.endswith(".fixed.py"):
+                continue
+            codes = read_header(path)
+            if codes:
+                found.append(Fixture(path, codes))
+    return found
+
+
+def fixed_variant(fixture: Fixture, workdir: Path) -> tuple:
+    """(path of the fixed program, how it was made) or (None, why not)."""
+    if fixture.hand_fixed.is_file():
+        return fixture.hand_fixed, "hand-written"
+    text = fixture.path.read_text(encoding="utf-8")
+    outcome = fix_text(text, fixture.path.name, Settings(), unsafe=True)
+    if outcome.error:
+        return None, outcome.error
+    if outcome.text == text:
+        return None, "pinlint has no fix for it and there is no hand-written .fixed.py"
+    target = workdir / fixture.path.name
+    target.write_text(outcome.text, encoding="utf-8")
+    return target, "autofix"
+
+
+def check_expectations(fixture: Fixture) -> Optional[str]:
+    codes = {f.code for f in lint_text(fixture.path.read_text(encoding="utf-8"), str(fixture.path),
+                                       Settings()).findings}
+    missing = set(fixture.codes) - codes
+    return f"pinlint did not report {', '.join(sorted(missing))}" if missing else None
+
+
+def measure(program: Path, size: int, repeats: int, warmup: int, timeout: float) -> Outcome:
+    """Run one variant in a fresh interpreter; raises RuntimeError with the reason when it fails."""
+    command = [sys.executable, "-m", "pinlint.verify.runner", str(program), str(size), str(repeats), str(warmup)]
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env,
+                              cwd=str(program.parent))
+    except subprocess.TimeoutExpired:
+        raise RuntimeError(f"timed out after {timeout:.0f} s")
+    line = next((l for l in done.stdout.splitlines() if l.startswith("PINLINT-RESULT ")), None)
+    if done.returncode != 0 or line is None:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise RuntimeError(f"exit {done.returncode}: {last[:200]}")
+    data = json.loads(line[len("PINLINT-RESULT "):])
+    return Outcome(tuple(data["times_ms"]), data["result"])
+
+
+def library_available(library: str) -> bool:
+    import importlib.util
+    module = LIBRARY_MODULES.get(library, library)
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def sizes_of(program: Path, which: str) -> list:
+    text = program.read_text(encoding="utf-8")
+    match = re.search(r"^SIZES\s*=\s*(\[[^\]]*\])", text, re.M)
+    if match is None:
+        return []
+    try:
+        sizes = [int(eval(item, {"__builtins__": {}})) for item in match.group(1).strip("[]").split(",") if item.strip()]
+    except Exception:  # noqa: BLE001 - an unreadable SIZES is reported as an error by the caller
+        return []
+    if which == "all":
+        return sizes
+    return [min(sizes)] if which == "min" else [max(sizes)]
+
+
+def verify(fixtures: list, repeats: int = 5, warmup: int = 1, which_sizes: str = "max", timeout: float = 300,
+           progress: Callable = lambda row: None) -> list:
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="pinlint-verify-") as tmp:
+        for fixture in fixtures:
+            code = fixture.codes[0]
+            row = Row(fixture, code)
+            problem = check_expectations(fixture)
+            fixed, how = fixed_variant(fixture, Path(tmp))
+            sizes = sizes_of(fixture.path, which_sizes)
+            if problem is None and fixed is None:
+                problem = how
+            if problem is None and not sizes:
+                problem = "the fixture defines no readable SIZES"
+            if problem is None and not library_available(fixture.library):
+                problem = f"{LIBRARY_MODULES.get(fixture.library, fixture.library)} not installed"
+            if problem is not None:
+                row.verdict = Verdict(ERROR, problem)
+                rows.append(row)
+                progress(row)
+                continue
+            row.fixed_by = how
+            for size in sizes:
+                row = Row(fixture, code, size, fixed_by=how)
+                try:
+                    row.bad = measure(fixture.path, size, repeats, warmup, timeout)
+                    row.fixed = measure(fixed, size, repeats, warmup, timeout)
+                    row.verdict = judge(code, row.bad, row.fixed)
+                except RuntimeError as exc:
+                    row.verdict = Verdict(ERROR, str(exc))
+                rows.append(row)
+                progress(row)
+    return rows

@@ -1,0 +1,80 @@
+"""The verification table: terminal text, JSON, Markdown (for docs/verification.md) and a PNG plot."""
+
+from __future__ import annotations
+
+import json
+from typing import TextIO
+
+COLUMNS = ("rule", "fixture", "size", "metric", "bad", "fixed", "ratio", "verdict")
+
+
+def _cells(row) -> tuple:
+    data = row.as_dict()
+    name = row.fixture.path.name
+    if data["metric"] == "result":
+        bad = _result(row.bad) if row.bad else "-"
+        fixed = _result(row.fixed) if row.fixed else "-"
+        metric = "result"
+    else:
+        bad = f"{data['bad_ms']:.2f} ±{data['bad_spread_ms']:.2f}" if row.bad else "-"
+        fixed = f"{data['fixed_ms']:.2f} ±{data['fixed_spread_ms']:.2f}" if row.fixed else "-"
+        metric = "run ms"
+    ratio = f"{data['ratio']:.2f}x" if data["ratio"] else "-"
+    size = _size(data["size"]) if data["size"] else "-"
+    verdict = data["verdict"] + (f" ({data['detail']})" if data["verdict"] != "confirmed" and data["detail"] else "")
+    return (row.code, name, size, metric, bad, fixed, ratio, verdict)
+
+
+def _result(outcome) -> str:
+    result = outcome.result
+    if "value" in result:
+        return f"{result['value']:.6g}"
+    return f"sum {result.get('sum', 0):.6g}"
+
+
+def _size(n: int) -> str:
+    for unit, scale in (("Mi", 1 << 20), ("Ki", 1 << 10)):
+        if n >= scale and n % scale == 0:
+            return f"{n // scale} {unit}"
+    return str(n)
+
+
+def write_table(rows: list, out: TextIO) -> None:
+    cells = [COLUMNS] + [_cells(r) for r in rows]
+    widths = [max(len(c[i]) for c in cells[:]) if i < len(COLUMNS) - 1 else 0 for i in range(len(COLUMNS))]
+    for index, line in enumerate(cells):
+        out.write("  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip() + "\n")
+        if index == 0:
+            out.write("  ".join("-" * max(w, len(COLUMNS[i])) for i, w in enumerate(widths)).rstrip() + "\n")
+
+
+def write_markdown(rows: list, out: TextIO) -> None:
+    out.write("| " + " | ".join(COLUMNS) + " |\n|" + "---|" * len(COLUMNS) + "\n")
+    for row in rows:
+        out.write("| " + " | ".join(c.replace("|", "\\|") for c in _cells(row)) + " |\n")
+
+
+def write_json(rows: list, out: TextIO) -> None:
+    json.dump([r.as_dict() for r in rows], out, indent=2)
+    out.write("\n")
+
+
+def write_plot(rows: list, path: str) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    timed = [r for r in rows if r.bad and r.fixed and r.code not in ("PIN005", "PIN006")]
+    labels = [f"{r.code} {r.fixture.path.stem}" for r in timed]
+    figure, axis = plt.subplots(figsize=(10, max(3, 0.35 * len(timed) + 1)))
+    positions = range(len(timed))
+    axis.barh([p + 0.2 for p in positions], [r.bad.median for r in timed], height=0.4, label="bad", color="#c44")
+    axis.barh([p - 0.2 for p in positions], [r.fixed.median for r in timed], height=0.4, label="fixed", color="#4a4")
+    axis.set_yticks(list(positions))
+    axis.set_yticklabels(labels, fontsize=8)
+    axis.set_xscale("log")
+    axis.set_xlabel("median run time (ms, log scale)")
+    axis.legend()
+    axis.set_title("pinlint verify: each fixture and its fix")
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)

@@ -1,0 +1,62 @@
+"""Verdict arithmetic on recorded samples: pure functions, tested without a GPU."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from typing import Optional
+
+CONFIRMED = "confirmed"
+NOT_REPRODUCED = "not reproduced on this platform"
+ERROR = "error"
+
+# Rules whose claim is correctness (wrong data before the fix), not speed.
+RACE_RULES = frozenset({"PIN005", "PIN006"})
+# Rules whose effect is known to depend on the platform: not reproducing them refutes nothing.
+PLATFORM_DEPENDENT = frozenset({"PIN003"})
+
+
+@dataclass(frozen=True)
+class Outcome:
+    times_ms: tuple
+    result: dict
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.times_ms)
+
+    @property
+    def spread(self) -> float:
+        """Run-to-run spread: the range of the repeated measurements."""
+        return max(self.times_ms) - min(self.times_ms) if len(self.times_ms) > 1 else 0.0
+
+
+@dataclass(frozen=True)
+class Verdict:
+    verdict: str
+    detail: str = ""
+    ratio: Optional[float] = None
+    refuted: bool = False  # a claim the measurement contradicts (exit 1)
+
+
+def same_result(a: dict, b: dict, rel: float = 1e-6) -> bool:
+    if "value" in a and "value" in b:
+        x, y = a["value"], b["value"]
+        return x == y or abs(x - y) <= rel * max(abs(x), abs(y))
+    return a == b
+
+
+def judge(code: str, bad: Outcome, fixed: Outcome) -> Verdict:
+    if code in RACE_RULES:
+        if not same_result(bad.result, fixed.result):
+            return Verdict(CONFIRMED, "the bad variant returned wrong data; the fixed one did not")
+        return Verdict(NOT_REPRODUCED, "both variants returned the same data: the race did not show here",
+                       refuted=code not in PLATFORM_DEPENDENT)
+    ratio = bad.median / fixed.median if fixed.median > 0 else None
+    if not same_result(bad.result, fixed.result):
+        return Verdict(ERROR, "the fixed variant computes a different result", ratio, refuted=True)
+    margin = max(bad.spread, fixed.spread)
+    if bad.median - fixed.median > margin:
+        return Verdict(CONFIRMED, f"fixed is faster by more than the run-to-run spread ({margin:.2f} ms)", ratio)
+    return Verdict(NOT_REPRODUCED, f"difference {bad.median - fixed.median:.2f} ms within the spread "
+                   f"({margin:.2f} ms)", ratio, refuted=code not in PLATFORM_DEPENDENT)

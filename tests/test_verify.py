@@ -1,0 +1,166 @@
+"""The verification harness without a GPU: discovery, fixed variants, verdicts, reports, the runner."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from pinlint.verify import harness, report
+from pinlint.verify.commands import failed
+from pinlint.verify.verdict import CONFIRMED, ERROR, NOT_REPRODUCED, Outcome, Verdict, judge
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+
+
+def test_discovery_finds_positive_fixtures_only():
+    fixtures = harness.discover_fixtures([str(FIXTURES)])
+    names = {f.path.name for f in fixtures}
+    assert fixtures and all(f.codes for f in fixtures)
+    assert not any(n.endswith(".fixed.py") or "_ok_" in n for n in names)
+    assert {code for f in fixtures for code in f.codes} == {f"PIN00{i}" for i in range(1, 8)}
+
+
+@pytest.mark.parametrize("fixture", harness.discover_fixtures([str(FIXTURES)]), ids=lambda f: f.path.name)
+def test_every_fixture_has_a_fixed_variant_and_its_expected_codes(fixture, tmp_path):
+    assert harness.check_expectations(fixture) is None
+    program, how = harness.fixed_variant(fixture, tmp_path)
+    assert program is not None, how
+    assert how in ("autofix", "hand-written")
+    assert harness.sizes_of(fixture.path, "all")
+    fixed_codes = harness.read_header(program) if how == "hand-written" else None
+    if how == "hand-written":
+        assert fixed_codes == ()
+    else:
+        from pinlint.engine import lint_text
+        from pinlint.settings import Settings
+        remaining = {f.code for f in lint_text(program.read_text(), program.name, Settings()).findings}
+        assert fixture.codes[0] not in remaining, "the autofix resolves the finding it is measured for"
+
+
+def _outcome(times, value=1.0):
+    return Outcome(tuple(times), {"value": value})
+
+
+def test_faster_beyond_the_spread_is_confirmed():
+    verdict = judge("PIN007", _outcome([10, 11, 10.5]), _outcome([2, 2.2, 2.1]))
+    assert verdict.verdict == CONFIRMED and verdict.ratio == pytest.approx(10.5 / 2.1)
+
+
+def test_difference_within_the_spread_is_not_reproduced_and_refutes():
+    verdict = judge("PIN001", _outcome([10, 14, 12]), _outcome([9, 13, 11]))
+    assert verdict.verdict == NOT_REPRODUCED and verdict.refuted
+
+
+def test_platform_dependent_rule_not_reproduced_refutes_nothing():
+    verdict = judge("PIN003", _outcome([10, 10.1, 10.2]), _outcome([10, 10.2, 10.1]))
+    assert verdict.verdict == NOT_REPRODUCED and not verdict.refuted
+
+
+def test_races_are_judged_by_results():
+    assert judge("PIN005", _outcome([1], 0.0), _outcome([1], 42.0)).verdict == CONFIRMED
+    same = judge("PIN006", _outcome([1], 42.0), _outcome([1], 42.0))
+    assert same.verdict == NOT_REPRODUCED and same.refuted
+
+
+def test_a_fix_that_changes_the_result_is_an_error():
+    verdict = judge("PIN007", _outcome([10], 1.0), _outcome([1], 2.0))
+    assert verdict.verdict == ERROR and verdict.refuted
+
+
+def test_exit_status_ignores_missing_libraries_only():
+    row = harness.Row(harness.Fixture(Path("pycuda_x.py"), ("PIN001",)), "PIN001")
+    row.verdict = Verdict(ERROR, "pycuda not installed")
+    assert not failed(row)
+    row.verdict = Verdict(ERROR, "exit 1: CUDA error")
+    assert failed(row)
+
+
+def _rows():
+    fixture = harness.Fixture(FIXTURES / "PIN007" / "cupy_asarray_loop.py", ("PIN007",))
+    timed = harness.Row(fixture, "PIN007", 1 << 26, _outcome([30, 31, 32]), _outcome([10, 10.5, 11]))
+    timed.verdict = judge("PIN007", timed.bad, timed.fixed)
+    race = harness.Row(harness.Fixture(Path("cupy_get_read_before_sync.py"), ("PIN005",)), "PIN005", 1 << 20,
+                       _outcome([1], 0.0), _outcome([1], 5.0))
+    race.verdict = judge("PIN005", race.bad, race.fixed)
+    broken = harness.Row(harness.Fixture(Path("pycuda_x.py"), ("PIN001",)), "PIN001")
+    broken.verdict = Verdict(ERROR, "pycuda not installed")
+    return [timed, race, broken]
+
+
+def test_report_shapes():
+    out = io.StringIO()
+    report.write_table(_rows(), out)
+    lines = out.getvalue().splitlines()
+    assert lines[0].split()[:4] == ["rule", "fixture", "size", "metric"]
+    assert "confirmed" in lines[2] and "2.95x" in lines[2] and "64 Mi" in lines[2]
+    assert "error (pycuda not installed)" in lines[4]
+    md = io.StringIO()
+    report.write_markdown(_rows(), md)
+    assert md.getvalue().startswith("| rule | fixture |") and md.getvalue().count("\n") == 5
+    data = json.loads(_json(_rows()))
+    assert [d["verdict"] for d in data] == [CONFIRMED, CONFIRMED, ERROR]
+    assert data[0]["bad_times_ms"] == [30, 31, 32] and data[0]["metric"] == "median run time (ms)"
+    assert data[1]["metric"] == "result"
+
+
+def _json(rows) -> str:
+    out = io.StringIO()
+    report.write_json(rows, out)
+    return out.getvalue()
+
+
+def test_plot_is_drawn(tmp_path):
+    pytest.importorskip("matplotlib")
+    target = tmp_path / "v.png"
+    report.write_plot(_rows(), str(target))
+    assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_runner_measures_a_program_in_a_fresh_process(tmp_path):
+    program = tmp_path / "plain_sum.py"
+    program.write_text(textwrap.dedent("""
+        SIZES = [1000]
+        def run(n):
+            return float(sum(range(n)))
+    """))
+    outcome = harness.measure(program, 1000, repeats=3, warmup=1, timeout=60)
+    assert len(outcome.times_ms) == 3 and all(t >= 0 for t in outcome.times_ms)
+    assert outcome.result == {"value": 499500.0}
+
+
+def test_runner_failure_is_reported_not_raised_through(tmp_path):
+    program = tmp_path / "broken.py"
+    program.write_text("SIZES = [1]\ndef run(n):\n    raise ValueError('boom')\n")
+    with pytest.raises(RuntimeError, match="boom"):
+        harness.measure(program, 1, 1, 0, 60)
+
+
+def test_runner_timeout_is_an_error(tmp_path):
+    program = tmp_path / "slow.py"
+    program.write_text("import time\nSIZES = [1]\ndef run(n):\n    time.sleep(30)\n")
+    with pytest.raises(RuntimeError, match="timed out"):
+        harness.measure(program, 1, 1, 0, 2)
+
+
+def test_verify_without_a_gpu_says_so_and_exits_2(tmp_path):
+    from conftest import gpu_reason
+    if gpu_reason() is None:
+        pytest.skip("this machine has a GPU")
+    done = subprocess.run([sys.executable, "-m", "pinlint", "verify"], capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 2
+    assert "needs a CUDA GPU" in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.gpu
+def test_verify_on_the_gpu_confirms_a_transfer_fixture(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "pinlint", "verify", str(FIXTURES / "PIN007" / "cupy_asarray_loop.py"),
+                           "--repeats", "3", "--format", "json"], capture_output=True, text=True, timeout=600)
+    rows = json.loads(done.stdout)
+    assert rows[0]["verdict"] == CONFIRMED, rows
+    assert done.returncode == 0
