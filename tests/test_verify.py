@@ -122,14 +122,15 @@ def test_plot_is_drawn(tmp_path):
     assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_runner_measures_a_program_in_a_fresh_process(tmp_path):
+def test_runner_measures_a_program_in_a_fresh_process(tmp_path, monkeypatch):
     program = tmp_path / "plain_sum.py"
     program.write_text(textwrap.dedent("""
         SIZES = [1000]
         def run(n):
             return float(sum(range(n)))
     """))
-    outcome = harness.measure(program, 1000, repeats=3, warmup=1, timeout=60)
+    monkeypatch.chdir(tmp_path.parent)  # a path relative to the working directory, as users type them
+    outcome = harness.measure(Path(tmp_path.name) / "plain_sum.py", 1000, repeats=3, warmup=1, timeout=60)
     assert len(outcome.times_ms) == 3 and all(t >= 0 for t in outcome.times_ms)
     assert outcome.result == {"value": 499500.0}
 

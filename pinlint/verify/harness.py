@@ -112,6 +112,7 @@ def check_expectations(fixture: Fixture) -> Optional[str]:
 
 def measure(program: Path, size: int, repeats: int, warmup: int, timeout: float) -> Outcome:
     """Run one variant in a fresh interpreter; raises RuntimeError with the reason when it fails."""
+    program = program.resolve()  # the child runs in the program's folder
     command = [sys.executable, "-m", "pinlint.verify.runner", str(program), str(size), str(repeats), str(warmup)]
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     try:
