@@ -169,7 +169,7 @@ def _check_module(module: cst.Module, text: str, filename: str, settings: Settin
                 end_location=Location(span.end.line, span.end.column + 1),
                 fix=_rendered(wrapper.module, report.fix), related=related, url=None,
                 plan=report.fix, nbytes=max((s.nbytes for s in report.sites if s.nbytes), default=None),
-                direction=report.direction)
+                direction=report.direction, pooled=any(s.pooled for s in report.sites))
             # One finding per code and place: a copy reached on two paths is still one mistake.
             findings.setdefault((rule.code, finding.location), finding)
     result.module = wrapper.module

@@ -136,6 +136,7 @@ class Finding:
     plan: Optional[object] = field(default=None, compare=False, repr=False)  # the fix in CST terms
     nbytes: Optional[int] = field(default=None, compare=False, repr=False)   # the buffer's constant size
     direction: str = field(default="", compare=False, repr=False)
+    pooled: bool = field(default=False, compare=False, repr=False)  # the buffer comes from a pooling allocator
 
     def sort_key(self):
         return (self.filename, self.location.row, self.location.column, self.code)

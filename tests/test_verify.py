@@ -62,6 +62,18 @@ def test_platform_dependent_rule_not_reproduced_refutes_nothing():
     assert verdict.verdict == NOT_REPRODUCED and not verdict.refuted
 
 
+def test_pooled_pin002_not_reproduced_is_explained_not_refuted():
+    verdict = judge("PIN002", _outcome([10, 11, 12]), _outcome([10, 10.5, 11]), pooled=True)
+    assert verdict.verdict == NOT_REPRODUCED and not verdict.refuted and "pooled" in verdict.detail
+    assert judge("PIN002", _outcome([10, 11, 12]), _outcome([10, 10.5, 11])).refuted
+
+
+def test_pooled_findings_are_known_to_the_harness():
+    fixtures = {f.path.name: f for f in harness.discover_fixtures([str(FIXTURES / "PIN002")])}
+    assert harness.pooled(fixtures["cupy_empty_pinned_loop.py"], "PIN002")
+    assert not harness.pooled(fixtures["cupy_pinned_memory_loop.py"], "PIN002")
+
+
 def test_races_are_judged_by_results():
     assert judge("PIN005", _outcome([1], 0.0), _outcome([1], 42.0)).verdict == CONFIRMED
     same = judge("PIN006", _outcome([1], 42.0), _outcome([1], 42.0))
