@@ -7,6 +7,7 @@ on stderr, never a traceback).
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from enum import Enum
 from pathlib import Path
 from typing import List, Optional
@@ -15,7 +16,8 @@ import typer
 
 from . import __version__
 from .checks import ALL_RULES, RULES_BY_CODE
-from .discover import discover
+from .config import Config, find_config, load_config
+from .discover import DEFAULT_EXCLUDE, discover
 from .engine import FixOutcome, fix_text, lint_bytes, passes_prefilter, read_source
 from .fixes import unified_diff, write_atomically
 from .report import FORMATS, display_path
@@ -60,6 +62,10 @@ _EXIT_ZERO = typer.Option(False, "--exit-zero", help="Exit 0 even when there are
 _STATISTICS = typer.Option(False, "--statistics", help="Count findings per code (text format).")
 _UNSAFE = typer.Option(False, "--unsafe-fixes", help="Also apply (or show) fixes that may change behaviour.")
 _DIFF = typer.Option(False, "--diff", help="Print the fixes as a unified diff and change nothing.")
+_CONFIG = typer.Option(None, "--config", help="Use this pyproject.toml or pinlint.toml instead of searching.")
+_SHOW = typer.Option(False, "--show-settings", help="Print the resolved settings and exit.")
+_FORCE = typer.Option(False, "--force-exclude", help="Apply excludes to files named on the command line too "
+                                                      "(for pre-commit, which names every staged file).")
 
 
 @app.command()
@@ -74,9 +80,13 @@ def check(
     fix: bool = typer.Option(False, "--fix", help="Apply safe fixes (and unsafe ones with --unsafe-fixes)."),
     unsafe_fixes: bool = _UNSAFE,
     diff: bool = _DIFF,
+    config: Optional[str] = _CONFIG,
+    show_settings: bool = _SHOW,
+    force_exclude: bool = _FORCE,
 ) -> None:
     """Check files for host-memory mistakes."""
-    _run(paths, select, ignore, extend_select, output_format, exit_zero, statistics, fix, unsafe_fixes, diff)
+    _run(paths, select, ignore, extend_select, output_format, exit_zero, statistics, fix, unsafe_fixes, diff,
+         config, show_settings, force_exclude)
 
 
 @app.command(name="fix")
@@ -90,19 +100,40 @@ def fix_command(
     statistics: bool = _STATISTICS,
     unsafe_fixes: bool = _UNSAFE,
     diff: bool = _DIFF,
+    config: Optional[str] = _CONFIG,
+    show_settings: bool = _SHOW,
+    force_exclude: bool = _FORCE,
 ) -> None:
     """Apply fixes (the same as `pinlint check --fix`)."""
-    _run(paths, select, ignore, extend_select, output_format, exit_zero, statistics, True, unsafe_fixes, diff)
+    _run(paths, select, ignore, extend_select, output_format, exit_zero, statistics, True, unsafe_fixes, diff,
+         config, show_settings, force_exclude)
 
 
-def _run(paths, select, ignore, extend_select, output_format, exit_zero, statistics, fix, unsafe, diff) -> None:
+def _resolve(paths, select, ignore, extend_select, config_file) -> tuple:
+    """(config, settings) from the configuration file and the command line (which wins)."""
+    if config_file is not None and not Path(config_file).is_file():
+        raise SettingsError(f"--config: {config_file}: No such file")
+    where = Path(config_file) if config_file else find_config(Path((paths or ["."])[0]))
+    config = load_config(where)
+    chosen = resolve_selection(list(select) if select else list(config.select),
+                               [*config.ignore, *(ignore or [])], [*config.extend_select, *(extend_select or [])])
+    return config, Settings(select=chosen, pin007_min_bytes=config.pin007_min_bytes)
+
+
+def _run(paths, select, ignore, extend_select, output_format, exit_zero, statistics, fix, unsafe, diff,
+         config_file=None, show_settings=False, force_exclude=False) -> None:
     try:
-        settings = Settings(select=resolve_selection(select, ignore, extend_select))
+        config, settings = _resolve(paths, select, ignore, extend_select, config_file)
     except SettingsError as exc:
         _error(str(exc))
         raise typer.Exit(EXIT_ERROR)
+    if show_settings:
+        _print_settings(config, settings)
+        raise typer.Exit(EXIT_CLEAN)
 
-    found = discover(paths or ["."])
+    found = discover(paths or ["."], root=config.root,
+                     exclude=[*(config.exclude or DEFAULT_EXCLUDE), *config.extend_exclude],
+                     respect_gitignore=config.respect_gitignore, force_exclude=force_exclude)
     errors = list(found.errors)
     findings: list = []
     applied = would_change = 0
@@ -113,13 +144,15 @@ def _run(paths, select, ignore, extend_select, output_format, exit_zero, statist
         except OSError as exc:
             errors.append(f"{name}: {exc.strerror or exc}")
             continue
+        ignored = config.ignored_codes(str(path))
+        file_settings = replace(settings, select=settings.select - ignored) if ignored else settings
         if not (fix or diff):
-            result = lint_bytes(data, name, settings)
+            result = lint_bytes(data, name, file_settings)
             findings.extend(result.findings)
             if result.error:
                 errors.append(result.error)
             continue
-        outcome, message = _fix_file(path, name, data, settings, unsafe, diff)
+        outcome, message = _fix_file(path, name, data, file_settings, unsafe, diff)
         if message:
             errors.append(message)
         if outcome is None:
@@ -149,6 +182,16 @@ def _run(paths, select, ignore, extend_select, output_format, exit_zero, statist
     if diff:
         raise typer.Exit(EXIT_FINDINGS if would_change and not exit_zero else EXIT_CLEAN)
     raise typer.Exit(EXIT_FINDINGS if findings and not exit_zero else EXIT_CLEAN)
+
+
+def _print_settings(config: Config, settings: Settings) -> None:
+    typer.echo(f"config file: {config.path if config.path else '(none: defaults)'}")
+    typer.echo(f"select: {', '.join(sorted(settings.select))}")
+    typer.echo(f"per-file-ignores: {dict(config.per_file_ignores) or '{}'}")
+    typer.echo(f"exclude: {', '.join(config.exclude or DEFAULT_EXCLUDE)}")
+    typer.echo(f"extend-exclude: {', '.join(config.extend_exclude) or '(none)'}")
+    typer.echo(f"respect-gitignore: {str(config.respect_gitignore).lower()}")
+    typer.echo(f"pin007-min-bytes: {settings.pin007_min_bytes}")
 
 
 def _fix_file(path: Path, name: str, data: bytes, settings: Settings, unsafe: bool, diff: bool):

@@ -1,17 +1,19 @@
-"""Which files to check: recursive discovery of Python files, skipping tool and environment folders."""
+"""Which files to check: recursive discovery of Python files, skipping tool and environment folders,
+configured excludes and (by default) what .gitignore files ignore."""
 
 from __future__ import annotations
 
+import fnmatch
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Optional
 
-SKIPPED_DIRS = frozenset({
+DEFAULT_EXCLUDE = (
     ".git", ".hg", ".svn", ".bzr", "__pycache__", ".venv", "venv", ".env", ".tox", ".nox", ".eggs",
     "build", "dist", "node_modules", "site-packages", "__pypackages__", ".mypy_cache", ".pytest_cache",
-    ".ruff_cache", ".pinlint_cache", ".ipynb_checkpoints", ".direnv",
-})
+    ".ruff_cache", ".pinlint_cache", ".ipynb_checkpoints", ".direnv", "*.egg-info",
+)
 PYTHON_SUFFIXES = (".py", ".pyi")
 
 
@@ -21,13 +23,56 @@ class Discovery:
     errors: list = field(default_factory=list)   # one-line messages for paths that could not be used
 
 
-def _skip_dir(path: Path) -> bool:
-    return path.name in SKIPPED_DIRS or path.name.endswith(".egg-info") or (path / "pyvenv.cfg").is_file()
+class _Excluder:
+    def __init__(self, root: Path, patterns: Iterable[str], respect_gitignore: bool) -> None:
+        self.root = root.resolve()
+        self.patterns = tuple(patterns)
+        self.respect_gitignore = respect_gitignore
+        self._gitignores: dict = {}
+
+    def _spec(self, directory: Path):
+        if directory not in self._gitignores:
+            spec = None
+            ignore_file = directory / ".gitignore"
+            if ignore_file.is_file():
+                import pathspec
+                try:
+                    lines = ignore_file.read_text(encoding="utf-8", errors="replace").splitlines()
+                    spec = pathspec.GitIgnoreSpec.from_lines(lines)
+                except Exception:  # noqa: BLE001 - a broken .gitignore excludes nothing
+                    spec = None
+            self._gitignores[directory] = spec
+        return self._gitignores[directory]
+
+    def excluded(self, path: Path, is_dir: bool) -> bool:
+        resolved = path.resolve() if not path.is_symlink() else path.absolute()
+        try:
+            relative = resolved.relative_to(self.root).as_posix()
+        except ValueError:
+            relative = path.as_posix()
+        for pattern in self.patterns:
+            if fnmatch.fnmatch(path.name, pattern) or fnmatch.fnmatch(relative, pattern) or \
+                    fnmatch.fnmatch(relative, pattern.rstrip("/") + "/*"):
+                return True
+        if is_dir and (path / "pyvenv.cfg").is_file():
+            return True  # a virtual environment, whatever its name
+        if self.respect_gitignore:
+            for directory in [resolved.parent, *resolved.parent.parents]:
+                spec = self._spec(directory)
+                if spec is not None:
+                    sub = resolved.relative_to(directory).as_posix() + ("/" if is_dir else "")
+                    if spec.match_file(sub):
+                        return True
+                if directory == self.root or directory == directory.parent:
+                    break
+        return False
 
 
-def discover(paths: Iterable[str]) -> Discovery:
+def discover(paths: Iterable[str], root: Optional[Path] = None, exclude: Iterable[str] = DEFAULT_EXCLUDE,
+             respect_gitignore: bool = True, force_exclude: bool = False) -> Discovery:
     result = Discovery()
     seen: set = set()
+    excluder = _Excluder(root or Path.cwd(), exclude, respect_gitignore)
 
     def add(path: Path) -> None:
         key = os.path.normcase(os.path.abspath(path))
@@ -40,17 +85,26 @@ def discover(paths: Iterable[str]) -> Discovery:
         if not path.exists():
             result.errors.append(f"{raw}: No such file or directory")
         elif path.is_file():
-            add(path)  # a file named explicitly is checked whatever its suffix
+            # A file named explicitly is checked whatever its suffix, and (unless --force-exclude) its exclusion.
+            if not (force_exclude and (excluder.excluded(path, False) or
+                                       any(excluder.excluded(p, True) for p in path.parents if p != Path(".")))):
+                add(path)
         elif path.is_dir():
-            for root, dirs, files in os.walk(path, onerror=lambda e: result.errors.append(
+            visited: set = set()
+            for directory, dirs, files in os.walk(path, followlinks=True, onerror=lambda e: result.errors.append(
                     f"{e.filename}: {e.strerror}")):
-                root_path = Path(root)
-                dirs[:] = sorted(d for d in dirs if not _skip_dir(root_path / d))
+                here = Path(directory)
+                real = os.path.realpath(directory)
+                if real in visited:  # a symlink loop
+                    dirs[:] = []
+                    continue
+                visited.add(real)
+                dirs[:] = sorted(d for d in dirs if not excluder.excluded(here / d, True))
                 for name in sorted(files):
-                    if name.endswith(PYTHON_SUFFIXES):
-                        candidate = root_path / name
-                        if candidate.is_file():
-                            add(candidate)
+                    candidate = here / name
+                    if name.endswith(PYTHON_SUFFIXES) and candidate.is_file() and \
+                            not excluder.excluded(candidate, False):
+                        add(candidate)
         else:
             result.errors.append(f"{raw}: not a regular file or directory")
     return result
