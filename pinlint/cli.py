@@ -21,6 +21,7 @@ from .discover import DEFAULT_EXCLUDE, discover
 from .engine import FixOutcome, fix_text, lint_bytes, passes_prefilter, read_source
 from .fixes import unified_diff, write_atomically
 from .report import FORMATS, display_path
+from .rule_docs import rule_doc
 from .settings import Settings, SettingsError, resolve_selection
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -35,6 +36,8 @@ class OutputFormat(str, Enum):
     text = "text"
     json = "json"
     json_lines = "json-lines"
+    sarif = "sarif"
+    github = "github"
 
 
 def _error(message: str) -> None:
@@ -243,16 +246,16 @@ def rule(code: Optional[str] = typer.Argument(None, help="A rule code, e.g. PIN0
          all_rules: bool = typer.Option(False, "--all", help="List every rule.")) -> None:
     """Explain a rule, or list them all."""
     if code is None or all_rules:
+        typer.echo(f"{'code':<7} {'name':<29} {'fix':<10} {'default':<8} summary")
         for item in ALL_RULES:
-            typer.echo(f"{item.code}  {item.name:<28} {item.summary}")
+            typer.echo(f"{item.code:<7} {item.name:<29} {item.fix_availability:<10} {'enabled':<8} {item.summary}")
         raise typer.Exit(EXIT_CLEAN)
     item = RULES_BY_CODE.get(code.upper())
     if item is None:
         _error(f"unknown rule {code!r}; `pinlint rule --all` lists them")
         raise typer.Exit(EXIT_ERROR)
-    from .apitables import rules_dir
-    doc = rules_dir() / f"{item.code}.md"
-    typer.echo(doc.read_text(encoding="utf-8") if doc.is_file() else f"{item.code} {item.name}: {item.summary}")
+    doc = rule_doc(item.code)
+    typer.echo(doc.text if doc.text else f"{item.code} {item.name}: {item.summary}")
 
 
 def main() -> None:

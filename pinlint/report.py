@@ -84,3 +84,93 @@ def write_json_lines(findings: Iterable[Finding], out: TextIO) -> None:
 
 
 FORMATS = {"text": write_text, "json": write_json, "json-lines": write_json_lines}
+
+
+# ---------------------------------------------------------------------------- SARIF 2.1.0
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+
+
+def _region(start, end) -> dict:
+    return {"startLine": start.row, "startColumn": start.column, "endLine": end.row, "endColumn": end.column}
+
+
+def _artifact(filename: str) -> dict:
+    return {"uri": filename.replace(os.sep, "/"), "uriBaseId": "%SRCROOT%"}
+
+
+def sarif_log(findings: list) -> dict:
+    from . import __version__
+    from .checks import ALL_RULES
+    from .rule_docs import rule_doc
+
+    rules = [{"id": "PIN000", "name": "syntax-error",
+              "shortDescription": {"text": "The file is not valid Python source"},
+              "defaultConfiguration": {"level": "error"}}]
+    for rule in ALL_RULES:
+        doc = rule_doc(rule.code)
+        rules.append({
+            "id": rule.code, "name": rule.name,
+            "shortDescription": {"text": rule.summary},
+            "fullDescription": {"text": doc.section("What it does") or rule.summary},
+            "help": {"text": doc.text, "markdown": doc.text},
+            "defaultConfiguration": {"level": "warning"},
+            "properties": {"fix": rule.fix_availability},
+        })
+    index = {rule["id"]: i for i, rule in enumerate(rules)}
+    results = []
+    for f in findings:
+        result = {
+            "ruleId": f.code, "ruleIndex": index.get(f.code, 0),
+            "level": "error" if f.code == "PIN000" else "warning",
+            "message": {"text": f.message},
+            "locations": [{"physicalLocation": {"artifactLocation": _artifact(f.filename),
+                                                "region": _region(f.location, f.end_location)}}],
+        }
+        if f.related:
+            result["relatedLocations"] = [
+                {"id": i, "message": {"text": r.message},
+                 "physicalLocation": {"artifactLocation": _artifact(r.filename),
+                                      "region": _region(r.location, r.end_location)}}
+                for i, r in enumerate(f.related)]
+        if f.fix is not None:
+            result["fixes"] = [{
+                "description": {"text": f"{f.fix.message} ({f.fix.applicability})"},
+                "artifactChanges": [{
+                    "artifactLocation": _artifact(f.filename),
+                    "replacements": [{"deletedRegion": _region(e.location, e.end_location),
+                                      "insertedContent": {"text": e.content}} for e in f.fix.edits],
+                }],
+            }]
+        results.append(result)
+    return {"version": "2.1.0", "$schema": SARIF_SCHEMA, "runs": [{
+        "tool": {"driver": {"name": "pinlint", "version": __version__, "semanticVersion": __version__,
+                            "informationUri": "https://pypi.org/project/pinlint/", "rules": rules}},
+        "columnKind": "unicodeCodePoints",
+        "results": results,
+    }]}
+
+
+def write_sarif(findings: list, out: TextIO) -> None:
+    json.dump(sarif_log(findings), out, indent=2)
+    out.write("\n")
+
+
+# ---------------------------------------------------------------------------- GitHub workflow commands
+def _escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(text: str) -> str:
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def write_github(findings: list, out: TextIO) -> None:
+    for f in findings:
+        level = "error" if f.code == "PIN000" else "warning"
+        out.write(f"::{level} title={_escape_property('pinlint (' + f.code + ')')},"
+                  f"file={_escape_property(f.filename)},line={f.location.row},col={f.location.column},"
+                  f"endLine={f.end_location.row},endColumn={f.end_location.column}::"
+                  f"{_escape_data(f.code + ' ' + f.message)}\n")
+
+
+FORMATS.update({"sarif": write_sarif, "github": write_github})

@@ -40,6 +40,7 @@ class Rule:
     code: ClassVar[str]
     name: ClassVar[str]
     summary: ClassVar[str]
+    fix_availability: ClassVar[str] = "sometimes"  # "always", "sometimes" or "never" (ruff's wording)
     # Fixit-style embedded cases: each a full program; INVALID ones must produce this rule's code.
     VALID: ClassVar[tuple[str, ...]] = ()
     INVALID: ClassVar[tuple[str, ...]] = ()

@@ -13,6 +13,7 @@ class MappedMemoryReread(Rule):
     code = "PIN004"
     name = "mapped-memory-reread"
     summary = "Zero-copy mapped host memory read by kernels repeatedly, inside a loop"
+    fix_availability = "never"
 
     def check(self, facts: FileFacts, ctx: CheckContext) -> Iterator[Report]:
         for event in facts.events():

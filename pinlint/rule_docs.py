@@ -1,0 +1,28 @@
+"""Rule documentation, read from ``rules/PINxxx.md``: one source for `pinlint rule` and SARIF help."""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+
+from .apitables import rules_dir
+
+
+@dataclass(frozen=True)
+class RuleDoc:
+    code: str
+    text: str
+
+    def section(self, title: str) -> str:
+        match = re.search(rf"^## {re.escape(title)}\??\s*\n(.*?)(?=^## |\Z)", self.text, re.M | re.S)
+        return match.group(1).strip() if match else ""
+
+
+@functools.lru_cache(maxsize=None)
+def rule_doc(code: str) -> RuleDoc:
+    path = rules_dir() / f"{code}.md"
+    try:
+        return RuleDoc(code, path.read_text(encoding="utf-8"))
+    except OSError:
+        return RuleDoc(code, "")
