@@ -204,26 +204,31 @@ class FixOutcome:
 
 def fix_text(text: str, filename: str, settings: Settings, unsafe: bool) -> FixOutcome:
     """Apply fixes, re-parse and re-lint until none applies (bounded); never return text that does
-    not parse: a pass whose output fails to parse is dropped with an error."""
+    not parse: a pass whose output fails to parse is dropped with an error. ``applied`` counts the
+    findings the fixes resolved (one fix can resolve several: PIN001 and PIN007 at one allocation)."""
     outcome = FixOutcome(text)
+    initial: Optional[int] = None
     for _ in range(MAX_FIX_PASSES):
         result = lint_text(outcome.text, filename, settings)
         outcome.result = result
+        initial = len(result.findings) if initial is None else initial
         plans = [f.plan for f in result.findings if applicable(f.plan, unsafe)]
         if not plans or result.module is None:
-            return outcome
+            break
         chosen = select_plans(plans, _SpanMap(result.span))
         try:
             fixed = apply_plans(result.module, chosen)
             cst.parse_module(fixed)
         except Exception as exc:  # noqa: BLE001 - keep the last text that parsed
             outcome.error = f"{filename}: a fix produced invalid code and was not applied ({type(exc).__name__})"
-            return outcome
+            break
         if fixed == outcome.text:
-            return outcome
+            break
         outcome.text = fixed
-        outcome.applied += len(chosen)
-    outcome.result = lint_text(outcome.text, filename, settings)
+    else:
+        outcome.result = lint_text(outcome.text, filename, settings)
+    if outcome.text != text:
+        outcome.applied = max(1, initial - len(outcome.result.findings))
     return outcome
 
 
