@@ -18,8 +18,9 @@ from . import __version__
 from .checks import ALL_RULES, RULES_BY_CODE
 from .config import Config, find_config, load_config
 from .discover import DEFAULT_EXCLUDE, discover
-from .engine import FixOutcome, fix_text, lint_bytes, passes_prefilter, read_source
-from .fixes import unified_diff, write_atomically
+from .engine import fix_text, lint_bytes, read_source
+from .runner import ADD_NOQA, DIFF, FIX, LINT, Cache, Job, default_workers, run_jobs
+from .runner import clean as clean_cache
 from .report import FORMATS, display_path
 from .rule_docs import rule_doc
 from .settings import Settings, SettingsError, resolve_selection
@@ -67,6 +68,10 @@ _UNSAFE = typer.Option(False, "--unsafe-fixes", help="Also apply (or show) fixes
 _DIFF = typer.Option(False, "--diff", help="Print the fixes as a unified diff and change nothing.")
 _CONFIG = typer.Option(None, "--config", help="Use this pyproject.toml or pinlint.toml instead of searching.")
 _SHOW = typer.Option(False, "--show-settings", help="Print the resolved settings and exit.")
+_JOBS = typer.Option(0, "--jobs", "-j", min=0, help="Worker processes (default: one per core).")
+_NO_CACHE = typer.Option(False, "--no-cache", help="Neither read nor write .pinlint_cache/.")
+_ADD_NOQA = typer.Option(False, "--add-noqa", help="Append `# noqa: CODE` to every line with a finding.")
+_STDIN = typer.Option(None, "--stdin-filename", help="Read the source from stdin, reporting it under this name.")
 _FORCE = typer.Option(False, "--force-exclude", help="Apply excludes to files named on the command line too "
                                                       "(for pre-commit, which names every staged file).")
 
@@ -86,10 +91,14 @@ def check(
     config: Optional[str] = _CONFIG,
     show_settings: bool = _SHOW,
     force_exclude: bool = _FORCE,
+    jobs: int = _JOBS,
+    no_cache: bool = _NO_CACHE,
+    add_noqa: bool = _ADD_NOQA,
+    stdin_filename: Optional[str] = _STDIN,
 ) -> None:
     """Check files for host-memory mistakes."""
     _run(paths, select, ignore, extend_select, output_format, exit_zero, statistics, fix, unsafe_fixes, diff,
-         config, show_settings, force_exclude)
+         config, show_settings, force_exclude, jobs, no_cache, add_noqa, stdin_filename)
 
 
 @app.command(name="fix")
@@ -106,10 +115,14 @@ def fix_command(
     config: Optional[str] = _CONFIG,
     show_settings: bool = _SHOW,
     force_exclude: bool = _FORCE,
+    jobs: int = _JOBS,
+    no_cache: bool = _NO_CACHE,
+    add_noqa: bool = _ADD_NOQA,
+    stdin_filename: Optional[str] = _STDIN,
 ) -> None:
     """Apply fixes (the same as `pinlint check --fix`)."""
     _run(paths, select, ignore, extend_select, output_format, exit_zero, statistics, True, unsafe_fixes, diff,
-         config, show_settings, force_exclude)
+         config, show_settings, force_exclude, jobs, no_cache, add_noqa, stdin_filename)
 
 
 def _resolve(paths, select, ignore, extend_select, config_file) -> tuple:
@@ -124,48 +137,46 @@ def _resolve(paths, select, ignore, extend_select, config_file) -> tuple:
 
 
 def _run(paths, select, ignore, extend_select, output_format, exit_zero, statistics, fix, unsafe, diff,
-         config_file=None, show_settings=False, force_exclude=False) -> None:
+         config_file=None, show_settings=False, force_exclude=False, jobs=0, no_cache=False, add_noqa=False,
+         stdin_filename=None) -> None:
     try:
-        config, settings = _resolve(paths, select, ignore, extend_select, config_file)
+        config, settings = _resolve(paths if not stdin_filename else [stdin_filename], select, ignore,
+                                    extend_select, config_file)
     except SettingsError as exc:
         _error(str(exc))
         raise typer.Exit(EXIT_ERROR)
     if show_settings:
         _print_settings(config, settings)
         raise typer.Exit(EXIT_CLEAN)
+    if stdin_filename is not None or paths == ["-"]:
+        raise typer.Exit(_run_stdin(stdin_filename or "-", config, settings, output_format, exit_zero, fix, unsafe))
 
     found = discover(paths or ["."], root=config.root,
                      exclude=[*(config.exclude or DEFAULT_EXCLUDE), *config.extend_exclude],
                      respect_gitignore=config.respect_gitignore, force_exclude=force_exclude)
-    errors = list(found.errors)
-    findings: list = []
-    applied = would_change = 0
+    mode = ADD_NOQA if add_noqa else DIFF if diff else FIX if fix else LINT
+    work = []
     for path in found.files:
-        name = display_path(str(path))
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            errors.append(f"{name}: {exc.strerror or exc}")
-            continue
         ignored = config.ignored_codes(str(path))
         file_settings = replace(settings, select=settings.select - ignored) if ignored else settings
-        if not (fix or diff):
-            result = lint_bytes(data, name, file_settings)
-            findings.extend(result.findings)
-            if result.error:
-                errors.append(result.error)
-            continue
-        outcome, message = _fix_file(path, name, data, file_settings, unsafe, diff)
-        if message:
-            errors.append(message)
-        if outcome is None:
-            continue
-        findings.extend(outcome.result.findings if outcome.result else [])
-        applied += outcome.applied
-        would_change += outcome.changed
+        work.append(Job(str(path), display_path(str(path)), file_settings, mode, unsafe))
+    cache = None if (no_cache or mode != LINT) else Cache.open(config.root)
+    results = run_jobs(work, jobs or default_workers(), cache)
 
+    errors = list(found.errors)
+    findings: list = []
+    for result in results:
+        findings.extend(result.findings)
+        errors.extend(result.errors)
+        if result.diff:
+            sys.stdout.write(result.diff)
+    applied = sum(r.applied for r in results)
+    would_change = sum(r.changed for r in results)
     findings.sort(key=lambda f: f.sort_key())
-    if diff:
+    if add_noqa:
+        typer.echo(f"Added {applied} noqa directive{'s' if applied != 1 else ''} in {would_change} "
+                   f"file{'s' if would_change != 1 else ''}.")
+    elif diff:
         # The diff is the output; the summary goes to stderr, as ruff does.
         if would_change:
             typer.echo(f"Would fix {applied} error{'s' if applied != 1 else ''} in {would_change} "
@@ -182,9 +193,37 @@ def _run(paths, select, ignore, extend_select, output_format, exit_zero, statist
         _error(message)
     if errors:
         raise typer.Exit(EXIT_ERROR)
+    if add_noqa:
+        raise typer.Exit(EXIT_CLEAN)
     if diff:
         raise typer.Exit(EXIT_FINDINGS if would_change and not exit_zero else EXIT_CLEAN)
     raise typer.Exit(EXIT_FINDINGS if findings and not exit_zero else EXIT_CLEAN)
+
+
+def _run_stdin(name: str, config, settings, output_format, exit_zero, fix, unsafe) -> int:
+    """Editors and scripts: lint the text on stdin as if it were `name`; with --fix, print the fixed text."""
+    data = sys.stdin.buffer.read()
+    ignored = config.ignored_codes(name)
+    settings = replace(settings, select=settings.select - ignored) if ignored else settings
+    if fix:
+        try:
+            source = read_source(data)
+        except (SyntaxError, UnicodeDecodeError, LookupError):
+            sys.stdout.buffer.write(data)  # nothing pinlint can fix; the text passes through unchanged
+            return EXIT_FINDINGS
+        outcome = fix_text(source.text, name, settings, unsafe)
+        sys.stdout.buffer.write(source.to_bytes(outcome.text))
+        remaining = outcome.result.findings if outcome.result else []
+        return EXIT_FINDINGS if remaining and not exit_zero else EXIT_CLEAN
+    result = lint_bytes(data, name, settings)
+    if output_format is OutputFormat.text:
+        FORMATS["text"](result.findings, sys.stdout)
+    else:
+        FORMATS[output_format.value](result.findings, sys.stdout)
+    if result.error:
+        _error(result.error)
+        return EXIT_ERROR
+    return EXIT_FINDINGS if result.findings and not exit_zero else EXIT_CLEAN
 
 
 def _print_settings(config: Config, settings: Settings) -> None:
@@ -197,30 +236,12 @@ def _print_settings(config: Config, settings: Settings) -> None:
     typer.echo(f"pin007-min-bytes: {settings.pin007_min_bytes}")
 
 
-def _fix_file(path: Path, name: str, data: bytes, settings: Settings, unsafe: bool, diff: bool):
-    """Fix one file (or print its diff). Returns (outcome, error message)."""
-    if not passes_prefilter(data):
-        return None, None
-    try:
-        source = read_source(data)
-    except (SyntaxError, UnicodeDecodeError, LookupError):
-        result = lint_bytes(data, name, settings)  # reported as PIN000; nothing to fix
-        return FixOutcome(text="", result=result), result.error
-    outcome = fix_text(source.text, name, settings, unsafe)
-    outcome.changed = int(outcome.text != source.text)
-    if not outcome.changed:
-        return outcome, outcome.error
-    if diff:
-        sys.stdout.write(unified_diff(source.text, outcome.text, name))
-        return outcome, outcome.error
-    try:
-        write_atomically(path, source.to_bytes(outcome.text))
-    except (OSError, UnicodeEncodeError) as exc:
-        outcome.applied = 0
-        outcome.changed = 0
-        outcome.result = lint_bytes(data, name, settings)
-        return outcome, f"{name}: could not write the fixed file, left unchanged ({exc})"
-    return outcome, outcome.error
+@app.command()
+def clean() -> None:
+    """Remove the cache (.pinlint_cache/) of the project in the working directory."""
+    where = find_config(Path("."))
+    root = where.parent if where else Path(".")
+    typer.echo("Removed .pinlint_cache/." if clean_cache(root) else "No cache to remove.")
 
 
 @app.command()

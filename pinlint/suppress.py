@@ -11,7 +11,7 @@ import re
 import tokenize
 from typing import Optional
 
-_NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:\s*,\s*[A-Z]+[0-9]+)*))?", re.IGNORECASE)
+NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:\s*,\s*[A-Z]+[0-9]+)*))?", re.IGNORECASE)
 _IGNORE = re.compile(r"#\s*pinlint:\s*ignore\[(?P<codes>[^\]]*)\]")
 ALL = frozenset(["*"])
 
@@ -19,7 +19,7 @@ ALL = frozenset(["*"])
 def suppressed_codes(comment: str) -> Optional[frozenset]:
     """The codes a comment suppresses: ``ALL`` for a bare ``# noqa``, None when none."""
     codes: set = set()
-    for match in _NOQA.finditer(comment):
+    for match in NOQA.finditer(comment):
         if match.group("codes") is None:
             return ALL
         codes.update(c.strip().upper() for c in match.group("codes").split(","))

@@ -180,7 +180,7 @@ def test_json_fix_object_names_applicability(tmp_path):
 
 # ------------------------------------------------------------------ never half-written
 def test_failed_write_leaves_the_original(tmp_path, monkeypatch):
-    from pinlint import cli
+    from pinlint.runner import FIX, Job, process
 
     target = tmp_path / "a.py"
     original = (CASES / "cupy_set_async.in.py").read_bytes()
@@ -190,11 +190,11 @@ def test_failed_write_leaves_the_original(tmp_path, monkeypatch):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(os, "replace", broken_replace)
-    outcome, message = cli._fix_file(target, "a.py", original, Settings(), False, False)
-    assert "could not write" in message and "No space left" in message
+    result = process(Job(str(target), "a.py", Settings(), FIX))
+    assert len(result.errors) == 1 and "could not write" in result.errors[0] and "No space left" in result.errors[0]
     assert target.read_bytes() == original
     assert [p.name for p in tmp_path.iterdir()] == ["a.py"], "the temporary file is cleaned up"
-    assert [f.code for f in outcome.result.findings] == ["PIN001"]
+    assert [f.code for f in result.findings] == ["PIN001"]
 
 
 def test_read_only_file_is_left_intact(tmp_path):

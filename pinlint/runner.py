@@ -1,0 +1,265 @@
+"""The per-file work of ``check``/``fix`` (lint, fix, diff, add-noqa), a result cache, and a process
+pool over files that keeps output in the order of the files."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import tempfile
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Optional
+
+from . import __version__
+from .apitables import rules_dir
+from .engine import FixOutcome, fix_text, lint_bytes, passes_prefilter, read_source
+from .fixes import unified_diff, write_atomically
+from .model import Edit, Finding, Fix, Location, Related
+from .settings import Settings
+from .suppress import ALL, NOQA, comments_by_line, suppressed_codes
+
+LINT, FIX, DIFF, ADD_NOQA = "lint", "fix", "diff", "add-noqa"
+
+
+@dataclass(frozen=True)
+class Job:
+    path: str
+    name: str            # as displayed (relative to the working directory)
+    settings: Settings
+    mode: str = LINT
+    unsafe: bool = False
+
+
+@dataclass
+class JobResult:
+    findings: list = field(default_factory=list)
+    errors: list = field(default_factory=list)
+    applied: int = 0       # findings resolved by fixes (or noqa comments added)
+    changed: int = 0       # 1 when the file was (or would be) rewritten
+    diff: str = ""
+
+
+# ---------------------------------------------------------------------------- one file
+def process(job: Job, cache: Optional["Cache"] = None) -> JobResult:
+    try:
+        data = Path(job.path).read_bytes()
+    except OSError as exc:
+        return JobResult(errors=[f"{job.name}: {exc.strerror or exc}"])
+    if job.path.endswith(".ipynb"):
+        from .notebooks import process_notebook
+        return _portable(process_notebook(job, data))
+    if job.mode == LINT:
+        return _portable(_lint(job, data, cache))
+    if job.mode == ADD_NOQA:
+        return _portable(_add_noqa(job, data))
+    return _portable(_fix(job, data))
+
+
+def _portable(result: JobResult) -> JobResult:
+    """Findings without their CST fix plans, so results can cross process boundaries and caches."""
+    result.findings = [replace(f, plan=None) if f.plan is not None else f for f in result.findings]
+    return result
+
+
+def _lint(job: Job, data: bytes, cache: Optional["Cache"]) -> JobResult:
+    if not passes_prefilter(data):
+        return JobResult()
+    key = cache.key(data, job.settings) if cache is not None else None
+    if key is not None:
+        hit = cache.get(key, job.name)
+        if hit is not None:
+            return JobResult(findings=hit)
+    result = lint_bytes(data, job.name, job.settings)
+    if key is not None and result.error is None:
+        cache.put(key, result.findings)
+    return JobResult(findings=result.findings, errors=[result.error] if result.error else [])
+
+
+def _fix(job: Job, data: bytes) -> JobResult:
+    if not passes_prefilter(data):
+        return JobResult()
+    try:
+        source = read_source(data)
+    except (SyntaxError, UnicodeDecodeError, LookupError):
+        result = lint_bytes(data, job.name, job.settings)  # reported as PIN000; nothing to fix
+        return JobResult(findings=result.findings, errors=[result.error] if result.error else [])
+    outcome: FixOutcome = fix_text(source.text, job.name, job.settings, job.unsafe)
+    report = JobResult(findings=outcome.result.findings if outcome.result else [],
+                       errors=[outcome.error] if outcome.error else [])
+    if outcome.text == source.text:
+        return report
+    report.applied, report.changed = outcome.applied, 1
+    if job.mode == DIFF:
+        report.diff = unified_diff(source.text, outcome.text, job.name)
+        return report
+    try:
+        write_atomically(Path(job.path), source.to_bytes(outcome.text))
+    except (OSError, UnicodeEncodeError) as exc:
+        original = lint_bytes(data, job.name, job.settings)
+        return JobResult(findings=original.findings,
+                         errors=[f"{job.name}: could not write the fixed file, left unchanged ({exc})"])
+    return report
+
+
+def add_noqa_text(text: str, findings: list) -> tuple:
+    """(new text, codes added): ``# noqa: CODES`` at the end of each reported line, merged into a
+    ``# noqa: ...`` comment already there; a bare ``# noqa`` already covers everything."""
+    wanted: dict = {}
+    for finding in findings:
+        if finding.code != "PIN000":
+            wanted.setdefault(finding.location.row, set()).add(finding.code)
+    comments = comments_by_line(text) if wanted else {}
+    lines = text.splitlines(keepends=True)
+    added = 0
+    for row, codes in sorted(wanted.items()):
+        if not 1 <= row <= len(lines):
+            continue
+        comment = comments.get(row, "")
+        existing = suppressed_codes(comment) if comment else None
+        if existing is ALL:
+            continue
+        new = codes - set(existing or ())
+        if not new:
+            continue
+        line = lines[row - 1]
+        body = line.rstrip("\r\n")
+        ending = line[len(body):]
+        match = NOQA.search(body, body.rfind(comment) if comment else len(body))
+        if match is not None and match.group("codes"):
+            merged = ", ".join(sorted(set(c.strip().upper() for c in match.group("codes").split(",")) | new))
+            body = body[:match.start()] + f"# noqa: {merged}" + body[match.end():]
+        else:
+            body = f"{body}  # noqa: {', '.join(sorted(new))}"
+        lines[row - 1] = body + ending
+        added += len(new)
+    return "".join(lines), added
+
+
+def _add_noqa(job: Job, data: bytes) -> JobResult:
+    if not passes_prefilter(data):
+        return JobResult()
+    result = lint_bytes(data, job.name, job.settings)
+    try:
+        source = read_source(data)
+    except (SyntaxError, UnicodeDecodeError, LookupError):
+        return JobResult(findings=result.findings)
+    text, added = add_noqa_text(source.text, result.findings)
+    if not added:
+        return JobResult()
+    try:
+        write_atomically(Path(job.path), source.to_bytes(text))
+    except (OSError, UnicodeEncodeError) as exc:
+        return JobResult(errors=[f"{job.name}: could not write, left unchanged ({exc})"])
+    return JobResult(applied=added, changed=1)
+
+
+# ---------------------------------------------------------------------------- many files
+def run_jobs(jobs: list, workers: int, cache: Optional["Cache"] = None) -> list:
+    """Results in the order of ``jobs``. Small runs stay in this process (a pool costs ~100 ms)."""
+    if workers <= 1 or len(jobs) < 2 * workers:
+        return [process(job, cache) for job in jobs]
+    chunk = max(1, min(64, len(jobs) // (workers * 4)))
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(_process_with_cache, [(job, cache) for job in jobs], chunksize=chunk))
+
+
+def _process_with_cache(item) -> JobResult:
+    job, cache = item
+    return process(job, cache)
+
+
+def default_workers() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+# ---------------------------------------------------------------------------- the cache
+def _tables_fingerprint() -> str:
+    digest = hashlib.sha256()
+    for path in sorted((rules_dir() / "api").glob("*.toml")):
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class Cache:
+    """Findings per file content, keyed by the content hash, the settings, pinlint's version and its
+    API tables: ``.pinlint_cache/`` in the project root. Entries are written atomically, so concurrent
+    runs at worst compute the same entry twice."""
+
+    directory: Path
+    fingerprint: str
+
+    @staticmethod
+    def open(root: Path) -> "Cache":
+        directory = root / ".pinlint_cache" / __version__
+        return Cache(directory, f"{__version__}:{_tables_fingerprint()}")
+
+    def key(self, data: bytes, settings: Settings) -> str:
+        digest = hashlib.sha256(data)
+        digest.update(f"|{self.fingerprint}|{sorted(settings.select)}|{settings.pin007_min_bytes}".encode())
+        return digest.hexdigest()
+
+    def get(self, key: str, filename: str) -> Optional[list]:
+        try:
+            entries = json.loads((self.directory / key[:2] / key).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        try:
+            return [_finding_from_json(entry, filename) for entry in entries]
+        except (KeyError, TypeError, ValueError):
+            return None
+
+    def put(self, key: str, findings: list) -> None:
+        from .report import finding_to_json
+        folder = self.directory / key[:2]
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            self._ignore_file()
+            fd, temporary = tempfile.mkstemp(dir=folder, prefix=".tmp-")
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                json.dump([_finding_extra(finding_to_json(f), f) for f in findings], handle)
+            os.replace(temporary, folder / key)
+        except OSError:
+            pass  # a cache that cannot be written only costs speed
+
+    def _ignore_file(self) -> None:
+        marker = self.directory.parent / ".gitignore"
+        if not marker.exists():
+            marker.write_text("# Created by pinlint\n*\n", encoding="utf-8")
+
+
+def _finding_extra(data: dict, finding: Finding) -> dict:
+    data["_extra"] = {"nbytes": finding.nbytes, "direction": finding.direction, "pooled": finding.pooled}
+    return data
+
+
+def _location(data: dict) -> Location:
+    return Location(data["row"], data["column"])
+
+
+def _finding_from_json(data: dict, filename: str) -> Finding:
+    fix = None
+    if data["fix"] is not None:
+        fix = Fix(data["fix"]["applicability"], data["fix"]["message"], tuple(
+            Edit(e["content"], _location(e["location"]), _location(e["end_location"])) for e in data["fix"]["edits"]))
+    related = tuple(Related(r["message"], filename, _location(r["location"]), _location(r["end_location"]))
+                    for r in data.get("related", []))
+    extra = data.get("_extra", {})
+    return Finding(code=data["code"], message=data["message"], filename=filename, location=_location(data["location"]),
+                   end_location=_location(data["end_location"]), fix=fix, related=related, url=data.get("url"),
+                   nbytes=extra.get("nbytes"), direction=extra.get("direction", ""), pooled=extra.get("pooled", False))
+
+
+def clean(root: Path) -> bool:
+    import shutil
+    target = root / ".pinlint_cache"
+    if target.is_dir():
+        shutil.rmtree(target)
+        return True
+    return False
