@@ -237,6 +237,13 @@ def _print_settings(config: Config, settings: Settings) -> None:
 
 
 @app.command()
+def server() -> None:
+    """Speak the Language Server Protocol over stdio: diagnostics and fixes in your editor."""
+    from .server import serve
+    serve()
+
+
+@app.command()
 def clean() -> None:
     """Remove the cache (.pinlint_cache/) of the project in the working directory."""
     where = find_config(Path("."))

@@ -14,7 +14,7 @@ DEFAULT_EXCLUDE = (
     "build", "dist", "node_modules", "site-packages", "__pypackages__", ".mypy_cache", ".pytest_cache",
     ".ruff_cache", ".pinlint_cache", ".ipynb_checkpoints", ".direnv", "*.egg-info",
 )
-PYTHON_SUFFIXES = (".py", ".pyi")
+PYTHON_SUFFIXES = (".py", ".pyi", ".ipynb")
 
 
 @dataclass

@@ -137,6 +137,7 @@ class Finding:
     nbytes: Optional[int] = field(default=None, compare=False, repr=False)   # the buffer's constant size
     direction: str = field(default="", compare=False, repr=False)
     pooled: bool = field(default=False, compare=False, repr=False)  # the buffer comes from a pooling allocator
+    cell: Optional[int] = None  # in a notebook: the cell (1-based, counting every cell) the rows refer to
 
     def sort_key(self):
-        return (self.filename, self.location.row, self.location.column, self.code)
+        return (self.filename, self.cell or 0, self.location.row, self.location.column, self.code)

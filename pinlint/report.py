@@ -33,7 +33,7 @@ def finding_to_json(finding: Finding) -> dict:
             "edits": [{"content": e.content, "location": _location(e.location),
                        "end_location": _location(e.end_location)} for e in finding.fix.edits],
         }
-    return {
+    data = {
         "code": finding.code,
         "message": finding.message,
         "filename": finding.filename,
@@ -44,13 +44,17 @@ def finding_to_json(finding: Finding) -> dict:
         "related": [{"message": r.message, "filename": r.filename, "location": _location(r.location),
                      "end_location": _location(r.end_location)} for r in finding.related],
     }
+    if finding.cell is not None:
+        data["cell"] = finding.cell  # notebooks: rows count from the top of this cell, as ruff reports them
+    return data
 
 
 def write_text(findings: list, out: TextIO, statistics: bool = False, fixed: Optional[int] = None,
                unsafe: bool = False) -> None:
     for f in findings:
         marker = "[*] " if f.fix is not None and f.fix.applicability == "safe" else ""
-        out.write(f"{f.filename}:{f.location.row}:{f.location.column}: {f.code} {marker}{f.message}\n")
+        where = f"{f.filename}:cell {f.cell}:" if f.cell is not None else f"{f.filename}:"
+        out.write(f"{where}{f.location.row}:{f.location.column}: {f.code} {marker}{f.message}\n")
     if statistics and findings:
         counts = Counter(f.code for f in findings)
         for code, count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
