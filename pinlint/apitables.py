@@ -6,6 +6,7 @@ Adding an API is a data change: a new entry in a table, no code.
 from __future__ import annotations
 
 import functools
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -83,6 +84,15 @@ class Tables:
     write_combined_defaults: dict = field(default_factory=dict)
     modules: dict[str, str] = field(default_factory=dict)  # import root -> library
 
+    @functools.cached_property
+    def call_pattern(self) -> "re.Pattern":
+        """Bytes regex for a call of any API a finding needs (``to_device(``, ``.set(``, ``empty_pinned(``).
+        Every finding comes from such a call written in the file, so a file without one is skipped."""
+        names = {api.name.rsplit(".", 1)[-1] for api in self.functions.values() if _relevant(api)}
+        names |= {name for (_, name), api in self.methods.items() if _relevant(api)}
+        alternatives = "|".join(sorted(re.escape(n) for n in names))
+        return re.compile(rb"\b(?:" + alternatives.encode() + rb")\s*\(")
+
     @property
     def triggers(self) -> tuple[str, ...]:
         """Substrings at least one of which every file with a finding must contain.
@@ -105,6 +115,13 @@ RECEIVER_CLASSES = {
     "numba.device": "DeviceNDArray", "pycuda.device": "GPUArray", "stream": "Stream", "event": "Event",
     "gpu-device": "Device", "pool": "PageLockedMemoryPool", "device": "array", "any": "object",
 }
+
+
+def _relevant(api: "Api") -> bool:
+    """APIs without which no rule can report: copies, registrations, and allocations that can be pinned."""
+    if api.effect in ("copy", "register", "loader"):
+        return True
+    return api.effect == "alloc" and (api.opt("kind") != "pageable" or bool(api.opt("pin_kw")))
 
 
 def _expand(name: str, prefixes: dict[str, list[str]]) -> list[str]:

@@ -38,9 +38,19 @@ class FileResult:
     span: Optional[Callable] = None      # node -> ((row, col), (row, col)), for choosing fixes that fit
 
 
-def passes_prefilter(data: bytes) -> bool:
-    """Cheap substring test; sound because every finding needs an import of a GPU library."""
+def names_gpu_library(data: bytes) -> bool:
+    """Every finding needs an import of a GPU library, so its name appears in the file."""
     return any(trigger.encode() in data for trigger in default_tables().triggers)
+
+
+def calls_relevant_api(data: bytes) -> bool:
+    """Every finding needs a call, by name, of a copy, registration or pinnable-allocation API."""
+    return default_tables().call_pattern.search(data) is not None
+
+
+def passes_prefilter(data: bytes) -> bool:
+    """Both cheap, sound tests: a file that fails either cannot have a finding other than PIN000."""
+    return names_gpu_library(data) and calls_relevant_api(data)
 
 
 def decode(data: bytes) -> str:
@@ -64,7 +74,7 @@ def _syntax_finding(filename: str, message: str, row: int = 1, column: int = 1) 
 
 def lint_bytes(data: bytes, filename: str, settings: Settings) -> FileResult:
     result = FileResult(filename)
-    if not passes_prefilter(data):
+    if not names_gpu_library(data):
         result.skipped = True
         return result
     try:
@@ -74,7 +84,22 @@ def lint_bytes(data: bytes, filename: str, settings: Settings) -> FileResult:
             reason = exc.reason if isinstance(exc, UnicodeDecodeError) else str(exc)
             result.findings.append(_syntax_finding(filename, f"File is not valid Python source text: {reason}"))
         return result
+    if not calls_relevant_api(data):
+        # No rule can report here; Python's own parser (about 8x faster than libcst) still checks
+        # that the file parses, so PIN000 means the same for every file that names a GPU library.
+        result.skipped = True
+        error = _syntax_problem(text)
+        if error is not None and "PIN000" in settings.select:
+            result.findings.append(_syntax_finding(filename, f"SyntaxError: {error.msg}", error.lineno or 1,
+                                                   max(error.offset or 1, 1)))
+        return result
     return lint_text(text, filename, settings, result)
+
+
+def _syntax_problem(text: str) -> Optional[SyntaxError]:
+    if "\x00" in text:
+        return SyntaxError("source code cannot contain null bytes")
+    return _python_syntax_error(text)
 
 
 def _python_syntax_error(text: str) -> Optional[Finding]:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Optional
 
-from .engine import fix_text, lint_text, passes_prefilter
+from .engine import fix_text, lint_text, names_gpu_library
 from .fixes import unified_diff, write_atomically
 from .model import Finding, Location
 
@@ -120,7 +120,7 @@ def _relocate(finding: Finding, program: Program) -> Finding:
 
 def process_notebook(job, data: bytes):
     from .runner import DIFF, FIX, JobResult, LINT
-    if not passes_prefilter(data):
+    if not names_gpu_library(data):
         return JobResult()
     try:
         text = data.decode("utf-8-sig")

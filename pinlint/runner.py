@@ -15,7 +15,7 @@ from typing import Optional
 
 from . import __version__
 from .apitables import rules_dir
-from .engine import FixOutcome, fix_text, lint_bytes, passes_prefilter, read_source
+from .engine import FixOutcome, fix_text, lint_bytes, names_gpu_library, passes_prefilter, read_source
 from .fixes import unified_diff, write_atomically
 from .model import Edit, Finding, Fix, Location, Related
 from .settings import Settings
@@ -65,7 +65,7 @@ def _portable(result: JobResult) -> JobResult:
 
 
 def _lint(job: Job, data: bytes, cache: Optional["Cache"]) -> JobResult:
-    if not passes_prefilter(data):
+    if not names_gpu_library(data):
         return JobResult()
     key = cache.key(data, job.settings) if cache is not None else None
     if key is not None:
@@ -80,7 +80,8 @@ def _lint(job: Job, data: bytes, cache: Optional["Cache"]) -> JobResult:
 
 def _fix(job: Job, data: bytes) -> JobResult:
     if not passes_prefilter(data):
-        return JobResult()
+        result = lint_bytes(data, job.name, job.settings)  # nothing to fix; PIN000 still reported
+        return JobResult(findings=result.findings, errors=[result.error] if result.error else [])
     try:
         source = read_source(data)
     except (SyntaxError, UnicodeDecodeError, LookupError):
@@ -140,7 +141,7 @@ def add_noqa_text(text: str, findings: list) -> tuple:
 
 def _add_noqa(job: Job, data: bytes) -> JobResult:
     if not passes_prefilter(data):
-        return JobResult()
+        return JobResult()  # no finding can be suppressed there
     result = lint_bytes(data, job.name, job.settings)
     try:
         source = read_source(data)

@@ -61,7 +61,9 @@ def test_triggers_cover_every_gpu_module(module):
     triggers = default_tables().triggers
     assert any(trigger in module for trigger in triggers), (module, triggers)
     for statement in (f"import {module}\n", f"import {module} as m\n", f"from {module} import x\n"):
-        assert passes_prefilter(statement.encode())
+        assert passes_prefilter((statement + "d.set(h, stream=s)\n").encode())
+        # Naming the library is not enough: some copy or pinnable allocation must be called.
+        assert not passes_prefilter((statement + "print(1)\n").encode())
 
 
 def test_numpy_alone_does_not_pass_the_prefilter():
@@ -82,6 +84,6 @@ def test_skipped_files_have_no_findings(text):
 
 
 def test_passing_files_are_not_skipped():
-    result = lint_bytes(b"import cupy\ndef f(:\n", "gpu.py", Settings())
+    result = lint_bytes(b"import cupy\nd = cupy.asarray(h)\ndef f(:\n", "gpu.py", Settings())
     assert not result.skipped
     assert [f.code for f in result.findings] == ["PIN000"]
