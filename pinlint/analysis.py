@@ -60,6 +60,16 @@ class ScopeFacts:
     events: list[Event]
     if_arms: dict = field(default_factory=dict)  # shared with the file: if id -> number of arms
 
+    def races(self, direction: str, access: EventType) -> Iterator[tuple]:
+        """(copy, access) pairs: a truly asynchronous copy (pinned buffer, async API) in ``direction``
+        and a CPU ``access`` of its buffer that no synchronization covering the copy precedes. A
+        pageable buffer makes the copy blocking (PIN001's finding), so it cannot race."""
+        for index, copy in enumerate(self.events):
+            if copy.type is EventType.COPY and copy.direction == direction and copy.is_async and \
+                    copy.definitely(lambda s: s.kind.is_pinned):
+                for event in self.unsynchronized_accesses(index, access):
+                    yield copy, event
+
     def escaped(self) -> frozenset:
         """Sites whose buffers are stored, returned or handed to unknown code somewhere in the scope."""
         return frozenset(s for e in self.events if e.type is EventType.ESCAPE for s in e.sites)

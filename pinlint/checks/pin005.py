@@ -17,17 +17,12 @@ class AsyncD2HReadBeforeSync(Rule):
 
     def check(self, facts: FileFacts, ctx: CheckContext) -> Iterator[Report]:
         for scope in facts.scopes:
-            for index, copy in enumerate(scope.events):
-                if copy.type is not EventType.COPY or copy.direction != "d2h" or not copy.is_async:
-                    continue
-                if not copy.definitely(lambda s: s.kind.is_pinned):
-                    continue  # a pageable destination makes the copy blocking (PIN001): no race
-                for read in scope.unsynchronized_accesses(index, EventType.READ):
-                    yield Report(read.node,
-                                 f"CPU read of the destination of the asynchronous device-to-host copy "
-                                 f"`{copy.api}` at line {ctx.line_of(copy.node)} before any synchronization "
-                                 f"that covers it: the data may not have arrived; synchronize the stream first",
-                                 copy.sites, ctx.plan(insert_sync, copy, read))
+            for copy, read in scope.races("d2h", EventType.READ):
+                yield Report(read.node,
+                             f"CPU read of the destination of the asynchronous device-to-host copy "
+                             f"`{copy.api}` at line {ctx.line_of(copy.node)} before any synchronization "
+                             f"that covers it: the data may not have arrived; synchronize the stream first",
+                             copy.sites, ctx.plan(insert_sync, copy, read))
 
     VALID = (
         """

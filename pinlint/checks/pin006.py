@@ -17,18 +17,13 @@ class AsyncH2DSourceOverwritten(Rule):
 
     def check(self, facts: FileFacts, ctx: CheckContext) -> Iterator[Report]:
         for scope in facts.scopes:
-            for index, copy in enumerate(scope.events):
-                if copy.type is not EventType.COPY or copy.direction != "h2d" or not copy.is_async:
-                    continue
-                if not copy.definitely(lambda s: s.kind.is_pinned):
-                    continue  # a pageable source is consumed before the call returns: no race
-                for write in scope.unsynchronized_accesses(index, EventType.WRITE):
-                    yield Report(write.node,
-                                 f"CPU write to the pinned source of the asynchronous host-to-device copy "
-                                 f"`{copy.api}` at line {ctx.line_of(copy.node)} before any synchronization "
-                                 f"that covers it: the GPU may still be reading it; synchronize the stream "
-                                 f"(or record an event and wait on it) first", copy.sites,
-                                 ctx.plan(insert_sync, copy, write))
+            for copy, write in scope.races("h2d", EventType.WRITE):
+                yield Report(write.node,
+                             f"CPU write to the pinned source of the asynchronous host-to-device copy "
+                             f"`{copy.api}` at line {ctx.line_of(copy.node)} before any synchronization "
+                             f"that covers it: the GPU may still be reading it; synchronize the stream "
+                             f"(or record an event and wait on it) first", copy.sites,
+                             ctx.plan(insert_sync, copy, write))
 
     VALID = (
         """
