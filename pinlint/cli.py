@@ -152,7 +152,7 @@ def _run(paths, select, ignore, extend_select, output_format, exit_zero, statist
         raise typer.Exit(_run_stdin(stdin_filename or "-", config, settings, output_format, exit_zero, fix, unsafe))
 
     found = discover(paths or ["."], root=config.root,
-                     exclude=[*(config.exclude or DEFAULT_EXCLUDE), *config.extend_exclude],
+                     exclude=[*(DEFAULT_EXCLUDE if config.exclude is None else config.exclude), *config.extend_exclude],
                      respect_gitignore=config.respect_gitignore, force_exclude=force_exclude)
     mode = ADD_NOQA if add_noqa else DIFF if diff else FIX if fix else LINT
     work = []
@@ -230,7 +230,7 @@ def _print_settings(config: Config, settings: Settings) -> None:
     typer.echo(f"config file: {config.path if config.path else '(none: defaults)'}")
     typer.echo(f"select: {', '.join(sorted(settings.select))}")
     typer.echo(f"per-file-ignores: {dict(config.per_file_ignores) or '{}'}")
-    typer.echo(f"exclude: {', '.join(config.exclude or DEFAULT_EXCLUDE)}")
+    typer.echo(f"exclude: {', '.join(DEFAULT_EXCLUDE if config.exclude is None else config.exclude) or '(none)'}")
     typer.echo(f"extend-exclude: {', '.join(config.extend_exclude) or '(none)'}")
     typer.echo(f"respect-gitignore: {str(config.respect_gitignore).lower()}")
     typer.echo(f"pin007-min-bytes: {settings.pin007_min_bytes}")
@@ -283,7 +283,10 @@ def rule(code: Optional[str] = typer.Argument(None, help="A rule code, e.g. PIN0
         _error(f"unknown rule {code!r}; `pinlint rule --all` lists them")
         raise typer.Exit(EXIT_ERROR)
     doc = rule_doc(item.code)
-    typer.echo(doc.text if doc.text else f"{item.code} {item.name}: {item.summary}")
+    if doc.text:
+        typer.echo(doc.text, nl=not doc.text.endswith("\n"))
+    else:
+        typer.echo(f"{item.code} {item.name}: {item.summary}")
 
 
 def main() -> None:

@@ -17,7 +17,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 from .checks import ALL_CODES
-from .settings import SettingsError
+from .settings import SettingsError, resolve_selection
 
 CONFIG_FILES = ("pinlint.toml", "pyproject.toml")
 
@@ -29,7 +29,7 @@ class Config:
     ignore: tuple = ()
     extend_select: tuple = ()
     per_file_ignores: tuple = ()               # ((glob, (codes...)), ...)
-    exclude: tuple = ()
+    exclude: Optional[tuple] = None            # None: the built-in excludes; [] excludes nothing
     extend_exclude: tuple = ()
     respect_gitignore: bool = True
     pin007_min_bytes: int = 64 * 1024
@@ -131,9 +131,9 @@ def load_config(path: Optional[Path]) -> Config:
         select=tuple(values.get("select", ())),
         ignore=tuple(values.get("ignore", ())),
         extend_select=tuple(values.get("extend-select", ())),
-        per_file_ignores=tuple((p, tuple(c.upper() for c in codes))
+        per_file_ignores=tuple((p, tuple(sorted(resolve_selection(codes))))
                                for p, codes in values.get("per-file-ignores", {}).items()),
-        exclude=tuple(values.get("exclude", ())),
+        exclude=tuple(values["exclude"]) if "exclude" in values else None,
         extend_exclude=tuple(values.get("extend-exclude", ())),
         respect_gitignore=values.get("respect-gitignore", True),
         pin007_min_bytes=values.get("pin007-min-bytes", 64 * 1024),

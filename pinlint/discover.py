@@ -57,15 +57,32 @@ class _Excluder:
         if is_dir and (path / "pyvenv.cfg").is_file():
             return True  # a virtual environment, whatever its name
         if self.respect_gitignore:
-            for directory in [resolved.parent, *resolved.parent.parents]:
-                spec = self._spec(directory)
-                if spec is not None:
-                    sub = resolved.relative_to(directory).as_posix() + ("/" if is_dir else "")
-                    if spec.match_file(sub):
-                        return True
-                if directory == self.root or directory == directory.parent:
-                    break
+            return self._gitignored(resolved, is_dir)
         return False
+
+    def _gitignored(self, resolved: Path, is_dir: bool) -> bool:
+        """Git's rule: every .gitignore from the repository's top down to the file's folder is read,
+        and the deepest pattern that matches (a `!negation` too) decides."""
+        folders = []
+        for directory in [resolved.parent, *resolved.parent.parents]:
+            folders.append(directory)
+            if (directory / ".git").exists() or directory == directory.parent:
+                break
+        ignored = False
+        for directory in reversed(folders):
+            spec = self._spec(directory)
+            if spec is None:
+                continue
+            sub = resolved.relative_to(directory).as_posix() + ("/" if is_dir else "")
+            verdict = spec.check_file(sub).include
+            if verdict is not None:
+                ignored = verdict
+        return ignored
+
+    def under_root(self, path: Path) -> list:
+        """The folders between the project root and ``path`` (the ones excludes apply to)."""
+        resolved = path.resolve()
+        return [p for p in resolved.parents if p != self.root and self.root in p.parents]
 
 
 def discover(paths: Iterable[str], root: Optional[Path] = None, exclude: Iterable[str] = DEFAULT_EXCLUDE,
@@ -87,7 +104,7 @@ def discover(paths: Iterable[str], root: Optional[Path] = None, exclude: Iterabl
         elif path.is_file():
             # A file named explicitly is checked whatever its suffix, and (unless --force-exclude) its exclusion.
             if not (force_exclude and (excluder.excluded(path, False) or
-                                       any(excluder.excluded(p, True) for p in path.parents if p != Path(".")))):
+                                       any(excluder.excluded(p, True) for p in excluder.under_root(path)))):
                 add(path)
         elif path.is_dir():
             visited: set = set()

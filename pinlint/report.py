@@ -99,7 +99,8 @@ def _region(start, end) -> dict:
 
 
 def _artifact(filename: str) -> dict:
-    return {"uri": filename.replace(os.sep, "/"), "uriBaseId": "%SRCROOT%"}
+    from urllib.parse import quote
+    return {"uri": quote(filename.replace(os.sep, "/")), "uriBaseId": "%SRCROOT%"}
 
 
 def sarif_log(findings: list) -> dict:
