@@ -22,7 +22,7 @@ from .imports import ImportMap, collect_imports, dotted
 from .model import Event, EventType, Kind, Site
 from .walk import child_blocks, small_statements, statements, suite_body as _body
 from .values import (ANYTHING, UNKNOWN, Const, Context, Device, DeviceSpec, Host, Items, Iteration, Loader, Obj,
-                     Function, Stream, Unknown, Value, join, join_envs,
+                     Function, Stream, Value, join, join_envs,
                      varying_in)
 
 MAX_LOOP_PASSES = 4

@@ -168,6 +168,8 @@ def _run(paths, select, ignore, extend_select, output_format, exit_zero, statist
     for result in results:
         findings.extend(result.findings)
         errors.extend(result.errors)
+        for warning in result.warnings:
+            typer.echo(f"pinlint: warning: {warning}", err=True)
         if result.diff:
             sys.stdout.write(result.diff)
     applied = sum(r.applied for r in results)

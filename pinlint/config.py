@@ -7,7 +7,7 @@ from __future__ import annotations
 import difflib
 import fnmatch
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Optional
 

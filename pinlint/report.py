@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter
-from dataclasses import asdict
 from typing import Iterable, Optional, TextIO
 
 from .model import Finding

@@ -4,9 +4,9 @@ pool over files that keeps output in the order of the files."""
 from __future__ import annotations
 
 import hashlib
+import sys
 import json
 import os
-import sys
 import tempfile
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -37,6 +37,7 @@ class Job:
 class JobResult:
     findings: list = field(default_factory=list)
     errors: list = field(default_factory=list)
+    warnings: list = field(default_factory=list)
     applied: int = 0       # findings resolved by fixes (or noqa comments added)
     changed: int = 0       # 1 when the file was (or would be) rewritten
     diff: str = ""
@@ -44,6 +45,7 @@ class JobResult:
 
 # ---------------------------------------------------------------------------- one file
 def process(job: Job, cache: Optional["Cache"] = None) -> JobResult:
+    allow_deep_recursion()
     try:
         data = Path(job.path).read_bytes()
     except OSError as exc:
@@ -56,6 +58,13 @@ def process(job: Job, cache: Optional["Cache"] = None) -> JobResult:
     if job.mode == ADD_NOQA:
         return _portable(_add_noqa(job, data))
     return _portable(_fix(job, data))
+
+
+def allow_deep_recursion() -> None:
+    """The analysis recurses once per level of expression nesting; long generated expressions
+    (a few thousand terms) need more than Python's default 1,000 frames."""
+    if sys.getrecursionlimit() < 20_000:
+        sys.setrecursionlimit(20_000)
 
 
 def _portable(result: JobResult) -> JobResult:
@@ -73,9 +82,10 @@ def _lint(job: Job, data: bytes, cache: Optional["Cache"]) -> JobResult:
         if hit is not None:
             return JobResult(findings=hit)
     result = lint_bytes(data, job.name, job.settings)
-    if key is not None and result.error is None:
+    if key is not None and result.error is None and result.warning is None:
         cache.put(key, result.findings)
-    return JobResult(findings=result.findings, errors=[result.error] if result.error else [])
+    return JobResult(findings=result.findings, errors=[result.error] if result.error else [],
+                     warnings=[result.warning] if result.warning else [])
 
 
 def _fix(job: Job, data: bytes) -> JobResult:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, ClassVar, Iterator, Optional
 
 import libcst as cst
 
 from ..analysis import FileFacts
-from ..model import Event, Fix, Kind, Site
+from ..model import Event, Kind, Site
 
 
 @dataclass(frozen=True)
