@@ -155,6 +155,8 @@ def _run(paths, select, ignore, extend_select, output_format, exit_zero, statist
                      exclude=[*(DEFAULT_EXCLUDE if config.exclude is None else config.exclude), *config.extend_exclude],
                      respect_gitignore=config.respect_gitignore, force_exclude=force_exclude)
     mode = ADD_NOQA if add_noqa else DIFF if diff else FIX if fix else LINT
+    if output_format is OutputFormat.text or output_format is OutputFormat.github:
+        settings = replace(settings, render_fixes=False)  # these formats show no edits
     work = []
     for path in found.files:
         ignored = config.ignored_codes(str(path))

@@ -40,6 +40,8 @@ class Config:
 
     def ignored_codes(self, filename: str) -> set:
         """Codes ``per-file-ignores`` turns off for a file (globs relative to the config's folder)."""
+        if not self.per_file_ignores:
+            return set()
         try:
             relative = PurePosixPath(Path(filename).resolve().relative_to(self.root.resolve()).as_posix())
         except ValueError:

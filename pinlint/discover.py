@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Optional
@@ -24,14 +25,21 @@ class Discovery:
 
 
 class _Excluder:
+    """Exclude patterns (names like `build`, globs like `*.egg-info`, paths like `legacy/*.py`) and the
+    .gitignore files of the repository, checked for each folder and file that discovery meets."""
+
     def __init__(self, root: Path, patterns: Iterable[str], respect_gitignore: bool) -> None:
         self.root = root.resolve()
-        self.patterns = tuple(patterns)
         self.respect_gitignore = respect_gitignore
-        self._gitignores: dict = {}
+        patterns = [p.rstrip("/") for p in patterns if p.strip()]
+        self.names = {p for p in patterns if not any(c in p for c in "*?[/")}
+        self.name_regex = _compile(p for p in patterns if "/" not in p and p not in self.names)
+        self.path_regex = _compile([*(p for p in patterns if "/" in p), *(p + "/*" for p in patterns if "/" in p)])
+        self._specs: dict = {}
+        self._chains: dict = {}
 
     def _spec(self, directory: Path):
-        if directory not in self._gitignores:
+        if directory not in self._specs:
             spec = None
             ignore_file = directory / ".gitignore"
             if ignore_file.is_file():
@@ -41,40 +49,43 @@ class _Excluder:
                     spec = pathspec.GitIgnoreSpec.from_lines(lines)
                 except Exception:  # noqa: BLE001 - a broken .gitignore excludes nothing
                     spec = None
-            self._gitignores[directory] = spec
-        return self._gitignores[directory]
+            self._specs[directory] = spec
+        return self._specs[directory]
+
+    def _chain(self, directory: Path) -> list:
+        """(folder, spec) for each .gitignore from the repository's top down to ``directory``."""
+        if directory not in self._chains:
+            if (directory / ".git").exists() or directory == directory.parent:
+                above: list = []
+            else:
+                above = self._chain(directory.parent)
+            spec = self._spec(directory)
+            self._chains[directory] = above + [(directory, spec)] if spec is not None else above
+        return self._chains[directory]
 
     def excluded(self, path: Path, is_dir: bool) -> bool:
-        resolved = path.resolve() if not path.is_symlink() else path.absolute()
-        try:
-            relative = resolved.relative_to(self.root).as_posix()
-        except ValueError:
-            relative = path.as_posix()
-        for pattern in self.patterns:
-            if fnmatch.fnmatch(path.name, pattern) or fnmatch.fnmatch(relative, pattern) or \
-                    fnmatch.fnmatch(relative, pattern.rstrip("/") + "/*"):
+        name = path.name
+        if name in self.names or (self.name_regex is not None and self.name_regex.match(name)):
+            return True
+        if self.path_regex is not None:
+            try:
+                relative = path.resolve().relative_to(self.root).as_posix()
+            except ValueError:
+                relative = path.as_posix()
+            if self.path_regex.match(relative):
                 return True
         if is_dir and (path / "pyvenv.cfg").is_file():
             return True  # a virtual environment, whatever its name
         if self.respect_gitignore:
-            return self._gitignored(resolved, is_dir)
+            return self._gitignored(path.resolve(), is_dir)
         return False
 
     def _gitignored(self, resolved: Path, is_dir: bool) -> bool:
         """Git's rule: every .gitignore from the repository's top down to the file's folder is read,
         and the deepest pattern that matches (a `!negation` too) decides."""
-        folders = []
-        for directory in [resolved.parent, *resolved.parent.parents]:
-            folders.append(directory)
-            if (directory / ".git").exists() or directory == directory.parent:
-                break
         ignored = False
-        for directory in reversed(folders):
-            spec = self._spec(directory)
-            if spec is None:
-                continue
-            sub = resolved.relative_to(directory).as_posix() + ("/" if is_dir else "")
-            verdict = spec.check_file(sub).include
+        for directory, spec in self._chain(resolved.parent):
+            verdict = spec.check_file(resolved.relative_to(directory).as_posix() + ("/" if is_dir else "")).include
             if verdict is not None:
                 ignored = verdict
         return ignored
@@ -83,6 +94,11 @@ class _Excluder:
         """The folders between the project root and ``path`` (the ones excludes apply to)."""
         resolved = path.resolve()
         return [p for p in resolved.parents if p != self.root and self.root in p.parents]
+
+
+def _compile(patterns):
+    patterns = list(patterns)
+    return re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in patterns)) if patterns else None
 
 
 def discover(paths: Iterable[str], root: Optional[Path] = None, exclude: Iterable[str] = DEFAULT_EXCLUDE,

@@ -176,7 +176,7 @@ def _check_module(module: cst.Module, text: str, filename: str, settings: Settin
             positions.update(wrapper.resolve(PositionProvider))
         return positions[node]
 
-    fix_context = FixContext(wrapper.module, facts, default_tables(), imports.bindings(),
+    fix_context = FixContext(wrapper.module, text, facts, default_tables(), imports.bindings(),
                              lambda: wrapper.resolve(ParentNodeProvider), imports.qualify)
     ctx = CheckContext(line_of=lambda node: position(node).start.line, pin007_min_bytes=settings.pin007_min_bytes,
                        fixes=fix_context, qualify=imports.qualify)
@@ -198,7 +198,7 @@ def _check_module(module: cst.Module, text: str, filename: str, settings: Settin
                 code=rule.code, message=report.message, filename=filename,
                 location=Location(span.start.line, span.start.column + 1),
                 end_location=Location(span.end.line, span.end.column + 1),
-                fix=_rendered(wrapper.module, report.fix), related=related, url=None,
+                fix=_rendered(wrapper.module, text, report.fix, settings.render_fixes), related=related, url=None,
                 plan=report.fix, nbytes=max((s.nbytes for s in report.sites if s.nbytes), default=None),
                 direction=report.direction, pooled=any(s.pooled for s in report.sites))
             # One finding per code and place: a copy reached on two paths is still one mistake.
@@ -209,15 +209,18 @@ def _check_module(module: cst.Module, text: str, filename: str, settings: Settin
     return sorted(findings.values(), key=Finding.sort_key)
 
 
-def _rendered(module: cst.Module, plan: Optional[Plan]) -> Optional[Fix]:
-    """The plan as ruff-style edits: applied alone, then diffed against the original text."""
+def _rendered(module: cst.Module, text: str, plan: Optional[Plan], with_edits: bool) -> Optional[Fix]:
+    """The plan as ruff-style edits: applied alone, then diffed against the original text. That costs
+    a transform of the whole module, so text output (which shows only whether a fix exists) skips it."""
     if plan is None:
         return None
+    if not with_edits:
+        return Fix(plan.applicability, plan.message, ())
     try:
         fixed = apply_plans(module, [plan])
     except Exception:  # noqa: BLE001 - a plan that cannot be rendered is offered as no fix at all
         return None
-    return Fix(plan.applicability, plan.message, edits_between(module.code, fixed))
+    return Fix(plan.applicability, plan.message, edits_between(text, fixed))
 
 
 # ---------------------------------------------------------------------------- fixing

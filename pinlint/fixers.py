@@ -20,13 +20,13 @@ from .model import Event, EventType, Site
 class FixContext:
     """What plan builders need to know about the file, computed lazily and once."""
 
-    def __init__(self, module: cst.Module, facts: FileFacts, tables: Tables, bindings: dict, parents,
+    def __init__(self, module: cst.Module, text: str, facts: FileFacts, tables: Tables, bindings: dict, parents,
                  qualify=lambda node: None) -> None:
         self.qualify = qualify
         self.module = module
         self.facts = facts
         self.tables = tables
-        self.namer = Namer(bindings, module.code)
+        self.namer = Namer(bindings, text)
         self._parents = parents  # callable: () -> {node: parent}
         self._parent_map = None
 

@@ -213,7 +213,8 @@ class Cache:
 
     def key(self, data: bytes, settings: Settings) -> str:
         digest = hashlib.sha256(data)
-        digest.update(f"|{self.fingerprint}|{sorted(settings.select)}|{settings.pin007_min_bytes}".encode())
+        digest.update(f"|{self.fingerprint}|{sorted(settings.select)}|{settings.pin007_min_bytes}|"
+                      f"{settings.render_fixes}".encode())
         return digest.hexdigest()
 
     def get(self, key: str, filename: str) -> Optional[list]:
