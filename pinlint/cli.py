@@ -294,6 +294,11 @@ def rule(code: Optional[str] = typer.Argument(None, help="A rule code, e.g. PIN0
 
 
 def main() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.reconfigure(errors="backslashreplace")  # file names that are not valid UTF-8
+        except (AttributeError, ValueError):
+            pass
     try:
         app()
     except SystemExit:

@@ -86,9 +86,12 @@ def _pinlint_table(path: Path) -> Optional[dict]:
 
 def find_config(start: Path) -> Optional[Path]:
     """The nearest pinlint.toml, or pyproject.toml with a [tool.pinlint] table, from ``start`` up."""
-    directory = start.resolve()
-    if directory.is_file() or not directory.exists():
-        directory = directory.parent
+    try:
+        directory = start.resolve()
+        if directory.is_file() or not directory.exists():
+            directory = directory.parent
+    except (OSError, RuntimeError):  # a symlink loop, a folder we may not read
+        directory = Path.cwd()
     for folder in (directory, *directory.parents):
         for name in CONFIG_FILES:
             candidate = folder / name

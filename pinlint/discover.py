@@ -74,7 +74,7 @@ class _Excluder:
                 relative = path.as_posix()
             if self.path_regex.match(relative):
                 return True
-        if is_dir and (path / "pyvenv.cfg").is_file():
+        if is_dir and _is_file(path / "pyvenv.cfg"):
             return True  # a virtual environment, whatever its name
         if self.respect_gitignore:
             return self._gitignored(path.resolve(), is_dir)
@@ -94,6 +94,13 @@ class _Excluder:
         """The folders between the project root and ``path`` (the ones excludes apply to)."""
         resolved = path.resolve()
         return [p for p in resolved.parents if p != self.root and self.root in p.parents]
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except OSError:  # permission denied, a symlink loop: not a file we can use
+        return False
 
 
 def _compile(patterns):
@@ -135,7 +142,7 @@ def discover(paths: Iterable[str], root: Optional[Path] = None, exclude: Iterabl
                 dirs[:] = sorted(d for d in dirs if not excluder.excluded(here / d, True))
                 for name in sorted(files):
                     candidate = here / name
-                    if name.endswith(PYTHON_SUFFIXES) and candidate.is_file() and \
+                    if name.endswith(PYTHON_SUFFIXES) and _is_file(candidate) and \
                             not excluder.excluded(candidate, False):
                         add(candidate)
         else:

@@ -108,6 +108,7 @@ def _syntax_problem(text: str) -> Optional[SyntaxError]:
     return _python_syntax_error(text)
 
 
+MAX_LINE = 20_000
 _LIMITS = ("too deeply nested", "too many nested", "too complex", "too many levels of indentation",
            "null bytes", "MemoryError")
 
@@ -137,6 +138,11 @@ def lint_text(text: str, filename: str, settings: Settings, result: Optional[Fil
     # Any other complaint of it is only a hint: libcst knows newer syntax than the Python running
     # pinlint may (PEP 695 under 3.11), so libcst decides, and Python's message is the one shown.
     error = _syntax_problem(text)
+    if error is None and text and max(map(len, text.splitlines())) > MAX_LINE:
+        # Valid, but one line this long (a 20,000-term `a and a and ...`) overflows libcst's native
+        # parser stack and kills the process: skip the file with a warning instead.
+        result.warning = f"{filename}: a line longer than {MAX_LINE:,} characters; skipped"
+        return result
     module = None
     if error is None or not _beyond_any_parser(error):
         python_error, error = error, None

@@ -161,6 +161,8 @@ def write_atomically(path: Path, data: bytes) -> None:
     """Replace ``path`` with ``data`` so that any reader, or a crash at any moment, sees either the
     old or the new content. Keeps the file's permission bits."""
     mode = stat.S_IMODE(os.stat(path).st_mode)
+    if not mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH):
+        raise PermissionError(13, "the file is read-only", str(path))
     directory = os.path.dirname(os.path.abspath(path))
     fd, temporary = tempfile.mkstemp(prefix=".pinlint-", suffix=".tmp", dir=directory)
     try:

@@ -45,6 +45,15 @@ class JobResult:
 
 # ---------------------------------------------------------------------------- one file
 def process(job: Job, cache: Optional["Cache"] = None) -> JobResult:
+    """One file's work; an unexpected failure is that file's error, and the run goes on."""
+    try:
+        return _process(job, cache)
+    except Exception as exc:  # noqa: BLE001 - one file must never end the run
+        return JobResult(errors=[f"{job.name}: internal error ({type(exc).__name__}: {exc}); please report it "
+                                 f"with this file"])
+
+
+def _process(job: Job, cache: Optional["Cache"]) -> JobResult:
     allow_deep_recursion()
     try:
         data = Path(job.path).read_bytes()

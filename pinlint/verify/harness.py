@@ -124,17 +124,35 @@ def measure(program: Path, size: int, repeats: int, warmup: int, timeout: float)
     program = program.resolve()  # the child runs in the program's folder
     command = [sys.executable, "-m", "pinlint.verify.runner", str(program), str(size), str(repeats), str(warmup)]
     env = dict(os.environ, PYTHONUNBUFFERED="1")
+    # Its own process group, so a timeout ends everything the fixture started, not only the fixture.
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                             cwd=str(program.parent), start_new_session=True)
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env,
-                              cwd=str(program.parent))
+        stdout, stderr = child.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
+        _kill_group(child)
         raise RuntimeError(f"timed out after {timeout:.0f} s")
-    line = next((l for l in done.stdout.splitlines() if l.startswith("PINLINT-RESULT ")), None)
-    if done.returncode != 0 or line is None:
-        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        raise RuntimeError(f"exit {done.returncode}: {last[:200]}")
-    data = json.loads(line[len("PINLINT-RESULT "):])
-    return Outcome(tuple(data["times_ms"]), data["result"])
+    finally:
+        _kill_group(child)  # anything it left running
+    line = next((l for l in stdout.splitlines() if l.startswith("PINLINT-RESULT ")), None)
+    if child.returncode != 0 or line is None:
+        last = (stderr.strip().splitlines() or ["no output"])[-1]
+        raise RuntimeError(f"exit {child.returncode}: {last[:200]}")
+    try:
+        data = json.loads(line[len("PINLINT-RESULT "):])
+        return Outcome(tuple(float(t) for t in data["times_ms"]), dict(data["result"]))
+    except (ValueError, KeyError, TypeError) as exc:
+        raise RuntimeError(f"unreadable result line ({type(exc).__name__})")
+
+
+def _kill_group(child: subprocess.Popen) -> None:
+    import signal
+    try:
+        os.killpg(child.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError, OSError):
+        pass
+    if child.poll() is None:
+        child.wait()
 
 
 def library_available(library: str) -> bool:
@@ -152,12 +170,36 @@ def sizes_of(program: Path, which: str) -> list:
     if match is None:
         return []
     try:
-        sizes = [int(eval(item, {"__builtins__": {}})) for item in match.group(1).strip("[]").split(",") if item.strip()]
-    except Exception:  # noqa: BLE001 - an unreadable SIZES is reported as an error by the caller
+        sizes = [_constant(item) for item in match.group(1).strip("[]").split(",") if item.strip()]
+    except (ValueError, SyntaxError):  # an unreadable SIZES is reported as an error by the caller
         return []
     if which == "all":
         return sizes
     return [min(sizes)] if which == "min" else [max(sizes)]
+
+
+def _constant(text: str) -> int:
+    """An integer written with literals and + - * // << ** (small operands only): fixture code is
+    never evaluated in this process."""
+    import ast
+    import operator
+    operators = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+                 ast.FloorDiv: operator.floordiv, ast.LShift: operator.lshift, ast.Pow: operator.pow}
+
+    def value(node) -> int:
+        if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
+            return node.value
+        if isinstance(node, ast.BinOp) and type(node.op) in operators:
+            left, right = value(node.left), value(node.right)
+            if isinstance(node.op, (ast.LShift, ast.Pow)) and not 0 <= right <= 64:
+                raise ValueError("exponent out of range")
+            result = operators[type(node.op)](left, right)
+            if abs(result) > 1 << 48:
+                raise ValueError("size out of range")
+            return result
+        raise ValueError("not a constant size")
+
+    return value(ast.parse(text.strip(), mode="eval").body)
 
 
 def verify(fixtures: list, repeats: int = 5, warmup: int = 1, which_sizes: str = "max", timeout: float = 300,
