@@ -37,6 +37,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
@@ -100,7 +101,7 @@ def run_one(item: tuple) -> dict:
 
 def _check(name: str, text: str, kind: str, index: int, timeout: float) -> dict:
     summary = {"kind": kind, "index": index, "name": name, "valid": fuzzing._compiles(text), "findings": 0,
-               "fixed": False, "codes": [], "problems": [], "seconds": 0.0}
+               "fixed": False, "codes": [], "problems": [], "seconds": 0.0, "newline": _newline(text)}
     if not summary["valid"]:
         return summary  # the generator's mistake, not pinlint's: counted apart
     signal.signal(signal.SIGALRM, _on_alarm)
@@ -120,6 +121,12 @@ def _check(name: str, text: str, kind: str, index: int, timeout: float) -> dict:
     if summary["problems"]:
         summary["text"] = text  # failures are rare: keep the program itself, to save and reproduce
     return summary
+
+
+def _newline(text: str) -> str:
+    if "\r\n" in text:
+        return "CRLF"
+    return "CR" if "\r" in text else "LF"
 
 
 def run_hypothesmith(count: int, seed: int, timeout: float) -> list:
@@ -178,7 +185,7 @@ def run_all(items: list, seed: int, jobs: int, timeout: float) -> list:
                 except BrokenProcessPool:
                     kind, _, index, _ = item
                     results.append({"kind": kind, "index": index, "name": f"{kind}-{seed}-{index}", "valid": True,
-                                    "findings": 0, "fixed": False, "codes": [], "seconds": 0.0,
+                                    "findings": 0, "fixed": False, "codes": [], "seconds": 0.0, "newline": "?",
                                     "problems": [(fuzzing.CRASH, "the process checking it died (signal)")]})
         done = len(results)
         if done % (chunk * 10) < chunk:
@@ -227,6 +234,7 @@ def main(argv=None) -> int:
     parser.add_argument("--no-cli", action="store_true", help="skip the command-line run over a folder")
     parser.add_argument("--cli-files", type=int, default=300, help="programs in the command-line run")
     args = parser.parse_args(argv)
+    warnings.filterwarnings("ignore", category=SyntaxWarning)  # odd but valid programs, compiled to check them
 
     if args.mode == "hypothesmith" and not _have_hypothesmith():
         print("hypothesmith is not installed: pip install hypothesmith", file=sys.stderr)
@@ -252,13 +260,19 @@ def main(argv=None) -> int:
 
     share = lambda part: f"{100.0 * part / max(1, len(valid)):.1f}%"  # noqa: E731
     print(f"pinlint fuzz: seed {args.seed}, mode {args.mode}, {args.jobs} worker(s)")
-    print(f"programs fuzzed: {len(valid)} ({', '.join(f'{k} {v}' for k, v in sorted(by_kind.items()))})"
+    print(f"programs fuzzed: {len(valid)} ({', '.join(f'{k} {v}' for k, v in sorted(by_kind.items()))}"
+          + ("; hypothesmith counts each program as written and with API calls spliced in" if by_kind.get("hypothesmith")
+             else "") + ")"
           + (f"; {len(results) - len(valid)} generated programs did not compile and were skipped"
              if len(results) != len(valid) else ""))
     print(f"with findings: {with_findings} ({share(with_findings)}); with fixes applied: {fixed} ({share(fixed)})")
     print("programs with each code: " + (", ".join(f"{c} {n}" for c, n in sorted(codes.items())) or "none"))
     for kind in PROBLEM_ORDER:
         print(f"{kind}: {problems.get(kind, 0)}")
+    endings = collections.Counter(r["newline"] for r in valid)
+    failing_endings = collections.Counter(r["newline"] for r in failing)
+    print("line endings (programs / with a problem): " + ", ".join(
+        f"{e} {endings[e]} / {failing_endings.get(e, 0)}" for e in ("LF", "CRLF", "CR") if e in endings))
     if cli:
         print(f"command line on {cli['files']} programs: check exit {cli['check_exit']}, "
               f"fix --unsafe-fixes exit {cli['fix_exit']}, {len(cli['problems'])} problem(s)")

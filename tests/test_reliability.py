@@ -34,8 +34,8 @@ NEW = (CASES / "cupy_set_async.out.py").read_text(encoding="utf-8")
 
 # Fixed seeds and counts: CI sees the same programs every run.
 SEED = 20251130
-GENERATED = 90
-MUTANTS = 90
+GENERATED = 75
+MUTANTS = 80
 HYPOTHESMITH_EXAMPLES = 60
 
 
