@@ -166,6 +166,8 @@ def _run(paths, select, ignore, extend_select, output_format, exit_zero, statist
     results = run_jobs(work, jobs or default_workers(), cache)
 
     errors = list(found.errors)
+    for warning in found.warnings:
+        typer.echo(f"pinlint: warning: {warning}", err=True)
     findings: list = []
     for result in results:
         findings.extend(result.findings)

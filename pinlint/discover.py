@@ -3,6 +3,7 @@ configured excludes and (by default) what .gitignore files ignore."""
 
 from __future__ import annotations
 
+import errno
 import fnmatch
 import os
 import re
@@ -22,6 +23,7 @@ PYTHON_SUFFIXES = (".py", ".pyi", ".ipynb")
 class Discovery:
     files: list = field(default_factory=list)    # Path objects, sorted, no duplicates
     errors: list = field(default_factory=list)   # one-line messages for paths that could not be used
+    warnings: list = field(default_factory=list)  # files met while walking that were passed over
 
 
 class _Excluder:
@@ -67,9 +69,10 @@ class _Excluder:
         name = path.name
         if name in self.names or (self.name_regex is not None and self.name_regex.match(name)):
             return True
+        located = _located(path)
         if self.path_regex is not None:
             try:
-                relative = path.resolve().relative_to(self.root).as_posix()
+                relative = located.relative_to(self.root).as_posix()
             except ValueError:
                 relative = path.as_posix()
             if self.path_regex.match(relative):
@@ -77,7 +80,7 @@ class _Excluder:
         if is_dir and _is_file(path / "pyvenv.cfg"):
             return True  # a virtual environment, whatever its name
         if self.respect_gitignore:
-            return self._gitignored(path.resolve(), is_dir)
+            return self._gitignored(located, is_dir)
         return False
 
     def _gitignored(self, resolved: Path, is_dir: bool) -> bool:
@@ -96,11 +99,31 @@ class _Excluder:
         return [p for p in resolved.parents if p != self.root and self.root in p.parents]
 
 
+def _located(path: Path) -> Path:
+    """The absolute path with its folders' links resolved but not its own name: git matches a
+    symbolic link by the link's name, and a link that loops or points nowhere cannot be resolved."""
+    absolute = path.absolute()
+    if absolute.name in ("", ".", ".."):
+        return absolute.resolve()
+    return absolute.parent.resolve() / absolute.name
+
+
 def _is_file(path: Path) -> bool:
     try:
         return path.is_file()
     except OSError:  # permission denied, a symlink loop: not a file we can use
         return False
+
+
+def _unusable_link(path: Path) -> Optional[str]:
+    """Why a symbolic link cannot be followed (a loop, a missing target), or None."""
+    if not path.is_symlink():
+        return None
+    try:
+        os.stat(path)
+    except OSError as exc:
+        return "a symbolic link loop" if exc.errno == errno.ELOOP else f"a broken symbolic link ({exc.strerror})"
+    return None
 
 
 def _compile(patterns):
@@ -122,7 +145,10 @@ def discover(paths: Iterable[str], root: Optional[Path] = None, exclude: Iterabl
 
     for raw in paths:
         path = Path(raw)
-        if not path.exists():
+        broken = _unusable_link(path)
+        if broken is not None:
+            result.errors.append(f"{raw}: {broken}")
+        elif not path.exists():
             result.errors.append(f"{raw}: No such file or directory")
         elif path.is_file():
             # A file named explicitly is checked whatever its suffix, and (unless --force-exclude) its exclusion.
@@ -142,9 +168,13 @@ def discover(paths: Iterable[str], root: Optional[Path] = None, exclude: Iterabl
                 dirs[:] = sorted(d for d in dirs if not excluder.excluded(here / d, True))
                 for name in sorted(files):
                     candidate = here / name
-                    if name.endswith(PYTHON_SUFFIXES) and _is_file(candidate) and \
-                            not excluder.excluded(candidate, False):
-                        add(candidate)
+                    if not name.endswith(PYTHON_SUFFIXES):
+                        continue
+                    if _is_file(candidate):
+                        if not excluder.excluded(candidate, False):
+                            add(candidate)
+                    elif (broken := _unusable_link(candidate)) is not None and not excluder.excluded(candidate, False):
+                        result.warnings.append(f"{candidate}: {broken}; skipped")
         else:
             result.errors.append(f"{raw}: not a regular file or directory")
     return result

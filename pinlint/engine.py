@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import io
 import tokenize
 from dataclasses import dataclass, field
@@ -17,6 +16,7 @@ from .checks import ALL_RULES, CheckContext
 from .fixers import FixContext
 from .fixes import Plan, SourceFile, applicable, apply_plans, edits_between, select_plans
 from .imports import collect_imports
+from .parsing import parse, syntax_error
 from .model import Finding, Fix, Location, Related
 from .settings import Settings
 from .suppress import Suppressions
@@ -68,6 +68,10 @@ def _syntax_finding(filename: str, message: str, row: int = 1, column: int = 1) 
                    end_location=location, url=None)
 
 
+def _syntax_error_finding(filename: str, error: SyntaxError) -> Finding:
+    return _syntax_finding(filename, f"SyntaxError: {error.msg}", error.lineno or 1, max(error.offset or 1, 1))
+
+
 def lint_bytes(data: bytes, filename: str, settings: Settings) -> FileResult:
     result = FileResult(filename)
     if not names_gpu_library(data):
@@ -84,82 +88,25 @@ def lint_bytes(data: bytes, filename: str, settings: Settings) -> FileResult:
         # No rule can report here; Python's own parser (about 8x faster than libcst) still checks
         # that the file parses, so PIN000 means the same for every file that names a GPU library.
         result.skipped = True
-        error = _syntax_problem(text)
-        if error is not None and not _beyond_any_parser(error) and _libcst_parses(text):
-            error = None  # newer syntax than the running Python knows
+        error = syntax_error(text)
         if error is not None and "PIN000" in settings.select:
-            result.findings.append(_syntax_finding(filename, f"SyntaxError: {error.msg}", error.lineno or 1,
-                                                   max(error.offset or 1, 1)))
+            result.findings.append(_syntax_error_finding(filename, error))
         return result
     return lint_text(text, filename, settings, result)
 
 
-def _libcst_parses(text: str) -> bool:
-    try:
-        cst.parse_module(text)
-    except Exception:  # noqa: BLE001 - any failure means it does not parse
-        return False
-    return True
-
-
-def _syntax_problem(text: str) -> Optional[SyntaxError]:
-    if "\x00" in text:
-        return SyntaxError("source code cannot contain null bytes")
-    return _python_syntax_error(text)
-
-
-MAX_LINE = 20_000
-_LIMITS = ("too deeply nested", "too many nested", "too complex", "too many levels of indentation",
-           "null bytes", "MemoryError")
-
-
-def _beyond_any_parser(error: SyntaxError) -> bool:
-    """Nesting past CPython's own limits (no interpreter runs it) or NUL bytes: libcst is not asked."""
-    return any(limit in (error.msg or "") for limit in _LIMITS)
-
-
-def _python_syntax_error(text: str) -> Optional[SyntaxError]:
-    """Python's own verdict on a file."""
-    try:
-        ast.parse(text)
-    except SyntaxError as exc:
-        return exc
-    except (RecursionError, MemoryError):
-        return SyntaxError("too deeply nested for Python's parser")
-    except ValueError as exc:
-        return SyntaxError(f"ValueError: {exc}")
-    return None
-
-
 def lint_text(text: str, filename: str, settings: Settings, result: Optional[FileResult] = None) -> FileResult:
     result = result or FileResult(filename)
-    # Python's own parser first: about 8x faster than libcst, it rejects what libcst's native parser
-    # would take seconds over or crash on (50,000 `not`s, 100,000-term sums, 10,000 nested brackets).
-    # Any other complaint of it is only a hint: libcst knows newer syntax than the Python running
-    # pinlint may (PEP 695 under 3.11), so libcst decides, and Python's message is the one shown.
-    error = _syntax_problem(text)
-    if error is None and text and max(map(len, text.splitlines())) > MAX_LINE:
-        # Valid, but one line this long (a 20,000-term `a and a and ...`) overflows libcst's native
-        # parser stack and kills the process: skip the file with a warning instead.
-        result.warning = f"{filename}: a line longer than {MAX_LINE:,} characters; skipped"
+    parsed = parse(text)
+    if parsed.skipped is not None:
+        result.warning = f"{filename}: {parsed.skipped}"
         return result
-    module = None
-    if error is None or not _beyond_any_parser(error):
-        python_error, error = error, None
-        try:
-            module = cst.parse_module(text)
-        except cst.ParserSyntaxError as exc:
-            error = python_error or SyntaxError(exc.message, (filename, exc.editor_line, exc.editor_column, None))
-        except (RecursionError, MemoryError, ValueError) as exc:
-            error = python_error or SyntaxError(f"{type(exc).__name__} while parsing")
-    if error is not None:
+    if parsed.error is not None:
         if "PIN000" in settings.select:
-            row = error.lineno or 1
-            column = error.offset or 1
-            result.findings.append(_syntax_finding(filename, f"SyntaxError: {error.msg}", row, max(column, 1)))
+            result.findings.append(_syntax_error_finding(filename, parsed.error))
         return result
     try:
-        result.findings.extend(_check_module(module, text, filename, settings, result))
+        result.findings.extend(_check_module(parsed.module, text, filename, settings, result))
     except RecursionError:
         # Valid Python, nested deeper than the analysis follows: say so, and let the run go on.
         result.warning = f"{filename}: nested too deeply to analyse; skipped"
@@ -254,6 +201,11 @@ def fix_text(text: str, filename: str, settings: Settings, unsafe: bool) -> FixO
         initial = len(result.findings) if initial is None else initial
         plans = [f.plan for f in result.findings if applicable(f.plan, unsafe)]
         if not plans or result.module is None:
+            break
+        if outcome.text is text and result.module.code != text:
+            # Fixes are written through libcst's code generator: where it does not give this file
+            # back byte for byte, a fix would change more than its own lines.
+            outcome.error = f"{filename}: not fixed: libcst does not reproduce this file exactly"
             break
         chosen = select_plans(plans, _SpanMap(result.span))
         try:

@@ -1,0 +1,171 @@
+"""pinlint/parsing.py: the guard in front of libcst's native parser.
+
+The depth walk prunes every subtree whose source is shorter than the levels left; these tests hold
+it to an unpruned walk over real and generated programs (odd line endings and non-ASCII included),
+so a pruning bug that would let a crashing file through to libcst fails here, not in a user's run.
+"""
+
+from __future__ import annotations
+
+import ast
+import random
+import sys
+from pathlib import Path
+
+import pytest
+
+from pinlint import parsing
+from pinlint.parsing import Parsed, first_too_deep, longest_statement_tokens, parse, syntax_error
+
+from fuzzing import ProgramGenerator, seed_corpus
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def full_depth(node: ast.AST, depth: int = 0) -> int:
+    """Deepest level as libcst nests it, walking every node (the reference for the pruned walk)."""
+    if isinstance(node, ast.BoolOp):
+        depth += len(node.values) - 1
+    children = [c for c in ast.iter_child_nodes(node) if not isinstance(c, ast.expr_context)]
+    return max([depth] + [full_depth(c, depth + 1) for c in children])
+
+
+CHAINS = {
+    "and": lambda n: "x = (a and\n" + " a and\n" * n + " a)\n",
+    "sum": lambda n: "x = " + " + ".join(["a"] * (n + 1)) + "\n",
+    "subscripts": lambda n: "x = a" + "[0]" * n + "\n",
+    "calls": lambda n: "x = (a\n" + " ()\n" * n + ")\n",
+    "attributes": lambda n: "x = a" + ".b" * n + "\n",
+    "conditionals": lambda n: "x = " + "a if b else " * n + "c\n",
+    "nots": lambda n: "x = " + "not " * n + "a\n",
+    "lambdas": lambda n: "x = " + "lambda: " * n + "a\n",
+    "elifs": lambda n: "if a:\n    pass\n" + "elif a:\n    pass\n" * n,
+    "non-ascii": lambda n: "é = (ü and\n" + " ü and\n" * n + " ü)\n",
+    "crlf": lambda n: ("x = (a or\n" + " a or\n" * n + " a)\n").replace("\n", "\r\n"),
+    "lone-cr": lambda n: ("x = (a or\n" + " a or\n" * n + " a)\n").replace("\n", "\r"),
+    "form-feed-and-tabs": lambda n: "\f\nif a:\n\tx = (a +\n" + "\t a +\n" * n + "\t a)\n",
+}
+
+
+def corpus() -> list:
+    texts = [p.read_text(encoding="utf-8") for p in sorted((REPO / "fixtures").rglob("*.py"))]
+    texts += [text for _, text in seed_corpus()]
+    rng = random.Random(7)
+    generator = ProgramGenerator(rng)
+    texts += [generator.program() for _ in range(60)]
+    return texts
+
+
+@pytest.mark.parametrize("limit", [3, 6, 10, 20, 40])
+def test_pruned_walk_agrees_with_the_full_walk_on_real_programs(limit):
+    checked = 0
+    for text in corpus():
+        tree = ast.parse(text)
+        deepest = full_depth(tree)
+        found = first_too_deep(tree, text, limit)
+        assert (found is not None) == (deepest > limit), (deepest, limit, text[:400])
+        checked += 1
+    assert checked > 50
+
+
+@pytest.mark.parametrize("kind", sorted(CHAINS))
+@pytest.mark.parametrize("n", [5, 30, 120])
+def test_pruned_walk_agrees_with_the_full_walk_on_chains(kind, n):
+    text = "import cupy as cp\n" + CHAINS[kind](n)
+    tree = ast.parse(text)
+    deepest = full_depth(tree)
+    for limit in range(max(1, deepest - 4), deepest + 3):
+        assert (first_too_deep(tree, text, limit) is not None) == (deepest > limit), (kind, n, limit)
+
+
+def test_the_reported_line_is_the_statement_that_goes_too_deep():
+    text = "import cupy as cp\ny = 1\n" + CHAINS["and"](50) + "z = 2\n"
+    assert first_too_deep(ast.parse(text), text, 20) == 3
+
+
+@pytest.mark.parametrize("kind", sorted(CHAINS))
+def test_chains_past_the_limit_never_reach_libcst(kind, monkeypatch):
+    # The crash itself (a SIGSEGV) is tested through the command line in test_hostile_inputs.py;
+    # here: libcst is not even called for anything past the limit.
+    def libcst_must_not_be_called(text):
+        raise AssertionError("libcst was asked to parse a file past the depth limit")
+
+    monkeypatch.setattr(parsing.cst, "parse_module", libcst_must_not_be_called)
+    monkeypatch.setattr(parsing, "MAX_DEPTH", 200)
+    parsed = parse("import cupy as cp\n" + CHAINS[kind](400))
+    assert parsed.module is None and parsed.error is None
+    assert "nested more than 200 levels deep" in parsed.skipped
+
+
+@pytest.mark.parametrize("kind", sorted(CHAINS))
+def test_chains_under_the_limit_are_parsed(kind):
+    parsed = parse("import cupy as cp\n" + CHAINS[kind](300))
+    assert parsed.module is not None, parsed
+
+
+def test_python_syntax_errors_keep_pythons_message_and_place():
+    parsed = parse("import cupy as cp\nprint 'hello'\n")
+    assert parsed.module is None and parsed.skipped is None
+    assert "Missing parentheses" in parsed.error.msg and parsed.error.lineno == 2
+
+
+def test_nul_bytes_and_nesting_past_cpython_are_errors_without_libcst(monkeypatch):
+    monkeypatch.setattr(parsing.cst, "parse_module", lambda text: pytest.fail("libcst asked"))
+    assert "null bytes" in parse("x = 1\x00\n").error.msg
+    assert parse("x = " + "(" * 5000 + "1" + ")" * 5000 + "\n").error is not None
+
+
+def test_valid_python_libcst_rejects_is_skipped_not_an_error():
+    parsed = parse("x = " + " ".join(['"a"'] * 5000) + "\n")
+    assert parsed == Parsed(skipped="line 1: valid Python that libcst cannot parse; skipped")
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="needs a Python older than PEP 695 syntax")
+def test_syntax_newer_than_this_python_is_parsed_by_libcst():
+    text = "type Buffer[T] = list[T]\n"
+    assert syntax_error(text) is None and parse(text).module is not None
+
+
+def test_unparsable_text_with_a_huge_statement_is_not_handed_to_libcst(monkeypatch):
+    # Python rejects it, so its depth cannot be measured: libcst could crash, Python's verdict stands.
+    monkeypatch.setattr(parsing.cst, "parse_module", lambda text: pytest.fail("libcst asked"))
+    text = "print 'old'\nx = (a and\n" + " a and\n" * 2000 + " a)\n"
+    assert "Missing parentheses" in parse(text).error.msg
+
+
+def test_longest_statement_tokens_counts_one_logical_line():
+    assert longest_statement_tokens("x = 1\ny = (a +\n b)\n") == 7
+    assert longest_statement_tokens("x = '''\n\n\n'''\n") == 3
+    assert longest_statement_tokens("x = (\n") > parsing.MAX_DEPTH  # cannot be tokenized: no bound
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"])
+def test_spans_never_undercount_a_nodes_characters(newline):
+    # ast's columns are UTF-8 byte offsets; a span counted short could prune a subtree that is too deep.
+    texts = ["ééé = (a and\n a and\n a)\n", "x = 1\nü = {'ä': [1,\n 2], 'ö': f'{ß!r}'}\n", "\f\nif a:\n\tx = ('€€' +\n\t 'a')\n"]
+    texts += corpus()[:40]
+    for text in texts:
+        text = text.replace("\n", newline)
+        starts = parsing.line_starts(text)
+        for node in ast.walk(ast.parse(text)):
+            if getattr(node, "end_lineno", None) is not None:
+                segment = ast.get_source_segment(text, node)
+                assert parsing.source_span(node, starts) >= len(segment), (text, ast.dump(node))
+
+
+@pytest.mark.parametrize("text", ["x = 1\r", "x = 1\r\r", "x = 1\r# c\r", "\r", "if a:\r    x = 1\r", "x = 1\r\n\r",
+                                  "x = 1\n\r", "x = 1\r\n", "x = 1\n", "x = 1", ""])
+def test_the_module_gives_the_text_back_byte_for_byte(text):
+    # libcst alone drops a final lone CR ('x = 1\r' -> 'x = 1'); every fix would then eat it.
+    assert parse(text).module.code == text
+
+
+def test_a_file_libcst_does_not_reproduce_is_not_fixed(monkeypatch):
+    from pinlint.engine import fix_text
+    from pinlint.settings import Settings
+    from pinlint.checks.pin001 import PageableAsyncCopy
+    real = parsing.cst.parse_module
+    monkeypatch.setattr(parsing.cst, "parse_module", lambda text: real(text + "\n# not in the file\n"))
+    text = PageableAsyncCopy.INVALID[0]
+    outcome = fix_text(text, "a.py", Settings(), unsafe=True)
+    assert outcome.text == text and "libcst does not reproduce this file exactly" in outcome.error
