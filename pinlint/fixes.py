@@ -10,6 +10,7 @@ either its old or its new content.
 from __future__ import annotations
 
 import difflib
+import errno
 import os
 import re
 import stat
@@ -126,21 +127,39 @@ def select_plans(plans: Iterable[Plan], spans: dict) -> list:
 # ------------------------------------------------------------------ edits for output
 def edits_between(old: str, new: str) -> tuple:
     """Ruff-style edits (1-based rows and columns) turning ``old`` into ``new``, one per changed hunk."""
-    old_lines = old.splitlines(keepends=True)
-    new_lines = new.splitlines(keepends=True)
+    a, b = source_lines(old), source_lines(new)
+    # Fixes change a few places: lines equal at both ends need no diffing. An exact diff of a long
+    # middle is quadratic in its repeated lines (20,000 of them took 31 s), so past a few thousand
+    # lines difflib's heuristic for frequent lines is used; the edits are exact either way.
+    start = 0
+    while start < min(len(a), len(b)) and a[start] == b[start]:
+        start += 1
+    end = 0
+    while end < min(len(a), len(b)) - start and a[-1 - end] == b[-1 - end]:
+        end += 1
+    middle_a, middle_b = a[start:len(a) - end], b[start:len(b) - end]
+    matcher = difflib.SequenceMatcher(a=middle_a, b=middle_b, autojunk=len(middle_a) + len(middle_b) > 4000)
     edits = []
-    matcher = difflib.SequenceMatcher(a=old_lines, b=new_lines, autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":
             continue
-        edits.append(Edit(content="".join(new_lines[j1:j2]), location=Location(i1 + 1, 1),
-                          end_location=Location(i2 + 1, 1)))
+        edits.append(Edit(content="".join(middle_b[j1:j2]), location=Location(start + i1 + 1, 1),
+                          end_location=Location(start + i2 + 1, 1)))
     return tuple(edits)
 
 
 def unified_diff(old: str, new: str, filename: str) -> str:
-    return "".join(difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True),
+    return "".join(difflib.unified_diff(source_lines(old), source_lines(new),
                                         fromfile=f"a/{filename}", tofile=f"b/{filename}"))
+
+
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+
+
+def source_lines(text: str) -> list:
+    """Lines as Python and editors number them (ends kept): only \\n, \\r\\n and \\r end a line, not
+    the form feeds and other separators ``str.splitlines`` also splits on."""
+    return _LINE.findall(text)
 
 
 # ------------------------------------------------------------------ encoding-preserving, atomic writes
@@ -157,9 +176,15 @@ class SourceFile:
         return (b"\xef\xbb\xbf" + data) if self.bom else data
 
 
-def write_atomically(path: Path, data: bytes) -> None:
+class ChangedWhileFixing(OSError):
+    """The file on disk is no longer the text the fix was computed from (an editor saved it)."""
+
+
+def write_atomically(path: Path, data: bytes, expected: Optional[bytes] = None) -> None:
     """Replace ``path`` with ``data`` so that any reader, or a crash at any moment, sees either the
-    old or the new content. Keeps the file's permission bits."""
+    old or the new content. Keeps the file's permission bits. With ``expected``, the file is left
+    alone (``ChangedWhileFixing``) unless it still holds those bytes (or already ``data``) just
+    before the replace: a fix computed from older text must not undo an edit saved meanwhile."""
     mode = stat.S_IMODE(os.stat(path).st_mode)
     if not mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH):
         raise PermissionError(13, "the file is read-only", str(path))
@@ -171,6 +196,13 @@ def write_atomically(path: Path, data: bytes) -> None:
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(temporary, mode)
+        if expected is not None:
+            current = Path(path).read_bytes()
+            if current == data:
+                os.unlink(temporary)  # another run wrote the same fix meanwhile
+                return
+            if current != expected:
+                raise ChangedWhileFixing(errno.EBUSY, "the file changed while it was being fixed", str(path))
         os.replace(temporary, path)
     except BaseException:
         try:

@@ -148,7 +148,7 @@ def process_notebook(job, data: bytes):
         return report
     try:
         write_atomically(Path(job.path), (b"\xef\xbb\xbf" if data.startswith(b"\xef\xbb\xbf") else b"")
-                         + new_text.encode("utf-8"))
+                         + new_text.encode("utf-8"), expected=data)
     except OSError as exc:
         return JobResult(findings=findings, errors=[f"{job.name}: could not write the fixed notebook ({exc})"])
     return report

@@ -16,7 +16,7 @@ from typing import Optional
 from . import __version__
 from .apitables import rules_dir
 from .engine import FixOutcome, fix_text, lint_bytes, names_gpu_library, passes_prefilter, read_source
-from .fixes import unified_diff, write_atomically
+from .fixes import ChangedWhileFixing, source_lines, unified_diff, write_atomically
 from .model import Edit, Finding, Fix, Location, Related
 from .settings import Settings
 from .suppress import ALL, NOQA, comments_by_line, suppressed_codes
@@ -108,7 +108,8 @@ def _fix(job: Job, data: bytes) -> JobResult:
         return JobResult(findings=result.findings, errors=[result.error] if result.error else [])
     outcome: FixOutcome = fix_text(source.text, job.name, job.settings, job.unsafe)
     report = JobResult(findings=outcome.result.findings if outcome.result else [],
-                       errors=[outcome.error] if outcome.error else [])
+                       errors=[outcome.error] if outcome.error else [],
+                       warnings=[outcome.result.warning] if outcome.result and outcome.result.warning else [])
     if outcome.text == source.text:
         return report
     report.applied, report.changed = outcome.applied, 1
@@ -116,7 +117,10 @@ def _fix(job: Job, data: bytes) -> JobResult:
         report.diff = unified_diff(source.text, outcome.text, job.name)
         return report
     try:
-        write_atomically(Path(job.path), source.to_bytes(outcome.text))
+        write_atomically(Path(job.path), source.to_bytes(outcome.text), expected=data)
+    except ChangedWhileFixing:
+        return JobResult(errors=[f"{job.name}: changed on disk while it was being fixed; left as it is now "
+                                 "(run the fix again)"])
     except (OSError, UnicodeEncodeError) as exc:
         original = lint_bytes(data, job.name, job.settings)
         return JobResult(findings=original.findings,
@@ -132,7 +136,7 @@ def add_noqa_text(text: str, findings: list) -> tuple:
         if finding.code != "PIN000":
             wanted.setdefault(finding.location.row, set()).add(finding.code)
     comments = comments_by_line(text) if wanted else {}
-    lines = text.splitlines(keepends=True)
+    lines = source_lines(text)
     added = 0
     for row, codes in sorted(wanted.items()):
         if not 1 <= row <= len(lines):
@@ -170,7 +174,7 @@ def _add_noqa(job: Job, data: bytes) -> JobResult:
     if not added:
         return JobResult()
     try:
-        write_atomically(Path(job.path), source.to_bytes(text))
+        write_atomically(Path(job.path), source.to_bytes(text), expected=data)
     except (OSError, UnicodeEncodeError) as exc:
         return JobResult(errors=[f"{job.name}: could not write, left unchanged ({exc})"])
     return JobResult(applied=added, changed=1)

@@ -75,11 +75,10 @@ Span = tuple      # (start Position, end Position)
 class TextIndex:
     """Turns pinlint's positions in one text into LSP positions.
 
-    Findings carry libcst's positions: 1-based rows of lines ending at ``\\n``, ``\\r\\n`` or ``\\r``
-    (the lines LSP counts) and 1-based columns in code points. Fix edits carry rows of
-    ``str.splitlines`` (which also breaks at ``\\f``, ``\\v``, ``\\x1c``-``\\x1e``, ``\\x85``,
-    ``\\u2028`` and ``\\u2029``), at column 1, their end possibly one row past the last line. Both
-    go through a character offset; LSP positions are 0-based with columns in the code units of
+    Findings and fix edits carry 1-based rows of lines ending at ``\\n``, ``\\r\\n`` or ``\\r`` (the
+    lines LSP counts; not ``str.splitlines``' lines, which also break at form feeds and other
+    separators) and 1-based columns in code points; an edit's end may be one row past the last line.
+    Both go through a character offset; LSP positions are 0-based with columns in the code units of
     the negotiated position encoding. Positions beyond a line or the text are clamped to it.
     """
 
@@ -87,7 +86,6 @@ class TextIndex:
         self.text = text
         self.encoding = encoding
         self._starts = [0] + [match.end() for match in _NEWLINE.finditer(text)]
-        self._split_starts: Optional[list] = None
 
     def _line_end(self, line: int) -> int:
         """Offset of the end of a line's content (before its terminator)."""
@@ -117,18 +115,12 @@ class TextIndex:
         return start, max(start, end)
 
     def _edit_offset(self, row: int, column: int) -> int:
-        if self._split_starts is None:
-            starts, total = [], 0
-            for line in self.text.splitlines(keepends=True):
-                starts.append(total)
-                total += len(line)
-            self._split_starts = starts
         index = row - 1
         if index < 0:
             return 0
-        if index >= len(self._split_starts):
+        if index >= len(self._starts):
             return len(self.text)
-        return min(self._split_starts[index] + max(column - 1, 0), len(self.text))
+        return min(self._starts[index] + max(column - 1, 0), len(self.text))
 
     def edit_span(self, edit: Edit) -> Span:
         start = self._edit_offset(edit.location.row, edit.location.column)

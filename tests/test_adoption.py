@@ -57,3 +57,22 @@ def test_stdin_fix_prints_the_fixed_text(tmp_path):
     done = _pinlint(tmp_path, "check", "--fix", "--stdin-filename", "upload.py", stdin=source)
     assert done.returncode == 0
     assert done.stdout == (CASES / "cupy_set_async.out.py").read_text(encoding="utf-8")
+
+
+def test_add_noqa_counts_lines_as_python_does():
+    # A form feed or U+2028 inside a line is not a line break for Python: the directive must still
+    # land on the reported line, not on a line str.splitlines would count.
+    from pinlint.engine import lint_text
+    from pinlint.settings import Settings
+    text = ("import numpy as np, cupy as cp\n"
+            "NOTE = '\u2028 page \x0c break'\n"
+            "h = np.zeros(8)\n"
+            "d = cp.empty(8)\n"
+            "s = cp.cuda.Stream(non_blocking=True)\n"
+            "d.set(h, stream=s)\n"
+            "x = 1\n")
+    findings = lint_text(text, "t.py", Settings()).findings
+    assert [(f.code, f.location.row) for f in findings] == [("PIN001", 6)]
+    new, added = add_noqa_text(text, findings)
+    assert added == 1
+    assert new == text.replace("d.set(h, stream=s)\n", "d.set(h, stream=s)  # noqa: PIN001\n")

@@ -15,7 +15,7 @@ import pytest
 
 from pinlint.checks import ALL_RULES
 from pinlint.engine import fix_text, lint_text
-from pinlint.fixes import apply_plans
+from pinlint.fixes import apply_plans, edits_between, source_lines
 from pinlint.settings import Settings
 
 from fixture_catalog import fixture_files
@@ -113,7 +113,7 @@ def test_each_fix_only_touches_its_own_nodes_and_imports(name, text):
 
 
 def _apply_edits(text: str, edits) -> str:
-    lines = text.splitlines(keepends=True)
+    lines = source_lines(text)
     for edit in sorted(edits, key=lambda e: e.location.row, reverse=True):
         lines[edit.location.row - 1:edit.end_location.row - 1] = [edit.content]
     return "".join(lines)
@@ -236,3 +236,41 @@ def test_killed_fix_run_leaves_every_file_old_or_new(tmp_path):
             assert content == fixed + ("#" * 100 + "\n") * 2_000, f"{path.name} is neither old nor new"
             states["new"] += 1
     assert states["new"] >= 5
+
+
+# ------------------------------------------------------------------ edits as ruff's JSON shows them
+EDIT_CASES = {
+    "form-feed-and-separators": ("a = 1\nb = '\x0c\u2028'\nc = 3\n", "a = 1\nb = '\x0c\u2028'\nc = 4\n"),
+    "lone-cr": ("a\rb\rc\r", "a\rB\rc\r"),
+    "crlf-and-no-final-newline": ("a\r\nb\r\nc", "import x\r\na\r\nb\r\nC"),
+    "insert-at-end": ("a\n", "a\nb\n"),
+    "delete-all": ("a\nb\n", ""),
+    "from-empty": ("", "a\n"),
+    "repeated-lines": ("import numpy as np\n" + "x = 1\n" * 20_000 + "h = np.zeros(4)\n",
+                       "import cupyx\nimport numpy as np\n" + "x = 1\n" * 20_000 + "h = cupyx.zeros_pinned(4)\n"),
+    "repeated-lines-changed-inside": ("y = 0\n" * 3000 + "a\n" + "y = 0\n" * 3000,
+                                      "y = 0\n" * 3000 + "b\n" + "y = 0\n" * 3000),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EDIT_CASES))
+def test_edits_rebuild_the_new_text(name):
+    old, new = EDIT_CASES[name]
+    edits = edits_between(old, new)
+    assert _apply_edits(old, edits) == new
+    assert all(e.location.row <= len(source_lines(old)) + 1 for e in edits)
+
+
+def test_edit_rows_are_pythons_rows():
+    old, new = EDIT_CASES["form-feed-and-separators"]
+    (edit,) = edits_between(old, new)
+    assert (edit.location.row, edit.end_location.row, edit.content) == (3, 4, "c = 4\n")
+
+
+def test_edits_for_a_long_file_of_repeated_lines_stay_small():
+    # One edit per changed place, not one that rewrites the 20,000 lines between them.
+    old, new = EDIT_CASES["repeated-lines"]
+    edits = edits_between(old, new)
+    assert [(e.location.row, e.end_location.row) for e in edits] == [(1, 1), (20_002, 20_003)]
+    old, new = EDIT_CASES["repeated-lines-changed-inside"]
+    assert [(e.location.row, e.content) for e in edits_between(old, new)] == [(3001, "b\n")]

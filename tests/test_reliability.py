@@ -340,24 +340,50 @@ def test_refused_rename_leaves_the_original_intact(tmp_path, monkeypatch, capsys
     assert _files(tmp_path) == ["a_victim.py", "b_other.py"]
 
 
-def test_fix_keeps_a_file_that_changed_on_disk_meanwhile_whole(tmp_path, monkeypatch, capsys):
-    """The user saves the file while pinlint fixes it: afterwards the file is one of the two versions
-    in full (pinlint's fix of what it read, or the user's), never a mixture."""
+def test_fix_keeps_a_file_that_changed_on_disk_meanwhile(tmp_path, monkeypatch, capsys):
+    """The user saves the file while pinlint fixes it: the user's save wins, whole, and pinlint says
+    the file was not fixed (a fix computed from the old text would undo the user's edit)."""
+    import pinlint.runner as runner
     from pinlint import fixes
 
-    victim, _ = _two_files(tmp_path)
+    victim, other = _two_files(tmp_path)
     users = OLD.replace("h[:] = 1.0", "h[:] = 2.0")
+    assert users != OLD
     real_write = fixes.write_atomically
 
-    def racing_write(path, data):
-        Path(path).write_text(users, encoding="utf-8")  # the editor saves just before pinlint's rename
-        real_write(path, data)
+    def racing_write(path, data, expected=None):
+        if "a_victim" in os.fspath(path):
+            Path(path).write_text(users, encoding="utf-8")  # the editor saves just before pinlint's rename
+        real_write(path, data, expected=expected)
 
-    monkeypatch.setattr(fixes, "write_atomically", racing_write)
-    import pinlint.runner as runner
     monkeypatch.setattr(runner, "write_atomically", racing_write)
-    run_in_process(monkeypatch, capsys, tmp_path, "fix", "--jobs", "1", "a_victim.py")
-    assert victim.read_text(encoding="utf-8") in (NEW, users)
+    code, out, err = run_in_process(monkeypatch, capsys, tmp_path, "fix", "--jobs", "1", ".")
+    assert victim.read_text(encoding="utf-8") == users
+    assert other.read_text(encoding="utf-8") == NEW
+    assert code == 2
+    assert err.splitlines() == ["pinlint: error: a_victim.py: changed on disk while it was being fixed; "
+                                "left as it is now (run the fix again)"]
+    assert _files(tmp_path) == ["a_victim.py", "b_other.py"], "no temporary file is left behind"
+
+
+def test_fix_written_meanwhile_by_another_run_is_not_an_error(tmp_path, monkeypatch, capsys):
+    """Two fix runs over one tree: the one that finds its own fix already on disk has nothing to say."""
+    import pinlint.runner as runner
+    from pinlint import fixes
+
+    victim, other = _two_files(tmp_path)
+    real_write = fixes.write_atomically
+
+    def racing_write(path, data, expected=None):
+        if "a_victim" in os.fspath(path):
+            Path(path).write_text(NEW, encoding="utf-8")  # the other run was faster
+        real_write(path, data, expected=expected)
+
+    monkeypatch.setattr(runner, "write_atomically", racing_write)
+    code, out, err = run_in_process(monkeypatch, capsys, tmp_path, "fix", "--jobs", "1", ".")
+    assert (code, err) == (0, "")
+    assert victim.read_text(encoding="utf-8") == NEW and other.read_text(encoding="utf-8") == NEW
+    assert _files(tmp_path) == ["a_victim.py", "b_other.py"], "no temporary file is left behind"
 
 
 # ------------------------------------------------------------------ check and fix never run the code
