@@ -3,10 +3,11 @@
     python bench/fuzz.py [COUNT] [SEED] [--mode mixed|generate|mutate|hypothesmith] [--jobs N]
                          [--save DIR] [--no-cli] [--timeout S]
 
-COUNT programs (default 2000), SEED (default 0), with LF (80%), CRLF (15%) and lone CR (5%) line endings. ``mixed`` (the default) takes 45% programs
-generated from the API tables, 45% mutants of the bundled fixtures, fix cases and rule examples,
-and 10% hypothesmith programs (plain, then with API calls spliced in) when hypothesmith is
-installed (otherwise the share goes to the other two). Every program goes through
+COUNT programs (default 2000), SEED (default 0), with LF (80%), CRLF (15%) and lone CR (5%) line
+endings. ``mixed`` (the default) takes 45% programs generated from the API tables, 45% mutants of
+the bundled fixtures, fix cases and rule examples, and 10% hypothesmith programs (plain, then with
+API calls spliced in) when hypothesmith is installed (otherwise the share goes to the other two).
+Every program goes through
 ``tests/fuzzing.check_program``: linting never raises nor reports an internal error; a program that
 compiles is never PIN000; safe and unsafe fixing never raises, its text parses and compiles,
 fixing the fixed text changes nothing, and no line that no finding points at changes. Then the real
@@ -14,15 +15,16 @@ command line runs on a folder of the first programs (``pinlint check --no-cache`
 ``pinlint fix --unsafe-fixes``): exit code 0 or 1, no traceback, every fixed file parses.
 
 Program i of a mode depends only on (SEED, i), whatever --jobs is: a failure is reproduced with
-``python -c "import fuzzing; print(fuzzing.program_at('generate', SEED, i, fuzzing.ALL_NEWLINES)[1])"``
+``python -c "import fuzzing; print(fuzzing.program_at('generate', SEED, i)[1])"``
 from tests/,
 or saved with --save DIR (one file per failing program, with the problem as a header comment).
 Each program runs under a per-program alarm (--timeout, default 120 s; a timeout is a ``hang``);
 a worker process that dies (a segfault in a native parser) is a ``crash`` of the program it ran.
 
 Prints: programs fuzzed, the share with findings and with fixes applied, findings per code,
-crashes, internal errors, spurious PIN000s, unparsable fixes, non-converging fixes, non-local
-edits, hangs and slow programs, and the seconds taken. Exits 1 when any problem was found.
+crashes, internal errors, spurious PIN000s, valid programs left unchecked (skipped with a
+warning), unparsable fixes, non-converging fixes, non-local edits, hangs and slow programs, and
+the seconds taken. Exits 1 when any problem was found.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ sys.path.insert(0, str(REPO / "tests"))
 import fuzzing  # noqa: E402 - after the path above
 
 HANG = "hang"
-PROBLEM_ORDER = [fuzzing.CRASH, fuzzing.INTERNAL, fuzzing.SPURIOUS_PIN000, fuzzing.UNPARSABLE,
+PROBLEM_ORDER = [fuzzing.CRASH, fuzzing.INTERNAL, fuzzing.SPURIOUS_PIN000, fuzzing.UNCHECKED, fuzzing.UNPARSABLE,
                  fuzzing.NON_CONVERGING, fuzzing.NON_LOCAL, HANG, fuzzing.SLOW]
 
 
@@ -82,8 +84,8 @@ def plan(count: int, seed: int, mode: str) -> list:
 def program(kind: str, seed: int, index: int, corpus=None) -> tuple:
     """Program ``index`` of a stream, with every line ending style (LF 80%, CRLF 15%, lone CR 5%)."""
     if kind == "generate":
-        return fuzzing.generated_one(seed, index, fuzzing.ALL_NEWLINES)
-    return fuzzing.mutant_one(seed, index, corpus, fuzzing.ALL_NEWLINES)
+        return fuzzing.generated_one(seed, index)
+    return fuzzing.mutant_one(seed, index, corpus)
 
 
 _CORPUS = None
@@ -280,7 +282,7 @@ def main(argv=None) -> int:
 
     for r in failing[:20]:
         for kind, detail in r["problems"]:
-            how = (f"fuzzing.program_at({r['kind']!r}, {args.seed}, {r['index']}, fuzzing.ALL_NEWLINES)"
+            how = (f"fuzzing.program_at({r['kind']!r}, {args.seed}, {r['index']})"
                    if r["kind"] != "hypothesmith"
                    else "hypothesmith: use --save DIR")
             print(f"\n--- {kind}: {r['name']} (reproduce: {how})")
