@@ -19,7 +19,7 @@ from .checks import ALL_RULES, RULES_BY_CODE
 from .config import Config, find_config, load_config
 from .discover import DEFAULT_EXCLUDE, discover
 from .engine import fix_text, lint_bytes, read_source
-from .runner import ADD_NOQA, DIFF, FIX, LINT, Cache, Job, default_workers, run_jobs
+from .runner import ADD_NOQA, DIFF, FIX, LINT, Cache, Job, allow_deep_recursion, default_workers, run_jobs
 from .runner import clean as clean_cache
 from .report import FORMATS, display_path
 from .rule_docs import rule_doc
@@ -219,6 +219,11 @@ def _run_stdin(name: str, config, settings, output_format, exit_zero, fix, unsaf
             return EXIT_FINDINGS
         outcome = fix_text(source.text, name, settings, unsafe)
         sys.stdout.buffer.write(source.to_bytes(outcome.text))
+        if outcome.result is not None and outcome.result.warning:
+            typer.echo(f"pinlint: warning: {outcome.result.warning}", err=True)
+        if outcome.error:
+            _error(outcome.error)
+            return EXIT_ERROR
         remaining = outcome.result.findings if outcome.result else []
         return EXIT_FINDINGS if remaining and not exit_zero else EXIT_CLEAN
     result = lint_bytes(data, name, settings)
@@ -226,6 +231,8 @@ def _run_stdin(name: str, config, settings, output_format, exit_zero, fix, unsaf
         FORMATS["text"](result.findings, sys.stdout)
     else:
         FORMATS[output_format.value](result.findings, sys.stdout)
+    if result.warning:
+        typer.echo(f"pinlint: warning: {result.warning}", err=True)
     if result.error:
         _error(result.error)
         return EXIT_ERROR
@@ -301,6 +308,7 @@ def main() -> None:
             stream.reconfigure(errors="backslashreplace")  # file names that are not valid UTF-8
         except (AttributeError, ValueError):
             pass
+    allow_deep_recursion()
     try:
         app()
     except SystemExit:

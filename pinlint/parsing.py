@@ -45,8 +45,9 @@ def parse(text: str) -> Parsed:
     if tree is not None:
         deep = first_too_deep(tree, text, MAX_DEPTH)
         if deep is not None:
-            return Parsed(skipped=f"line {deep}: nested more than {MAX_DEPTH:,} levels deep, past what pinlint parses safely; skipped")
-    elif longest_statement_tokens(text) > MAX_DEPTH:
+            return Parsed(skipped=f"line {deep}: nested more than {MAX_DEPTH:,} levels deep, "
+                                  "past what pinlint parses safely; skipped")
+    elif len(text) > MAX_DEPTH and longest_statement_tokens(text) > MAX_DEPTH:
         # Python (this version) rejects the file and it cannot be measured for depth: asking libcst
         # could crash, so Python's verdict stands.
         return Parsed(error=error)

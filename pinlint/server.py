@@ -230,6 +230,8 @@ def analyse(uri: str, text: str, version: Optional[int], resolver: SettingsResol
     analysis.findings = list(result.findings)
     if result.error:
         analysis.problems.append(("warning", f"pinlint: {result.error}"))
+    if result.warning:
+        analysis.problems.append(("info", f"pinlint: {result.warning}"))
     return analysis
 
 
@@ -467,6 +469,8 @@ def create_server():
 
 def serve() -> None:
     """Run the language server on stdin/stdout until the client says exit (``pinlint server``)."""
+    from .runner import allow_deep_recursion
+    allow_deep_recursion()
     try:
         import lsprotocol.types  # noqa: F401
         import pygls

@@ -300,6 +300,18 @@ def test_long_multiline_chain_is_skipped_with_a_warning(tmp_path, operator):
     assert checked.returncode == 1
 
 
+def test_deep_code_on_stdin_is_a_warning_and_passes_through_a_fix(tmp_path):
+    text = BAD + "x = " + " + ".join(["a"] * 2500) + "\n"  # Python compiles it; past pinlint's limit
+    for args in (("check", "--stdin-filename", "deep.py", "-"), ("check", "--fix", "--stdin-filename", "deep.py")):
+        done = subprocess.run([sys.executable, "-m", "pinlint", *args], cwd=tmp_path, input=text,
+                              capture_output=True, text=True, timeout=120)
+        assert done.stderr == "pinlint: warning: deep.py: line 6: nested more than 1,000 levels deep, past what " \
+                              "pinlint parses safely; skipped\n", args
+        assert done.returncode == 0, args
+        if "--fix" in args:
+            assert done.stdout == text
+
+
 def test_long_flat_line_is_checked_not_skipped(tmp_path):
     # A 300,000-character line of a flat literal (generated tables, kernels in one string) is
     # neither deep nor slow for libcst: the file is checked like any other.

@@ -142,7 +142,8 @@ def test_longest_statement_tokens_counts_one_logical_line():
 @pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"])
 def test_spans_never_undercount_a_nodes_characters(newline):
     # ast's columns are UTF-8 byte offsets; a span counted short could prune a subtree that is too deep.
-    texts = ["ééé = (a and\n a and\n a)\n", "x = 1\nü = {'ä': [1,\n 2], 'ö': f'{ß!r}'}\n", "\f\nif a:\n\tx = ('€€' +\n\t 'a')\n"]
+    texts = ["ééé = (a and\n a and\n a)\n", "x = 1\nü = {'ä': [1,\n 2], 'ö': f'{ß!r}'}\n",
+             "\f\nif a:\n\tx = ('€€' +\n\t 'a')\n"]
     texts += corpus()[:40]
     for text in texts:
         text = text.replace("\n", newline)

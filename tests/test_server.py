@@ -358,6 +358,12 @@ def test_settings_untitled_and_internal_errors(tmp_path, client_factory):
     assert client.code_actions(boom, {"start": {"line": 6, "character": 0}, "end": {"line": 6, "character": 0}}) == []
     assert [d["code"] for d in client.change(boom, PROGRAM, version=2)] == ["PIN001"]
 
+    # code too deep for libcst: no diagnostics, and the log says why (once)
+    deep = (tmp_path / "deep.py").as_uri()
+    assert client.open(deep, PROGRAM + "x = " + " + ".join(["a"] * 2500) + "\n") == []
+    logged = client.wait_for("window/logMessage", lambda p: "nested more than 1,000 levels" in p["message"])
+    assert logged["type"] == 3  # info
+
     assert client.shutdown() == 0
 
 
