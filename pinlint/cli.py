@@ -269,7 +269,9 @@ def verify(
     paths: Optional[List[str]] = typer.Argument(None, help="Fixtures or folders of fixtures (default: the bundled ones)."),
     output_format: str = typer.Option("text", "--format", help="text, json or markdown."),
     plot: Optional[str] = typer.Option(None, "--plot", help="Also draw bad vs fixed per fixture into this PNG."),
-    repeats: int = typer.Option(5, "--repeats", min=1, help="Timed runs per variant (after warm-up)."),
+    repeats: int = typer.Option(5, "--repeats", min=1, help="Timed runs per process (after warm-up)."),
+    processes: int = typer.Option(2, "--processes", min=1,
+                                  help="Fresh processes per variant for speed claims, bad and fixed alternating."),
     warmup: int = typer.Option(1, "--warmup", min=0, help="Untimed runs per variant first."),
     sizes: str = typer.Option("max", "--sizes", help="Which of a fixture's SIZES to run: min, max or all."),
     timeout: float = typer.Option(300.0, "--timeout", help="Seconds before one variant's run is an error."),
@@ -279,7 +281,7 @@ def verify(
     """Run fixtures and their fixes on this machine's GPU and report the measured difference."""
     from .verify import commands
     raise typer.Exit(commands.run_verify(paths, output_format, plot, repeats, warmup, sizes, timeout, estimate,
-                                         default_bytes))
+                                         default_bytes, processes))
 
 
 @app.command()

@@ -177,3 +177,63 @@ def test_verify_on_the_gpu_confirms_a_transfer_fixture(tmp_path):
     rows = json.loads(done.stdout)
     assert rows[0]["verdict"] == CONFIRMED, rows
     assert done.returncode == 0
+
+
+# ------------------------------------------------------------------ several processes per variant
+def _logging_program(folder: Path, name: str, body: str) -> Path:
+    """A variant that appends its name and process id to a shared log, then runs ``body``."""
+    program = folder / f"{name}.py"
+    header = ("import os, time\n"
+              "SIZES = [1]\n"
+              "with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), 'log.txt'), 'a') as log:\n"
+              f"    log.write('{name} ' + str(os.getpid()) + '\\n')\n"
+              "def run(n):\n")
+    program.write_text(header + textwrap.indent(textwrap.dedent(body).strip() + "\n", "    "))
+    return program
+
+
+def test_variants_alternate_over_fresh_processes(tmp_path):
+    bad = _logging_program(tmp_path, "bad", "return 1.0")
+    fixed = _logging_program(tmp_path, "fixed", "return 1.0")
+    bad_outcome, fixed_outcome = harness.measure_pair(bad, fixed, 1, repeats=2, warmup=0, timeout=60, processes=3)
+    log = [line.split() for line in (tmp_path / "log.txt").read_text().splitlines()]
+    assert [name for name, _ in log] == ["bad", "fixed"] * 3
+    assert len({pid for _, pid in log}) == 6, "every run in a process of its own"
+    assert (len(bad_outcome.times_ms), bad_outcome.processes) == (6, 3)
+    assert (len(fixed_outcome.times_ms), fixed_outcome.processes) == (6, 3)
+
+
+def test_drift_between_processes_is_not_taken_for_an_effect(tmp_path):
+    # The bad variant is slow in its first process only (the machine in a slow phase): measured in
+    # one process it would look 2x slower than the fix; over two, the spread shows it is not.
+    bad = _logging_program(tmp_path, "bad", """
+        first = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "log.txt")).read().count("bad") == 1
+        time.sleep(0.08 if first else 0.02)
+        return 1.0
+    """)
+    fixed = _logging_program(tmp_path, "fixed", "time.sleep(0.04)\nreturn 1.0")
+    one = judge("PIN001", *harness.measure_pair(bad, fixed, 1, repeats=3, warmup=0, timeout=60, processes=1))
+    (tmp_path / "log.txt").unlink()
+    two = judge("PIN001", *harness.measure_pair(bad, fixed, 1, repeats=3, warmup=0, timeout=60, processes=2))
+    assert one.verdict == CONFIRMED
+    assert two.verdict == NOT_REPRODUCED, two
+
+
+def test_a_result_that_differs_between_processes_is_an_error(tmp_path):
+    bad = _logging_program(tmp_path, "bad", "return float(os.getpid())")
+    fixed = _logging_program(tmp_path, "fixed", "return 1.0")
+    with pytest.raises(RuntimeError, match="different results in different processes"):
+        harness.measure_pair(bad, fixed, 1, repeats=1, warmup=0, timeout=60, processes=2)
+
+
+def test_races_are_run_once_and_speed_claims_in_several_processes(tmp_path, monkeypatch):
+    body = "# pinlint-expect: {code}\nimport os\nSIZES = [1]\ndef run(n):\n    return 1.0\n"
+    for code, name in (("PIN001", "toy_speed"), ("PIN005", "toy_race")):
+        (tmp_path / f"{name}.py").write_text(body.format(code=code))
+        (tmp_path / f"{name}.fixed.py").write_text(body.format(code=code))
+    monkeypatch.setattr(harness, "library_available", lambda library: True)
+    monkeypatch.setattr(harness, "check_expectations", lambda fixture: None)
+    rows = harness.verify(harness.discover_fixtures([str(tmp_path)]), repeats=1, warmup=0, timeout=60, processes=3)
+    processes = {row.fixture.path.name: (row.bad.processes, row.fixed.processes) for row in rows}
+    assert processes == {"toy_speed.py": (3, 3), "toy_race.py": (1, 1)}
+    assert json.loads(_json(rows))[0]["processes"] in (1, 3)

@@ -48,7 +48,8 @@ def _error(message: str) -> int:
     return EXIT_ERROR
 
 
-def run_verify(paths, output_format, plot, repeats, warmup, sizes, timeout, estimate, default_bytes) -> int:
+def run_verify(paths, output_format, plot, repeats, warmup, sizes, timeout, estimate, default_bytes,
+               processes: int = 2) -> int:
     if output_format not in ("text", "json", "markdown"):
         return _error(f"--format must be text, json or markdown, not {output_format!r}")
     if sizes not in ("min", "max", "all"):
@@ -65,7 +66,7 @@ def run_verify(paths, output_format, plot, repeats, warmup, sizes, timeout, esti
     def progress(row) -> None:
         typer.echo(f"  {row.code} {row.fixture.path.name}: {row.verdict.verdict}", err=True)
 
-    rows = harness.verify(fixtures, repeats, warmup, sizes, timeout, progress)
+    rows = harness.verify(fixtures, repeats, warmup, sizes, timeout, progress, processes)
     writer = {"text": report.write_table, "json": report.write_json, "markdown": report.write_markdown}[output_format]
     writer(rows, sys.stdout)
     if plot:

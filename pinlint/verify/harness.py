@@ -14,7 +14,7 @@ from typing import Callable, Iterable, Optional
 
 from ..engine import fix_text, lint_text
 from ..settings import Settings
-from .verdict import ERROR, Outcome, Verdict, judge
+from .verdict import ERROR, RACE_RULES, Outcome, Verdict, combined, judge
 
 _HEADER = re.compile(r"^# pinlint-expect: (?P<codes>none|PIN\d{3}(?:\s*,\s*PIN\d{3})*)\s*$")
 # Which module each fixture's library needs, from the fixture's file name.
@@ -54,6 +54,7 @@ class Row:
             "bad_ms": self.bad.median if self.bad else None, "fixed_ms": self.fixed.median if self.fixed else None,
             "bad_spread_ms": self.bad.spread if self.bad else None,
             "fixed_spread_ms": self.fixed.spread if self.fixed else None,
+            "processes": self.bad.processes if self.bad else None,
             "bad_times_ms": list(self.bad.times_ms) if self.bad else None,
             "fixed_times_ms": list(self.fixed.times_ms) if self.fixed else None,
             "ratio": self.verdict.ratio, "verdict": self.verdict.verdict, "detail": self.verdict.detail,
@@ -145,6 +146,17 @@ def measure(program: Path, size: int, repeats: int, warmup: int, timeout: float)
         raise RuntimeError(f"unreadable result line ({type(exc).__name__})")
 
 
+def measure_pair(bad: Path, fixed: Path, size: int, repeats: int, warmup: int, timeout: float,
+                 processes: int) -> tuple:
+    """Both variants, each in ``processes`` fresh processes, alternating (bad, fixed, bad, ...), so
+    that a slow phase of the machine falls on both and the spread covers process-to-process drift."""
+    runs: dict = {bad: [], fixed: []}
+    for _ in range(processes):
+        for program in (bad, fixed):
+            runs[program].append(measure(program, size, repeats, warmup, timeout))
+    return combined(runs[bad]), combined(runs[fixed])
+
+
 def _kill_group(child: subprocess.Popen) -> None:
     import signal
     try:
@@ -203,7 +215,9 @@ def _constant(text: str) -> int:
 
 
 def verify(fixtures: list, repeats: int = 5, warmup: int = 1, which_sizes: str = "max", timeout: float = 300,
-           progress: Callable = lambda row: None) -> list:
+           progress: Callable = lambda row: None, processes: int = 2) -> list:
+    """Every fixture against its fixed variant. Speed claims are timed in ``processes`` fresh
+    processes per variant; race claims (wrong data or not) in one."""
     rows = []
     with tempfile.TemporaryDirectory(prefix="pinlint-verify-") as tmp:
         for fixture in fixtures:
@@ -227,8 +241,8 @@ def verify(fixtures: list, repeats: int = 5, warmup: int = 1, which_sizes: str =
             for size in sizes:
                 row = Row(fixture, code, size, fixed_by=how)
                 try:
-                    row.bad = measure(fixture.path, size, repeats, warmup, timeout)
-                    row.fixed = measure(fixed, size, repeats, warmup, timeout)
+                    row.bad, row.fixed = measure_pair(fixture.path, fixed, size, repeats, warmup, timeout,
+                                                      1 if code in RACE_RULES else processes)
                     row.verdict = judge(code, row.bad, row.fixed, pooled(fixture, code))
                 except RuntimeError as exc:
                     row.verdict = Verdict(ERROR, str(exc))
