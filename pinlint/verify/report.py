@@ -16,13 +16,23 @@ def _cells(row) -> tuple:
         fixed = _result(row.fixed) if row.fixed else "-"
         metric = "result"
     else:
-        bad = f"{data['bad_ms']:.2f} ±{data['bad_spread_ms']:.2f}" if row.bad else "-"
-        fixed = f"{data['fixed_ms']:.2f} ±{data['fixed_spread_ms']:.2f}" if row.fixed else "-"
+        bad = _timed(row.bad)
+        fixed = _timed(row.fixed)
         metric = "run ms"
     ratio = f"{data['ratio']:.2f}x" if data["ratio"] else "-"
     size = _size(data["size"]) if data["size"] else "-"
     verdict = data["verdict"] + (f" ({data['detail']})" if data["verdict"] != "confirmed" and data["detail"] else "")
     return (row.code, name, size, metric, bad, fixed, ratio, verdict)
+
+
+def _timed(outcome) -> str:
+    """Median ± range of all timings, and each process's median when there were several."""
+    if outcome is None:
+        return "-"
+    text = f"{outcome.median:.2f} ±{outcome.spread:.2f}"
+    if outcome.processes > 1:
+        text += " (" + " / ".join(f"{m:.1f}" for m in outcome.process_medians) + ")"
+    return text
 
 
 def _result(outcome) -> str:

@@ -34,6 +34,15 @@ class Outcome:
         return max(self.times_ms) - min(self.times_ms) if len(self.times_ms) > 1 else 0.0
 
 
+    @property
+    def process_medians(self) -> tuple:
+        """The median of each process's timings (each process contributes as many as the others)."""
+        per = len(self.times_ms) // max(self.processes, 1)
+        if per == 0 or per * self.processes != len(self.times_ms):
+            return (self.median,)
+        return tuple(statistics.median(self.times_ms[i * per:(i + 1) * per]) for i in range(self.processes))
+
+
 def combined(outcomes: list) -> Outcome:
     """One variant's outcomes from several processes as one; its result must be the same in each."""
     first = outcomes[0]
