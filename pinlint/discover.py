@@ -116,8 +116,12 @@ def _is_file(path: Path) -> bool:
 
 
 def _unusable_link(path: Path) -> Optional[str]:
-    """Why a symbolic link cannot be followed (a loop, a missing target), or None."""
-    if not path.is_symlink():
+    """Why a symbolic link cannot be followed (a loop, a missing target), or None (also for a path
+    that cannot even be looked at: an unreadable folder is reported where it is walked)."""
+    try:
+        if not path.is_symlink():
+            return None
+    except OSError:
         return None
     try:
         os.stat(path)
@@ -144,37 +148,50 @@ def discover(paths: Iterable[str], root: Optional[Path] = None, exclude: Iterabl
             result.files.append(path)
 
     for raw in paths:
-        path = Path(raw)
-        broken = _unusable_link(path)
-        if broken is not None:
-            result.errors.append(f"{raw}: {broken}")
-        elif not path.exists():
-            result.errors.append(f"{raw}: No such file or directory")
-        elif path.is_file():
-            # A file named explicitly is checked whatever its suffix, and (unless --force-exclude) its exclusion.
-            if not (force_exclude and (excluder.excluded(path, False) or
-                                       any(excluder.excluded(p, True) for p in excluder.under_root(path)))):
-                add(path)
-        elif path.is_dir():
-            visited: set = set()
-            for directory, dirs, files in os.walk(path, followlinks=True, onerror=lambda e: result.errors.append(
-                    f"{e.filename}: {e.strerror}")):
-                here = Path(directory)
-                real = os.path.realpath(directory)
-                if real in visited:  # a symlink loop
-                    dirs[:] = []
-                    continue
-                visited.add(real)
-                dirs[:] = sorted(d for d in dirs if not excluder.excluded(here / d, True))
-                for name in sorted(files):
-                    candidate = here / name
-                    if not name.endswith(PYTHON_SUFFIXES):
-                        continue
-                    if _is_file(candidate):
-                        if not excluder.excluded(candidate, False):
-                            add(candidate)
-                    elif (broken := _unusable_link(candidate)) is not None and not excluder.excluded(candidate, False):
-                        result.warnings.append(f"{candidate}: {broken}; skipped")
-        else:
-            result.errors.append(f"{raw}: not a regular file or directory")
+        try:
+            _add_path(raw, result, excluder, add, force_exclude)
+        except OSError as exc:  # a name too long, a folder that cannot be entered...
+            result.errors.append(f"{raw}: {exc.strerror or exc}")
     return result
+
+
+def _add_path(raw: str, result: Discovery, excluder: "_Excluder", add, force_exclude: bool) -> None:
+    """One path named on the command line: a file, a folder walked for Python files, or an error."""
+    path = Path(raw)
+    broken = _unusable_link(path)
+    if broken is not None:
+        result.errors.append(f"{raw}: {broken}")
+    elif not path.exists():
+        result.errors.append(f"{raw}: No such file or directory")
+    elif path.is_file():
+        # A file named explicitly is checked whatever its suffix, and (unless --force-exclude) its exclusion.
+        if not (force_exclude and (excluder.excluded(path, False) or
+                                   any(excluder.excluded(p, True) for p in excluder.under_root(path)))):
+            add(path)
+    elif path.is_dir():
+        _walk(path, result, excluder, add)
+    else:
+        result.errors.append(f"{raw}: not a regular file or directory")
+
+
+def _walk(folder: Path, result: Discovery, excluder: "_Excluder", add) -> None:
+    """Python files under a folder, each folder once however symbolic links loop."""
+    visited: set = set()
+    for directory, dirs, files in os.walk(folder, followlinks=True,
+                                          onerror=lambda e: result.errors.append(f"{e.filename}: {e.strerror}")):
+        here = Path(directory)
+        real = os.path.realpath(directory)
+        if real in visited:  # a symlink loop
+            dirs[:] = []
+            continue
+        visited.add(real)
+        dirs[:] = sorted(d for d in dirs if not excluder.excluded(here / d, True))
+        for name in sorted(files):
+            candidate = here / name
+            if not name.endswith(PYTHON_SUFFIXES):
+                continue
+            if _is_file(candidate):
+                if not excluder.excluded(candidate, False):
+                    add(candidate)
+            elif (broken := _unusable_link(candidate)) is not None and not excluder.excluded(candidate, False):
+                result.warnings.append(f"{candidate}: {broken}; skipped")

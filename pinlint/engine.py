@@ -135,6 +135,19 @@ def _check_module(module: cst.Module, text: str, filename: str, settings: Settin
                        fixes=fix_context, qualify=imports.qualify)
     suppressions = Suppressions(text)
     findings: dict = {}
+    reproduced: list = []  # whether libcst writes this file back byte for byte, asked once if needed
+
+    def fixable(plan: Optional[Plan]) -> Optional[Plan]:
+        # Fixes are written through libcst's code generator: where it does not give this file back
+        # exactly, a fix's edits would change more than its own lines, so none is offered.
+        if plan is None:
+            return None
+        if not reproduced:
+            reproduced.append(wrapper.module.code == text)
+            if not reproduced[0]:
+                result.warning = f"{filename}: no fixes offered: libcst does not write this file back exactly"
+        return plan if reproduced[0] else None
+
     for rule in rules:
         for report in rule.check(facts, ctx):
             span = position(report.node)
@@ -147,12 +160,13 @@ def _check_module(module: cst.Module, text: str, filename: str, settings: Settin
                         end_location=Location(position(site.node).end.line, position(site.node).end.column + 1))
                 for site in sorted(report.sites, key=lambda s: (position(s.node).start.line,
                                                                 position(s.node).start.column)))
+            plan = fixable(report.fix)
             finding = Finding(
                 code=rule.code, message=report.message, filename=filename,
                 location=Location(span.start.line, span.start.column + 1),
                 end_location=Location(span.end.line, span.end.column + 1),
-                fix=_rendered(wrapper.module, text, report.fix, settings.render_fixes), related=related, url=None,
-                plan=report.fix, nbytes=max((s.nbytes for s in report.sites if s.nbytes), default=None),
+                fix=_rendered(wrapper.module, text, plan, settings.render_fixes), related=related, url=None,
+                plan=plan, nbytes=max((s.nbytes for s in report.sites if s.nbytes), default=None),
                 direction=report.direction, pooled=any(s.pooled for s in report.sites))
             # One finding per code and place: a copy reached on two paths is still one mistake.
             findings.setdefault((rule.code, finding.location), finding)
@@ -201,11 +215,6 @@ def fix_text(text: str, filename: str, settings: Settings, unsafe: bool) -> FixO
         initial = len(result.findings) if initial is None else initial
         plans = [f.plan for f in result.findings if applicable(f.plan, unsafe)]
         if not plans or result.module is None:
-            break
-        if outcome.text is text and result.module.code != text:
-            # Fixes are written through libcst's code generator: where it does not give this file
-            # back byte for byte, a fix would change more than its own lines.
-            outcome.error = f"{filename}: not fixed: libcst does not reproduce this file exactly"
             break
         chosen = select_plans(plans, _SpanMap(result.span))
         try:

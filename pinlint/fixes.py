@@ -185,6 +185,7 @@ def write_atomically(path: Path, data: bytes, expected: Optional[bytes] = None) 
     old or the new content. Keeps the file's permission bits. With ``expected``, the file is left
     alone (``ChangedWhileFixing``) unless it still holds those bytes (or already ``data``) just
     before the replace: a fix computed from older text must not undo an edit saved meanwhile."""
+    path = Path(os.path.realpath(path))  # through a symbolic link: fix the file it points to, keep the link
     mode = stat.S_IMODE(os.stat(path).st_mode)
     if not mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH):
         raise PermissionError(13, "the file is read-only", str(path))

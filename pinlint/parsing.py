@@ -56,11 +56,15 @@ def parse(text: str) -> Parsed:
     except cst.ParserSyntaxError as exc:
         if error is not None:
             return Parsed(error=error)  # Python's message: what users see when they run the file
-        # Valid Python that libcst's grammar does not take (5,000 implicitly joined strings, or
-        # syntax newer than the libcst installed): not the file's fault, so not a PIN000.
+        # Valid Python that libcst's grammar does not take (syntax newer than the libcst
+        # installed, say): not the file's fault, so not a PIN000.
         return Parsed(skipped=f"line {exc.editor_line}: valid Python that libcst cannot parse; skipped")
     except (RecursionError, MemoryError, ValueError) as exc:
         return Parsed(error=error or SyntaxError(f"{type(exc).__name__} while parsing"))
+    except BaseException as exc:  # noqa: BLE001 - a panic in libcst's native code is a BaseException
+        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+            raise
+        return Parsed(skipped=f"libcst failed on this file ({type(exc).__name__}); skipped")
     if not module.has_trailing_newline and text.endswith("\r"):
         # libcst drops a file's final lone CR (old Mac line endings) when it writes the code back.
         module = module.with_changes(has_trailing_newline=True)
@@ -103,12 +107,12 @@ def first_too_deep(tree: ast.AST, text: str, limit: int) -> Optional[int]:
     statements are, which keeps this to a small fraction of the parse time."""
     if len(text) <= limit:
         return None
-    starts = line_starts(text)
+    data = text.encode("utf-8", "surrogatepass")
+    starts = _starts(data)
     stack = [(tree, 0, 1)]
     while stack:
         node, depth, line = stack.pop()
-        if type(node) is ast.BoolOp:
-            depth += len(node.values) - 1  # libcst nests `a and b and c` as ((a and b) and c)
+        depth += _flat_in_python(node, data, starts)
         if depth > limit:
             return line
         depth += 1
@@ -117,21 +121,66 @@ def first_too_deep(tree: ast.AST, text: str, limit: int) -> Optional[int]:
             if lineno is not None:
                 if getattr(child, "end_lineno", None) is not None and depth + source_span(child, starts) <= limit:
                     continue
-                stack.append((child, depth, lineno if isinstance(child, ast.stmt) else line))
+                stack.append((child, depth, _first_line(child) if isinstance(child, ast.stmt) else line))
             elif not isinstance(child, ast.expr_context):
                 stack.append((child, depth, line))
     return None
 
 
+def _first_line(statement: ast.stmt) -> int:
+    decorators = getattr(statement, "decorator_list", None)
+    return decorators[0].lineno if decorators else statement.lineno
+
+
+def _flat_in_python(node: ast.AST, data: bytes, starts: list) -> int:
+    """Levels libcst nests where Python's tree is flat: `a and b and c` is ((a and b) and c), a
+    dotted name in an import is a chain of attributes, and `"a" "b" "c"` is a chain of
+    concatenations (Python joins them into one constant)."""
+    kind = type(node)
+    if kind is ast.BoolOp:
+        return len(node.values) - 1
+    if kind is ast.alias:
+        return node.name.count(".")
+    if kind is ast.ImportFrom:
+        return (node.module or "").count(".")
+    if kind is ast.JoinedStr or (kind is ast.Constant and isinstance(node.value, (str, bytes))):
+        return max(_string_pieces(node, data, starts) - 1, 0)
+    return 0
+
+
+def _string_pieces(node: ast.AST, data: bytes, starts: list) -> int:
+    """How many literals a string constant is written as (reached only for long ones: the walk
+    prunes short subtrees)."""
+    start = starts[node.lineno - 1] + node.col_offset
+    end = starts[node.end_lineno - 1] + node.end_col_offset
+    source = "(" + data[start:end].decode("utf-8", "surrogatepass") + "\n)"
+    pieces = 0
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(source).readline):
+            pieces += token.type == tokenize.STRING or token.type == getattr(tokenize, "FSTRING_START", -1)
+    except (tokenize.TokenError, SyntaxError, ValueError):
+        return len(source)  # cannot count them: no more pieces than characters
+    return pieces
+
+
 def source_span(node: ast.AST, starts: list) -> int:
-    """At least the number of characters of the node's source (given ``line_starts`` of its text)."""
-    return starts[node.end_lineno - 1] + node.end_col_offset - starts[node.lineno - 1] - node.col_offset
+    """At least the number of characters of the node's source and its children's (given
+    ``line_starts`` of its text). A decorated definition starts at its first decorator's `@`, not
+    at the `def` or `class` where Python's tree places it."""
+    lineno, column = node.lineno, node.col_offset
+    decorators = getattr(node, "decorator_list", None)
+    if decorators:
+        lineno, column = decorators[0].lineno, max(decorators[0].col_offset - 1, 0)
+    return starts[node.end_lineno - 1] + node.end_col_offset - starts[lineno - 1] - column
 
 
 def line_starts(text: str) -> list:
     """Offset of each line as Python's parser numbers them, in UTF-8 bytes (ast's column unit):
     never fewer than the characters of any span, which keeps the depth bound sound."""
-    data = text.encode("utf-8", "surrogatepass")
+    return _starts(text.encode("utf-8", "surrogatepass"))
+
+
+def _starts(data: bytes) -> list:
     return [0, *(match.end() for match in _NEWLINE.finditer(data))]
 
 
@@ -139,14 +188,32 @@ _NEWLINE = re.compile(rb"\r\n|\r|\n")
 
 
 def longest_statement_tokens(text: str) -> int:
-    """Tokens in the longest logical line: a bound on its nesting for text Python cannot parse."""
+    """The most tokens that can open a level of libcst's tree in one logical line (operators, dots,
+    opening brackets, `and`/`or`/`not`/`if`/`lambda`/..., adjacent strings; not names, numbers,
+    commas or closing brackets): a bound on its nesting for text Python cannot parse."""
     longest = count = 0
     try:
         for token in tokenize.generate_tokens(io.StringIO(text).readline):
             if token.type in (tokenize.NEWLINE, tokenize.ENDMARKER):
                 longest, count = max(longest, count), 0
-            elif token.type not in (tokenize.NL, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT):
-                count += 1
+            else:
+                count += _levels(token)
     except (tokenize.TokenError, SyntaxError, ValueError):
         return max(longest, count, MAX_DEPTH + 1)  # cannot bound it: treat as too long
     return max(longest, count)
+
+
+_NESTING_KEYWORDS = frozenset({"and", "or", "not", "if", "lambda", "await", "yield", "for", "async", "is", "in"})
+_FLAT_OPERATORS = frozenset({",", ";", ":", "=", ")", "]", "}", "->"})
+_NEVER_NEST = frozenset({tokenize.NUMBER, tokenize.NL, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT})
+
+
+def _levels(token: tokenize.TokenInfo) -> int:
+    """How many levels of libcst's tree one token can open, at most."""
+    if token.type == tokenize.OP:
+        return token.string not in _FLAT_OPERATORS
+    if token.type == tokenize.NAME:
+        return token.string in _NESTING_KEYWORDS
+    if token.type == tokenize.STRING and "f" in token.string.split(token.string[-1], 1)[0].lower():
+        return len(token.string)  # before 3.12 an f-string is one token, its expressions inside it
+    return token.type not in _NEVER_NEST  # a string (implicit concatenation nests), 3.12's f-string parts

@@ -324,16 +324,39 @@ def test_long_flat_line_is_checked_not_skipped(tmp_path):
     assert "zeros_pinned" in fixed_text and fixed_text.endswith("x" * 500_000 + "'\n")
 
 
-def test_valid_python_libcst_cannot_parse_is_a_warning_not_pin000(tmp_path):
-    # 5,000 implicitly joined strings are valid Python that libcst's grammar gives up on: the file is
-    # not at fault, so no PIN000, but the user hears it was not checked.
-    text = PARSED + "x = " + " ".join(['"a"'] * 5000) + "\n"
-    (tmp_path / "strings.py").write_text(text, encoding="utf-8")
+@pytest.mark.parametrize("body", [
+    "x = " + " ".join(['"a"'] * 5000) + "\n",                       # libcst nests each concatenation
+    "@(a" + " and a" * 20_000 + ")\ndef f():\n    pass\n",           # a decorator: before the def's span
+    "@a" + ".b" * 20_000 + "\nclass C:\n    pass\n",
+    "import a" + ".b" * 20_000 + "\n",                               # a flat string in Python's tree
+    "from a" + ".b" * 20_000 + " import c\n",
+], ids=["implicit-concatenation", "decorated-function", "decorated-class", "import", "import-from"])
+def test_what_libcst_nests_and_python_keeps_flat_is_skipped_not_a_crash(tmp_path, body):
+    # Each of these crashed the whole run with SIGSEGV (the last four) or became a false PIN000.
+    (tmp_path / "deep.py").write_text(PARSED + body, encoding="utf-8")
     (tmp_path / GOOD).write_text(BAD, encoding="utf-8")
     checked = run(tmp_path, "check", "--no-cache", ".", timeout=180)
-    assert [c for p, c, r in reported(checked.stdout) if p == "strings.py"] == []
-    assert "pinlint: warning: strings.py: line 3: valid Python that libcst cannot parse; skipped" in checked.stderr
+    assert [c for p, c, r in reported(checked.stdout) if p == "deep.py"] == []
+    assert "pinlint: warning: deep.py: line 3: nested more than 1,000 levels deep" in checked.stderr
     assert (GOOD, "PIN001", 5) in reported(checked.stdout)
+    assert checked.returncode == 1
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="needs a Python older than PEP 695 syntax")
+def test_newer_syntax_with_a_long_literal_is_still_checked(tmp_path):
+    # Python 3.11 rejects `type X = ...`, so the file's depth is bounded from its tokens: a long flat
+    # literal must not count, or the file becomes a false PIN000 (found in review).
+    text = "type Buffer = list[float]\nTABLE = [" + "1, " * 600 + "]\n" + BAD
+    (tmp_path / "newer.py").write_text(text, encoding="utf-8")
+    checked, fixed = check_and_fix(tmp_path, "newer.py")
+    assert codes_for(checked.stdout, "newer.py") == ["PIN001"]
+
+
+def test_a_name_too_long_is_an_error_not_a_crash(tmp_path):
+    with_good(tmp_path)
+    done = run(tmp_path, "check", "--no-cache", "x" * 300 + ".py", GOOD)
+    assert ("z_good.py", "PIN001", 5) in reported(done.stdout)
+    assert done.returncode == 2 and "File name too long" in done.stderr
 
 
 def test_python2_syntax_is_pin000_with_pythons_message(tmp_path):
@@ -397,6 +420,18 @@ def test_symlink_loops_in_a_folder(tmp_path):
     assert done.returncode == 1
     fixed = run(tmp_path, "check", "--fix", "tree", timeout=60)
     assert fixed.returncode == 0 and "zeros_pinned" in (folder / "bad.py").read_text(encoding="utf-8")
+
+
+def test_fixing_through_a_symbolic_link_fixes_the_target_and_keeps_the_link(tmp_path):
+    real = tmp_path / "real"
+    real.mkdir()
+    (real / "target.py").write_text(BAD, encoding="utf-8")
+    (tmp_path / "link.py").symlink_to(Path("real") / "target.py")
+    done = run(tmp_path, "check", "--fix", "link.py")
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "link.py").is_symlink(), "the link was replaced by a regular file"
+    assert "zeros_pinned" in (real / "target.py").read_text(encoding="utf-8")
+    assert sorted(p.name for p in real.iterdir()) == ["target.py"], "no temporary file left behind"
 
 
 def test_symlink_loop_named_on_the_command_line_after_a_good_file(tmp_path):
@@ -733,6 +768,36 @@ def test_simulated_unreadable_folder(tmp_path, monkeypatch, capsys):
     assert code == 2
     assert [l for l in err.splitlines() if "closed" in l and "Permission denied" in l and "internal" not in l]
     assert ("z_good.py", "PIN001", 5) in reported(out)
+
+
+def test_simulated_folder_listed_but_not_entered(tmp_path, monkeypatch, capsys):
+    """A folder with read but no search permission (mode 644): its names can be listed, but looking
+    at any of them fails. Found in review: that ended the whole run as an internal error."""
+    shut = tmp_path / "noexec"
+    shut.mkdir()
+    (shut / "hidden.py").write_text(BAD, encoding="utf-8")
+    with_good(tmp_path)
+    real_stat, real_lstat = os.stat, os.lstat
+
+    def inside(path) -> bool:
+        return not isinstance(path, int) and "noexec" in Path(os.path.abspath(os.fspath(path))).parts[:-1]
+
+    def stat(path, *args, **kwargs):
+        if inside(path):
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return real_stat(path, *args, **kwargs)
+
+    def lstat(path, *args, **kwargs):
+        if inside(path):
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return real_lstat(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "stat", stat)
+    monkeypatch.setattr(os, "lstat", lstat)
+    code, out, err = run_in_process(monkeypatch, capsys, tmp_path, "check", "--no-cache", "--jobs", "1", ".")
+    assert "internal error" not in err
+    assert ("z_good.py", "PIN001", 5) in reported(out)
+    assert code == 1
 
 
 def test_internal_error_is_one_line_with_how_to_report_it(tmp_path, monkeypatch, capsys):

@@ -22,12 +22,30 @@ from fuzzing import ProgramGenerator, seed_corpus
 REPO = Path(__file__).resolve().parent.parent
 
 
-def full_depth(node: ast.AST, depth: int = 0) -> int:
+def full_depth(node: ast.AST, text: str, depth: int = 0) -> int:
     """Deepest level as libcst nests it, walking every node (the reference for the pruned walk)."""
     if isinstance(node, ast.BoolOp):
         depth += len(node.values) - 1
+    elif isinstance(node, ast.alias):
+        depth += node.name.count(".")
+    elif isinstance(node, ast.ImportFrom):
+        depth += (node.module or "").count(".")
+    elif isinstance(node, ast.JoinedStr) or (isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes))):
+        depth += max(_pieces(ast.get_source_segment(text, node)) - 1, 0)
     children = [c for c in ast.iter_child_nodes(node) if not isinstance(c, ast.expr_context)]
-    return max([depth] + [full_depth(c, depth + 1) for c in children])
+    return max([depth] + [full_depth(c, text, depth + 1) for c in children])
+
+
+def _pieces(segment: str) -> int:
+    import io
+    import tokenize
+    tokens = tokenize.generate_tokens(io.StringIO("(" + segment + "\n)").readline)
+    return sum(t.type == tokenize.STRING or t.type == getattr(tokenize, "FSTRING_START", -1) for t in tokens)
+
+
+def libcst_depth(node) -> int:
+    """The real depth of libcst's tree (for small programs)."""
+    return 1 + max((libcst_depth(child) for child in node.children), default=0)
 
 
 CHAINS = {
@@ -44,6 +62,12 @@ CHAINS = {
     "crlf": lambda n: ("x = (a or\n" + " a or\n" * n + " a)\n").replace("\n", "\r\n"),
     "lone-cr": lambda n: ("x = (a or\n" + " a or\n" * n + " a)\n").replace("\n", "\r"),
     "form-feed-and-tabs": lambda n: "\f\nif a:\n\tx = (a +\n" + "\t a +\n" * n + "\t a)\n",
+    "decorated-function": lambda n: "@a" + ".b" * n + "\ndef f(): pass\n",
+    "decorated-class": lambda n: "@x\n@(a" + " and a" * n + ")\nclass C: pass\n",
+    "import": lambda n: "import os, a" + ".b" * n + "\n",
+    "import-from": lambda n: "from a" + ".b" * n + " import c\n",
+    "implicit-concatenation": lambda n: "x = (" + " ".join(['"a"'] * (n + 1)) + ")\n",
+    "implicit-f-string-concatenation": lambda n: "x = (" + "\n".join(["f'{a}'"] * (n + 1)) + ")\n",
 }
 
 
@@ -61,7 +85,7 @@ def test_pruned_walk_agrees_with_the_full_walk_on_real_programs(limit):
     checked = 0
     for text in corpus():
         tree = ast.parse(text)
-        deepest = full_depth(tree)
+        deepest = full_depth(tree, text)
         found = first_too_deep(tree, text, limit)
         assert (found is not None) == (deepest > limit), (deepest, limit, text[:400])
         checked += 1
@@ -73,7 +97,7 @@ def test_pruned_walk_agrees_with_the_full_walk_on_real_programs(limit):
 def test_pruned_walk_agrees_with_the_full_walk_on_chains(kind, n):
     text = "import cupy as cp\n" + CHAINS[kind](n)
     tree = ast.parse(text)
-    deepest = full_depth(tree)
+    deepest = full_depth(tree, text)
     for limit in range(max(1, deepest - 4), deepest + 3):
         assert (first_too_deep(tree, text, limit) is not None) == (deepest > limit), (kind, n, limit)
 
@@ -115,9 +139,31 @@ def test_nul_bytes_and_nesting_past_cpython_are_errors_without_libcst(monkeypatc
     assert parse("x = " + "(" * 5000 + "1" + ")" * 5000 + "\n").error is not None
 
 
-def test_valid_python_libcst_rejects_is_skipped_not_an_error():
-    parsed = parse("x = " + " ".join(['"a"'] * 5000) + "\n")
-    assert parsed == Parsed(skipped="line 1: valid Python that libcst cannot parse; skipped")
+def test_valid_python_libcst_rejects_is_skipped_not_an_error(monkeypatch):
+    # E.g. syntax newer than the libcst installed: the file is fine, pinlint just cannot read it.
+    try:
+        parsing.cst.parse_module("x = (\n")
+    except parsing.cst.ParserSyntaxError as exc:
+        rejection = exc
+
+    def reject(text):
+        raise rejection
+
+    monkeypatch.setattr(parsing.cst, "parse_module", reject)
+    parsed = parse("import cupy as cp\nx = 1\n")
+    assert parsed.module is None and parsed.error is None
+    assert parsed.skipped.endswith("valid Python that libcst cannot parse; skipped")
+
+
+def test_a_panic_in_libcst_is_a_skip_not_a_crash(monkeypatch):
+    class PanicException(BaseException):  # what pyo3 raises for a Rust panic
+        pass
+
+    def panic(text):
+        raise PanicException("index out of bounds")
+
+    monkeypatch.setattr(parsing.cst, "parse_module", panic)
+    assert parse("x = 1\n").skipped == "libcst failed on this file (PanicException); skipped"
 
 
 @pytest.mark.skipif(sys.version_info >= (3, 12), reason="needs a Python older than PEP 695 syntax")
@@ -133,9 +179,12 @@ def test_unparsable_text_with_a_huge_statement_is_not_handed_to_libcst(monkeypat
     assert "Missing parentheses" in parse(text).error.msg
 
 
-def test_longest_statement_tokens_counts_one_logical_line():
-    assert longest_statement_tokens("x = 1\ny = (a +\n b)\n") == 7
-    assert longest_statement_tokens("x = '''\n\n\n'''\n") == 3
+def test_longest_statement_tokens_counts_what_can_nest_in_one_logical_line():
+    assert longest_statement_tokens("x = 1\ny = (a +\n b)\n") == 2  # `(` and `+`
+    assert longest_statement_tokens("x = '''\n\n\n'''\n") == 1
+    assert longest_statement_tokens("x = [" + "1, " * 5000 + "]\n") == 1  # a long flat literal
+    assert longest_statement_tokens("x = (a and b or not c)\n") == 4
+    assert longest_statement_tokens("x = 'a' 'b' f'{c}'\n") == 2 + len("f'{c}'")
     assert longest_statement_tokens("x = (\n") > parsing.MAX_DEPTH  # cannot be tokenized: no bound
 
 
@@ -169,4 +218,29 @@ def test_a_file_libcst_does_not_reproduce_is_not_fixed(monkeypatch):
     monkeypatch.setattr(parsing.cst, "parse_module", lambda text: real(text + "\n# not in the file\n"))
     text = PageableAsyncCopy.INVALID[0]
     outcome = fix_text(text, "a.py", Settings(), unsafe=True)
-    assert outcome.text == text and "libcst does not reproduce this file exactly" in outcome.error
+    assert outcome.text == text and outcome.error is None
+    assert "no fixes offered: libcst does not write this file back exactly" in outcome.result.warning
+    assert outcome.result.findings and all(f.fix is None and f.plan is None for f in outcome.result.findings)
+
+
+def test_a_file_libcst_really_does_not_reproduce_gets_findings_without_fixes(tmp_path):
+    # Found in review: a file ending in a blank line and spaces without a newline; its JSON edits
+    # used to delete that blank line, an unrelated change.
+    from pinlint.engine import lint_text
+    from pinlint.settings import Settings
+    text = (REPO / "tests" / "fix_cases" / "cupy_asarray_loop.in.py").read_text(encoding="utf-8") + "\n "
+    assert parsing.cst.parse_module(text).code != text
+    result = lint_text(text, "a.py", Settings())
+    assert [f.code for f in result.findings] == ["PIN007"] and result.findings[0].fix is None
+    assert "no fixes offered" in result.warning
+
+
+@pytest.mark.parametrize("kind", sorted(CHAINS))
+def test_the_measure_follows_libcsts_real_depth(kind):
+    # What libcst nests and Python's tree keeps flat must be counted, or a deep file reaches libcst
+    # unmeasured (dotted imports and implicit concatenation did, and crashed it).
+    for n in (40, 160):
+        text = "import cupy as cp\n" + CHAINS[kind](n)
+        measured = full_depth(ast.parse(text), text)
+        real = libcst_depth(parsing.cst.parse_module(text))
+        assert real <= 3 * measured + 12, (kind, n, real, measured)

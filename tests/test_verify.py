@@ -255,3 +255,10 @@ def test_reports_show_each_process_median():
     data = json.loads(_json([row]))[0]
     assert data["bad_process_medians_ms"] == [11.0, 31.0] and data["processes"] == 2
     assert data["bad_result"] == {"value": 1.0}
+
+
+def test_nan_results_are_the_same_result_in_every_process():
+    from pinlint.verify.verdict import combined
+    nan = float("nan")
+    merged = combined([Outcome((1.0,), {"value": nan}), Outcome((2.0,), {"value": nan})])
+    assert merged.processes == 2 and merged.times_ms == (1.0, 2.0)
