@@ -272,9 +272,9 @@ def verify(
     repeats: int = typer.Option(5, "--repeats", min=1, help="Timed runs per process (after warm-up)."),
     processes: int = typer.Option(2, "--processes", min=1,
                                   help="Fresh processes per variant for speed claims, bad and fixed alternating."),
-    warmup: int = typer.Option(1, "--warmup", min=0, help="Untimed runs per variant first."),
+    warmup: int = typer.Option(1, "--warmup", min=0, help="Untimed runs per process first."),
     sizes: str = typer.Option("max", "--sizes", help="Which of a fixture's SIZES to run: min, max or all."),
-    timeout: float = typer.Option(300.0, "--timeout", help="Seconds before one variant's run is an error."),
+    timeout: float = typer.Option(300.0, "--timeout", help="Seconds before one process of a variant is an error."),
     estimate: Optional[str] = typer.Option(None, "--estimate", help="Measure what each finding in this file costs."),
     default_bytes: int = typer.Option(64 << 20, "--default-bytes", help="Buffer size when the code's is not constant."),
 ) -> None:
