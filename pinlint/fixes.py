@@ -185,10 +185,11 @@ def write_atomically(path: Path, data: bytes, expected: Optional[bytes] = None) 
     old or the new content. Keeps the file's permission bits. With ``expected``, the file is left
     alone (``ChangedWhileFixing``) unless it still holds those bytes (or already ``data``) just
     before the replace: a fix computed from older text must not undo an edit saved meanwhile."""
+    named = str(path)  # what messages show
     path = Path(os.path.realpath(path))  # through a symbolic link: fix the file it points to, keep the link
     mode = stat.S_IMODE(os.stat(path).st_mode)
     if not mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH):
-        raise PermissionError(13, "the file is read-only", str(path))
+        raise PermissionError(13, "the file is read-only", named)
     directory = os.path.dirname(os.path.abspath(path))
     fd, temporary = tempfile.mkstemp(prefix=".pinlint-", suffix=".tmp", dir=directory)
     try:
@@ -203,7 +204,7 @@ def write_atomically(path: Path, data: bytes, expected: Optional[bytes] = None) 
                 os.unlink(temporary)  # another run wrote the same fix meanwhile
                 return
             if current != expected:
-                raise ChangedWhileFixing(errno.EBUSY, "the file changed while it was being fixed", str(path))
+                raise ChangedWhileFixing(errno.EBUSY, "the file changed while it was being fixed", named)
         os.replace(temporary, path)
     except BaseException:
         try:
