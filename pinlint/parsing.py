@@ -60,7 +60,9 @@ def parse(text: str) -> Parsed:
         # installed, say): not the file's fault, so not a PIN000.
         return Parsed(skipped=f"line {exc.editor_line}: valid Python that libcst cannot parse; skipped")
     except (RecursionError, MemoryError, ValueError) as exc:
-        return Parsed(error=error or SyntaxError(f"{type(exc).__name__} while parsing"))
+        if error is not None:
+            return Parsed(error=error)
+        return Parsed(skipped=f"libcst failed on this file ({type(exc).__name__}); skipped")  # valid Python
     except BaseException as exc:  # noqa: BLE001 - a panic in libcst's native code is a BaseException
         if isinstance(exc, (KeyboardInterrupt, SystemExit)):
             raise

@@ -155,6 +155,16 @@ def test_valid_python_libcst_rejects_is_skipped_not_an_error(monkeypatch):
     assert parsed.skipped.endswith("valid Python that libcst cannot parse; skipped")
 
 
+@pytest.mark.parametrize("failure", [RecursionError, MemoryError, ValueError])
+def test_libcst_failing_on_valid_python_is_a_skip_not_pin000(monkeypatch, failure):
+    def fail(text):
+        raise failure("out of stack")
+
+    monkeypatch.setattr(parsing.cst, "parse_module", fail)
+    assert parse("x = 1\n") == Parsed(skipped=f"libcst failed on this file ({failure.__name__}); skipped")
+    assert "Missing parentheses" in parse("print 'x'\n").error.msg  # not Python: Python's verdict
+
+
 def test_a_panic_in_libcst_is_a_skip_not_a_crash(monkeypatch):
     class PanicException(BaseException):  # what pyo3 raises for a Rust panic
         pass
