@@ -135,18 +135,17 @@ def _check_module(module: cst.Module, text: str, filename: str, settings: Settin
                        fixes=fix_context, qualify=imports.qualify)
     suppressions = Suppressions(text)
     findings: dict = {}
-    reproduced: list = []  # whether libcst writes this file back byte for byte, asked once if needed
+    reproduced: Optional[bool] = None  # whether libcst writes this file back byte for byte, asked once if needed
 
     def fixable(plan: Optional[Plan]) -> Optional[Plan]:
         # Fixes are written through libcst's code generator: where it does not give this file back
         # exactly, a fix's edits would change more than its own lines, so none is offered.
-        if plan is None:
-            return None
-        if not reproduced:
-            reproduced.append(wrapper.module.code == text)
-            if not reproduced[0]:
+        nonlocal reproduced
+        if plan is not None and reproduced is None:
+            reproduced = wrapper.module.code == text
+            if not reproduced:
                 result.warning = f"{filename}: no fixes offered: libcst does not write this file back exactly"
-        return plan if reproduced[0] else None
+        return plan if reproduced else None
 
     for rule in rules:
         for report in rule.check(facts, ctx):

@@ -190,8 +190,7 @@ def write_atomically(path: Path, data: bytes, expected: Optional[bytes] = None) 
     mode = stat.S_IMODE(os.stat(path).st_mode)
     if not mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH):
         raise PermissionError(13, "the file is read-only", named)
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, temporary = tempfile.mkstemp(prefix=".pinlint-", suffix=".tmp", dir=directory)
+    fd, temporary = tempfile.mkstemp(prefix=".pinlint-", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
@@ -199,7 +198,7 @@ def write_atomically(path: Path, data: bytes, expected: Optional[bytes] = None) 
             os.fsync(handle.fileno())
         os.chmod(temporary, mode)
         if expected is not None:
-            current = Path(path).read_bytes()
+            current = path.read_bytes()
             if current == data:
                 os.unlink(temporary)  # another run wrote the same fix meanwhile
                 return

@@ -38,8 +38,9 @@ class Parsed:
     skipped: Optional[str] = None         # valid Python pinlint cannot analyse safely: a warning
 
 
-def parse(text: str) -> Parsed:
-    tree, error = python_parse(text)
+def parse(text: str, verdict: Optional[tuple] = None) -> Parsed:
+    """``verdict``: ``python_parse(text)`` when the caller already has it."""
+    tree, error = verdict or python_parse(text)
     if error is not None and past_every_parser(error):
         return Parsed(error=error)
     if tree is not None:
@@ -95,10 +96,11 @@ def past_every_parser(error: SyntaxError) -> bool:
 def syntax_error(text: str) -> Optional[SyntaxError]:
     """Whether a file is Python, for files no rule needs parsed: Python's parser decides, and libcst
     only where Python's complaint may be syntax newer than the running interpreter knows."""
-    _, error = python_parse(text)
+    verdict = python_parse(text)
+    error = verdict[1]
     if error is None or past_every_parser(error):
         return error
-    return parse(text).error
+    return parse(text, verdict).error
 
 
 def first_too_deep(tree: ast.AST, text: str, limit: int) -> Optional[int]:

@@ -4,9 +4,9 @@ pool over files that keeps output in the order of the files."""
 from __future__ import annotations
 
 import hashlib
-import sys
 import json
 import os
+import sys
 import tempfile
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -15,7 +15,7 @@ from typing import Optional
 
 from . import __version__
 from .apitables import rules_dir
-from .engine import FixOutcome, fix_text, lint_bytes, names_gpu_library, passes_prefilter, read_source
+from .engine import FileResult, FixOutcome, fix_text, lint_bytes, names_gpu_library, passes_prefilter, read_source
 from .fixes import ChangedWhileFixing, source_lines, unified_diff, write_atomically
 from .model import Edit, Finding, Fix, Location, Related
 from .settings import Settings
@@ -76,6 +76,12 @@ def allow_deep_recursion() -> None:
         sys.setrecursionlimit(20_000)
 
 
+def _reported(result: FileResult) -> JobResult:
+    """A file's findings, error and warning as a job's result."""
+    return JobResult(findings=result.findings, errors=[result.error] if result.error else [],
+                     warnings=[result.warning] if result.warning else [])
+
+
 def _portable(result: JobResult) -> JobResult:
     """Findings without their CST fix plans, so results can cross process boundaries and caches."""
     result.findings = [replace(f, plan=None) if f.plan is not None else f for f in result.findings]
@@ -93,19 +99,16 @@ def _lint(job: Job, data: bytes, cache: Optional["Cache"]) -> JobResult:
     result = lint_bytes(data, job.name, job.settings)
     if key is not None and result.error is None and result.warning is None:
         cache.put(key, result.findings)
-    return JobResult(findings=result.findings, errors=[result.error] if result.error else [],
-                     warnings=[result.warning] if result.warning else [])
+    return _reported(result)
 
 
 def _fix(job: Job, data: bytes) -> JobResult:
     if not passes_prefilter(data):
-        result = lint_bytes(data, job.name, job.settings)  # nothing to fix; PIN000 still reported
-        return JobResult(findings=result.findings, errors=[result.error] if result.error else [])
+        return _reported(lint_bytes(data, job.name, job.settings))  # nothing to fix; PIN000 still reported
     try:
         source = read_source(data)
     except (SyntaxError, UnicodeDecodeError, LookupError):
-        result = lint_bytes(data, job.name, job.settings)  # reported as PIN000; nothing to fix
-        return JobResult(findings=result.findings, errors=[result.error] if result.error else [])
+        return _reported(lint_bytes(data, job.name, job.settings))  # reported as PIN000; nothing to fix
     outcome: FixOutcome = fix_text(source.text, job.name, job.settings, job.unsafe)
     report = JobResult(findings=outcome.result.findings if outcome.result else [],
                        errors=[outcome.error] if outcome.error else [],
