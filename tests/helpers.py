@@ -7,6 +7,8 @@ use ``row_of`` / ``col_of`` rather than counting lines by hand.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 from typing import Optional
@@ -101,3 +103,49 @@ def copy_kinds(src: str, needle: str) -> set[str]:
                 kinds.add("unknown")
     assert seen, f"no copy event on row {row} ({needle!r})"
     return kinds
+
+
+# ------------------------------------------------------------------ the command line, on files
+# PIN001 at 5:1 (the buffer allocated at 2:5), with a safe fix: `cupyx.zeros_pinned`.
+BAD = textwrap.dedent("""\
+    import numpy as np, cupy as cp
+    h = np.zeros(1 << 20, dtype=np.float32)
+    d = cp.empty(1 << 20, dtype=np.float32)
+    s = cp.cuda.Stream(non_blocking=True)
+    d.set(h, stream=s)
+    """)
+
+
+def pinlint(cwd: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    """``python -m pinlint ARGS`` in ``cwd``; never a traceback."""
+    proc = subprocess.run([sys.executable, "-m", "pinlint", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout)
+    assert "Traceback" not in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+    return proc
+
+
+def write(root: Path, relative: str, text, encoding: str = "utf-8") -> Path:
+    """Write text (or bytes) to ``root/relative``, making its folders."""
+    path = root / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text, encoding=encoding)
+    return path
+
+
+def run_in_process(monkeypatch, capsys, cwd: Path, *args: str) -> tuple:
+    """(exit code, stdout, stderr) of pinlint's own entry point, in this process (so monkeypatches
+    hold); never a traceback."""
+    import pytest
+
+    from pinlint import cli
+
+    monkeypatch.chdir(cwd)
+    monkeypatch.setattr(sys, "argv", ["pinlint", *args])
+    with pytest.raises(SystemExit) as exited:
+        cli.main()
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err
+    return (exited.value.code or 0), out, err

@@ -7,18 +7,12 @@ import re
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import libcst
 import pytest
 
-BAD = textwrap.dedent("""\
-    import numpy as np, cupy as cp
-    h = np.zeros(1 << 20, dtype=np.float32)
-    d = cp.empty(1 << 20, dtype=np.float32)
-    s = cp.cuda.Stream(non_blocking=True)
-    d.set(h, stream=s)
-    """)  # PIN001 at 5:1, buffer allocated at 2:5
+from helpers import pinlint, write, BAD
+
 
 LOOP = textwrap.dedent("""\
     import numpy as np
@@ -36,23 +30,6 @@ CLEAN = textwrap.dedent("""\
     """)
 
 LINE = re.compile(r"^(?P<path>[^:\n]+):(?P<row>\d+):(?P<col>\d+): (?P<code>PIN\d{3}) (?P<message>.+)$")
-
-
-def pinlint(cwd: Path, *args: str) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, "-m", "pinlint", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=60)
-    assert "Traceback" not in proc.stdout + proc.stderr, proc.stderr
-    return proc
-
-
-def write(root: Path, relative: str, text, encoding: str = "utf-8") -> Path:
-    path = root / relative
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if isinstance(text, bytes):
-        path.write_bytes(text)
-    else:
-        path.write_text(text, encoding=encoding)
-    return path
 
 
 def lines_of(stdout: str) -> list[dict]:

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+
+from helpers import pinlint, write, BAD
 
 # PIN001 at 6:1 and PIN007 at 9:10 (4 MiB buffers, above the default pin007-min-bytes).
 BOTH = textwrap.dedent("""\
@@ -26,15 +27,6 @@ BOTH = textwrap.dedent("""\
         dg = cuda.to_device(g)
     """)
 
-# PIN001 only.
-BAD = textwrap.dedent("""\
-    import numpy as np, cupy as cp
-    h = np.zeros(1 << 20, dtype=np.float32)
-    d = cp.empty(1 << 20, dtype=np.float32)
-    s = cp.cuda.Stream(non_blocking=True)
-    d.set(h, stream=s)
-    """)
-
 
 def small_loop(nbytes: int) -> str:
     """A PIN007 candidate whose buffer has a constant size of ``nbytes`` (a uint8 array)."""
@@ -45,20 +37,6 @@ def small_loop(nbytes: int) -> str:
         for i in range(10):
             d = cuda.to_device(h)
         """)
-
-
-def pinlint(cwd: Path, *args: str) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, "-m", "pinlint", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=120)
-    assert "Traceback" not in proc.stdout + proc.stderr, proc.stdout + proc.stderr
-    return proc
-
-
-def write(root: Path, relative: str, text: str) -> Path:
-    path = root / relative
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return path
 
 
 def toml(root: Path, relative: str, body: str) -> Path:

@@ -34,13 +34,9 @@ from pathlib import Path
 
 import pytest
 
-BAD = textwrap.dedent("""\
-    import numpy as np, cupy as cp
-    h = np.zeros(1 << 20, dtype=np.float32)
-    d = cp.empty(1 << 20, dtype=np.float32)
-    s = cp.cuda.Stream(non_blocking=True)
-    d.set(h, stream=s)
-    """)  # PIN001 at 5:1, a safe fix rewrites line 2 and adds `import cupyx`
+import helpers
+from helpers import BAD
+
 # A prefix that makes pinlint parse a file (it names a GPU library and calls a copy API).
 PARSED = "import cupy as cp\nd = cp.asarray([0])\n"
 GOOD = "z_good.py"  # sorts after the hostile files: reported last
@@ -681,19 +677,11 @@ def test_read_only_file_is_not_rewritten(limited):
 
 # ------------------------------------------------------------------ the same situations, simulated in-process
 def run_in_process(monkeypatch, capsys, cwd: Path, *args: str) -> tuple:
-    """(exit code, stdout, stderr) of pinlint's own entry point, in this process (so monkeypatches hold)."""
-    from pinlint import cli
-
-    monkeypatch.chdir(cwd)
-    monkeypatch.setattr(sys, "argv", ["pinlint", *args])
-    with pytest.raises(SystemExit) as exited:
-        cli.main()
-    out, err = capsys.readouterr()
-    assert "Traceback" not in out + err
+    """helpers.run_in_process, and every stderr line a one-line pinlint message."""
+    code, out, err = helpers.run_in_process(monkeypatch, capsys, cwd, *args)
     for line in err.splitlines():
         assert MESSAGE.match(line), f"stderr line is not a one-line pinlint message: {line!r}"
-    code = exited.value.code
-    return (0 if code is None else code), out, err
+    return code, out, err
 
 
 def _deny(monkeypatch, name: str, exc: OSError) -> None:
@@ -740,30 +728,39 @@ def test_simulated_file_vanishing_between_discovery_and_reading(tmp_path, monkey
     assert ("z_good.py", "PIN001", 5) in reported(out)
 
 
+def _inside(folder: str, path) -> bool:
+    """Whether ``path`` (not a file descriptor) lies inside a folder named ``folder``."""
+    return not isinstance(path, int) and folder in Path(os.path.abspath(os.fspath(path))).parts[:-1]
+
+
+def _deny_inside(monkeypatch, folder: str, *functions: str) -> None:
+    """The ``os`` functions named fail with EACCES for anything inside ``folder``."""
+    for name in functions:
+        real = getattr(os, name)
+
+        def denied(path, *args, _real=real, **kwargs):
+            if _inside(folder, path):
+                raise PermissionError(13, "Permission denied", os.fspath(path))
+            return _real(path, *args, **kwargs)
+
+        monkeypatch.setattr(os, name, denied)
+
+
 def test_simulated_unreadable_folder(tmp_path, monkeypatch, capsys):
     """What a mode-000 folder does to a non-root user: listing it and looking at anything inside fail."""
     closed = tmp_path / "closed"
     closed.mkdir()
     (closed / "bad.py").write_text(BAD, encoding="utf-8")
     with_good(tmp_path)
-    real_scandir, real_stat = os.scandir, os.stat
-
-    def inside(path) -> bool:
-        parts = Path(os.path.abspath(os.fspath(path))).parts
-        return "closed" in parts[:-1]
+    real_scandir = os.scandir
 
     def scandir(path="."):
-        if os.path.basename(os.fspath(path).rstrip("/")) == "closed" or inside(path):
+        if os.path.basename(os.fspath(path).rstrip("/")) == "closed" or _inside("closed", path):
             raise PermissionError(13, "Permission denied", os.fspath(path))
         return real_scandir(path)
 
-    def stat(path, *args, **kwargs):
-        if not isinstance(path, int) and inside(path):
-            raise PermissionError(13, "Permission denied", os.fspath(path))
-        return real_stat(path, *args, **kwargs)
-
     monkeypatch.setattr(os, "scandir", scandir)
-    monkeypatch.setattr(os, "stat", stat)
+    _deny_inside(monkeypatch, "closed", "stat")
     code, out, err = run_in_process(monkeypatch, capsys, tmp_path, "check", "--no-cache", "--jobs", "1", ".")
     assert code == 2
     assert [l for l in err.splitlines() if "closed" in l and "Permission denied" in l and "internal" not in l]
@@ -777,23 +774,7 @@ def test_simulated_folder_listed_but_not_entered(tmp_path, monkeypatch, capsys):
     shut.mkdir()
     (shut / "hidden.py").write_text(BAD, encoding="utf-8")
     with_good(tmp_path)
-    real_stat, real_lstat = os.stat, os.lstat
-
-    def inside(path) -> bool:
-        return not isinstance(path, int) and "noexec" in Path(os.path.abspath(os.fspath(path))).parts[:-1]
-
-    def stat(path, *args, **kwargs):
-        if inside(path):
-            raise PermissionError(13, "Permission denied", os.fspath(path))
-        return real_stat(path, *args, **kwargs)
-
-    def lstat(path, *args, **kwargs):
-        if inside(path):
-            raise PermissionError(13, "Permission denied", os.fspath(path))
-        return real_lstat(path, *args, **kwargs)
-
-    monkeypatch.setattr(os, "stat", stat)
-    monkeypatch.setattr(os, "lstat", lstat)
+    _deny_inside(monkeypatch, "noexec", "stat", "lstat")
     code, out, err = run_in_process(monkeypatch, capsys, tmp_path, "check", "--no-cache", "--jobs", "1", ".")
     assert "internal error" not in err
     assert ("z_good.py", "PIN001", 5) in reported(out)

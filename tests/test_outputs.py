@@ -13,8 +13,6 @@ from __future__ import annotations
 import io
 import json
 import re
-import subprocess
-import sys
 import textwrap
 import urllib.parse
 from collections import Counter
@@ -26,16 +24,10 @@ from pinlint.checks import ALL_RULES, RULES_BY_CODE
 from pinlint.model import Finding, Fix, Edit, Location
 from pinlint.report import write_github
 
+from helpers import pinlint, write, BAD
+
 REPO = Path(__file__).resolve().parent.parent
 
-# PIN001 at 5:1 (safe fix at the allocation, line 2), allocated at 2:5.
-BAD = textwrap.dedent("""\
-    import numpy as np, cupy as cp
-    h = np.zeros(1 << 20, dtype=np.float32)
-    d = cp.empty(1 << 20, dtype=np.float32)
-    s = cp.cuda.Stream(non_blocking=True)
-    d.set(h, stream=s)
-    """)
 
 # PIN004 (no fix) at 11:5, mapped buffer allocated at 8:5.
 MAPPED = textwrap.dedent("""\
@@ -65,20 +57,6 @@ LOOP = textwrap.dedent("""\
 
 BROKEN = "import cupy as cp\nd.set(h, stream=(s\n"  # PIN000: never closed (names a copy API,
 # so it passes the prefilter)
-
-
-def pinlint(cwd: Path, *args: str) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, "-m", "pinlint", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=120)
-    assert "Traceback" not in proc.stdout + proc.stderr, proc.stdout + proc.stderr
-    return proc
-
-
-def write(root: Path, relative: str, text: str) -> Path:
-    path = root / relative
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return path
 
 
 @pytest.fixture

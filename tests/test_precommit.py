@@ -27,20 +27,14 @@ from pathlib import Path
 
 import pytest
 
+from helpers import BAD
+
 pytest.importorskip("pre_commit", reason="pre-commit is not installed: `pip install pre-commit` "
                                          "(add `pre-commit>=3.2` to the dev extra) to run the hook tests")
 if shutil.which("git") is None:  # pragma: no cover - git is everywhere pre-commit is
     pytest.skip("git is not installed; pre-commit needs it", allow_module_level=True)
 
 REPO = Path(__file__).resolve().parent.parent
-
-BAD = textwrap.dedent("""\
-    import numpy as np, cupy as cp
-    h = np.zeros(1 << 20, dtype=np.float32)
-    d = cp.empty(1 << 20, dtype=np.float32)
-    s = cp.cuda.Stream(non_blocking=True)
-    d.set(h, stream=s)
-    """)  # PIN001 at 5:1, with a safe fix (cupyx.zeros_pinned)
 
 GOOD = textwrap.dedent("""\
     import numpy as np, cupy as cp, cupyx

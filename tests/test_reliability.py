@@ -14,9 +14,7 @@
 from __future__ import annotations
 
 import collections
-import json
 import os
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -26,6 +24,7 @@ from pathlib import Path
 import pytest
 
 import fuzzing
+from helpers import run_in_process
 
 REPO = Path(__file__).resolve().parent.parent
 CASES = REPO / "tests" / "fix_cases"
@@ -238,18 +237,6 @@ def test_two_fix_processes_on_one_tree_leave_every_file_old_or_fixed(tmp_path):
 
 
 # ------------------------------------------------------------------ failing writes during a fix (in-process)
-def run_in_process(monkeypatch, capsys, cwd: Path, *args: str) -> tuple:
-    from pinlint import cli
-
-    monkeypatch.chdir(cwd)
-    monkeypatch.setattr(sys, "argv", ["pinlint", *args])
-    with pytest.raises(SystemExit) as exited:
-        cli.main()
-    out, err = capsys.readouterr()
-    assert "Traceback" not in out + err
-    return (exited.value.code or 0), out, err
-
-
 def _two_files(tmp_path: Path) -> tuple:
     victim = tmp_path / "a_victim.py"
     other = tmp_path / "b_other.py"
