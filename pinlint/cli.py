@@ -45,6 +45,10 @@ def _error(message: str) -> None:
     typer.echo(f"pinlint: error: {message}", err=True)
 
 
+def _warning(message: str) -> None:
+    typer.echo(f"pinlint: warning: {message}", err=True)
+
+
 def _version(value: bool) -> None:
     if value:
         typer.echo(f"pinlint {__version__}")
@@ -167,13 +171,13 @@ def _run(paths, select, ignore, extend_select, output_format, exit_zero, statist
 
     errors = list(found.errors)
     for warning in found.warnings:
-        typer.echo(f"pinlint: warning: {warning}", err=True)
+        _warning(warning)
     findings: list = []
     for result in results:
         findings.extend(result.findings)
         errors.extend(result.errors)
         for warning in result.warnings:
-            typer.echo(f"pinlint: warning: {warning}", err=True)
+            _warning(warning)
         if result.diff:
             sys.stdout.write(result.diff)
     applied = sum(r.applied for r in results)
@@ -220,7 +224,7 @@ def _run_stdin(name: str, config, settings, output_format, exit_zero, fix, unsaf
         outcome = fix_text(source.text, name, settings, unsafe)
         sys.stdout.buffer.write(source.to_bytes(outcome.text))
         if outcome.result is not None and outcome.result.warning:
-            typer.echo(f"pinlint: warning: {outcome.result.warning}", err=True)
+            _warning(outcome.result.warning)
         if outcome.error:
             _error(outcome.error)
             return EXIT_ERROR
@@ -232,7 +236,7 @@ def _run_stdin(name: str, config, settings, output_format, exit_zero, fix, unsaf
     else:
         FORMATS[output_format.value](result.findings, sys.stdout)
     if result.warning:
-        typer.echo(f"pinlint: warning: {result.warning}", err=True)
+        _warning(result.warning)
     if result.error:
         _error(result.error)
         return EXIT_ERROR
