@@ -1,6 +1,9 @@
-"""Loads the per-library API tables (``rules/api/*.toml``) into lookups the analysis queries.
+"""Loads the API tables (``rules/api/*.toml``) into the lookups the analysis queries.
 
-Adding an API is a data change: a new entry in a table, no code.
+Every library fact lives in the tables: which calls allocate, copy, register or synchronize and
+how; flag bits and memcpy kinds; dtype sizes; pinned twins for fixes. Each table is checked against
+``pinlint.tableschema`` as it loads. Adding an API that fits an existing effect is a table row and
+nothing else (rules/api/README.md shows how).
 """
 
 from __future__ import annotations
@@ -12,10 +15,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
+from . import tableschema as schema
+from .tableschema import TableError
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
+
+__all__ = ["Api", "ArgSpec", "TableError", "Tables", "default_tables", "load_tables", "rules_dir"]
 
 
 def rules_dir() -> Path:
@@ -38,19 +46,12 @@ class ArgSpec:
     default: Any = None
 
     @staticmethod
-    def parse(raw: Any) -> Optional["ArgSpec"]:
-        if raw is None:
-            return None
+    def parse(raw: Any) -> "ArgSpec":
         if raw == "self":
             return ArgSpec(is_self=True)
         if raw == "all":
             return ArgSpec(is_all=True)
         return ArgSpec(pos=raw.get("pos"), kw=raw.get("kw"), default=raw.get("default"))
-
-
-_ARG_FIELDS = ("shape", "dtype", "like", "nbytes", "flags", "arg", "host", "device", "stream", "out",
-               "blocking", "dst", "src", "kind_arg", "target_device", "non_blocking", "async_flag",
-               "like_device", "copy")
 
 
 @dataclass(frozen=True)
@@ -60,8 +61,11 @@ class Api:
     name: str
     library: str
     effect: str
-    args: dict = field(default_factory=dict)  # field name -> ArgSpec
+    args: dict = field(default_factory=dict)     # field name -> ArgSpec
     options: dict = field(default_factory=dict)  # every other key of the entry
+    family: str = ""                             # library, or library.prefix (cuda-python's runtime/driver)
+    unknown_receiver: Optional[str] = None       # why the signature identifies the library on any receiver
+    requires_kw: tuple = ()                      # keywords that must be present for that to hold
 
     def arg(self, name: str) -> Optional[ArgSpec]:
         return self.args.get(name)
@@ -72,17 +76,28 @@ class Api:
 
 @dataclass
 class Tables:
-    functions: dict[str, Api] = field(default_factory=dict)
-    methods: dict[tuple[str, str], Api] = field(default_factory=dict)
-    constants: dict[str, int] = field(default_factory=dict)
-    view_attributes: set[str] = field(default_factory=set)
-    device_attributes: set[str] = field(default_factory=set)
-    null_streams: set[str] = field(default_factory=set)
-    kernel_decorators: set[str] = field(default_factory=set)
+    functions: dict = field(default_factory=dict)      # qualified name -> Api
+    methods: dict = field(default_factory=dict)        # (receiver, name) -> Api
+    unknown_methods: dict = field(default_factory=dict)  # name -> [Api] valid on receivers of unknown provenance
+    constants: dict = field(default_factory=dict)
+    view_attributes: set = field(default_factory=set)
+    device_attributes: set = field(default_factory=set)
+    null_streams: set = field(default_factory=set)
+    kernel_decorators: set = field(default_factory=set)
+    release_methods: set = field(default_factory=set)
     pinned_twins: dict = field(default_factory=dict)   # (copying library, numpy allocator) -> entry
-    sync_templates: dict = field(default_factory=dict)  # library -> {"stream": ..., "device": ...}
+    sync_templates: dict = field(default_factory=dict)  # family -> {"stream_method": ..., "device_call": ...}
     write_combined_defaults: dict = field(default_factory=dict)
-    modules: dict[str, str] = field(default_factory=dict)  # import root -> library
+    modules: dict = field(default_factory=dict)        # import root -> library
+    receivers: dict = field(default_factory=dict)      # receiver key -> class name shown in messages
+    annotations: dict = field(default_factory=dict)    # qualified type -> "host" | "device:<lib>" | ...
+    host_flavour: dict = field(default_factory=dict)   # library -> "numpy" | "torch"
+    fixture_prefixes: dict = field(default_factory=dict)  # fixture file prefix -> module to import
+    dtypes: dict = field(default_factory=dict)
+    cuda: dict = field(default_factory=dict)
+    python: dict = field(default_factory=dict)
+    fix_families: dict = field(default_factory=dict)
+    device_strings: dict = field(default_factory=dict)
 
     @functools.cached_property
     def call_pattern(self) -> "re.Pattern":
@@ -101,20 +116,27 @@ class Tables:
         library names its module; so the module names (reduced to the shortest that cover the
         others) are a sound prefilter. NumPy alone cannot produce a finding.
         """
-        names = sorted({m for m, lib in self.modules.items() if lib != "numpy"}, key=len)
+        names = sorted({m for m, lib in self.modules.items() if lib not in ("numpy", "python")}, key=len)
         kept: list[str] = []
         for name in names:
             if not any(k in name for k in kept):
                 kept.append(name)
         return tuple(kept)
 
+    def library_of(self, qualified: str) -> Optional[str]:
+        """The library an imported name belongs to (``cupy.cuda.Stream`` -> ``cupy``), None for others."""
+        root = qualified.split(".")[0]
+        return self.modules.get(root)
 
-# How method receivers are named in messages.
-RECEIVER_CLASSES = {
-    "host": "ndarray", "torch.host": "Tensor", "torch.device": "Tensor", "cupy.device": "cupy.ndarray",
-    "numba.device": "DeviceNDArray", "pycuda.device": "GPUArray", "stream": "Stream", "event": "Event",
-    "gpu-device": "Device", "pool": "PageLockedMemoryPool", "device": "array", "any": "object",
-}
+    def receiver_class(self, receiver: str) -> str:
+        return self.receivers.get(receiver, receiver)
+
+    # ------------------------------------------------------------------ CUDA constants
+    def flag_bit(self, table: str, name: str) -> int:
+        return int(self.cuda.get(table, {}).get(name, 0))
+
+    def memcpy_direction(self, code) -> Optional[str]:
+        return self.cuda.get("memcpy_kinds", {}).get(str(code))
 
 
 def _relevant(api: "Api") -> bool:
@@ -124,55 +146,132 @@ def _relevant(api: "Api") -> bool:
     return api.effect == "alloc" and (api.opt("kind") != "pageable" or bool(api.opt("pin_kw")))
 
 
-def _expand(name: str, prefixes: dict[str, list[str]]) -> list[str]:
+def _expand(name: str, prefixes: dict) -> list[tuple[str, str]]:
+    """``{runtime}.cudaMemcpy`` -> one (name, prefix key) per module path the prefix stands for."""
     for key, values in prefixes.items():
         token = "{" + key + "}"
         if token in name:
-            return [name.replace(token, v) for v in values]
-    return [name]
+            return [(name.replace(token, v), key) for v in values]
+    return [(name, "")]
 
 
-def _entry(raw: dict, name: str, library: str) -> Api:
-    # `target` is either a word ("device", "self") or an argument spec.
-    arg_keys = [k for k in raw if k in _ARG_FIELDS or (k == "target" and isinstance(raw[k], dict))]
-    args = {k: ArgSpec.parse(raw[k]) for k in arg_keys}
-    options = {k: v for k, v in raw.items() if k not in arg_keys and k not in ("names", "on")}
-    return Api(name=name, library=raw.get("library", library), effect=raw["effect"], args=args,
-               options=options)
+def _entry(raw: dict, name: str, library: str, prefix: str) -> Api:
+    effect_schema = schema.EFFECTS[raw["effect"]]
+    args = {k: ArgSpec.parse(raw[k]) for k in effect_schema.args if k in raw}
+    options = {k: v for k, v in raw.items() if k in effect_schema.options}
+    lib = raw.get("library", library)
+    return Api(name=name, library=lib, effect=raw["effect"], args=args, options=options,
+               family=f"{library}.{prefix}" if prefix else library,
+               unknown_receiver=raw.get("unknown_receiver"), requires_kw=tuple(raw.get("requires_kw", ())))
+
+
+_BUILTIN_RECEIVERS = frozenset({"host", "device", "stream", "event", "gpu-device", "pool", "kernel-module",
+                                "loader"})
+
+
+def _check_top_level(where: str, data: dict) -> None:
+    schema.check_keys(where, data, schema.TOP_LEVEL)
+    for key, check in schema.TOP_LEVEL.items():
+        if key in data:
+            schema.check_value(where, key, data[key], check)
+    if "library" not in data:
+        raise TableError(f"{where}: missing `library`")
+    schema.check_keys(f"{where}, [attributes]", data.get("attributes", {}), schema.ATTRIBUTE_KEYS)
+    for index, twin in enumerate(data.get("pinned", [])):
+        schema.check_keys(f"{where}, [[pinned]] #{index + 1}", twin, schema.PINNED_KEYS)
+    for family, templates in data.get("sync", {}).items():
+        schema.check_keys(f"{where}, [sync.{family}]", templates, schema.SYNC_KEYS)
+    schema.check_keys(f"{where}, [dtypes]", data.get("dtypes", {}), schema.DTYPE_KEYS)
+    schema.check_keys(f"{where}, [cuda]", data.get("cuda", {}), schema.CUDA_KEYS)
+    schema.check_keys(f"{where}, [python]", data.get("python", {}), schema.PYTHON_KEYS)
+    schema.check_keys(f"{where}, [device_strings]", data.get("device_strings", {}), schema.DEVICE_STRING_KEYS)
+    for family, spec in data.get("fix_families", {}).items():
+        schema.check_keys(f"{where}, [fix_families.{family}]", spec, schema.FIX_FAMILY_KEYS)
+    for name, kind in data.get("annotations", {}).items():
+        base = kind.split(":")[0] if isinstance(kind, str) else kind
+        if base not in schema.ANNOTATION_VALUES:
+            raise TableError(f"{where}, [annotations]: {name} = {kind!r} is not one of "
+                             f"{', '.join(schema.ANNOTATION_VALUES)}{schema.hint(str(base), schema.ANNOTATION_VALUES)}")
 
 
 def load_tables(folder: Optional[Path] = None) -> Tables:
+    """Load and check every table in ``folder`` (default: the shipped ``rules/api``)."""
     folder = folder or rules_dir() / "api"
     tables = Tables()
+    raw_tables = []
     for path in sorted(folder.glob("*.toml")):
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        where = f"rules/api/{path.name}"
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+            raise TableError(f"{where}: {exc}") from None
+        _check_top_level(where, data)
+        raw_tables.append((where, data))
         library = data["library"]
-        prefixes = data.get("prefixes", {})
+        tables.receivers.update(data.get("receivers", {}))
+        tables.host_flavour[library] = data.get("host_flavour", "numpy")
+        if "fixture_prefix" in data:
+            tables.fixture_prefixes[data["fixture_prefix"]] = data.get("probe_module", data.get("modules", [library])[0])
         for module in data.get("modules", []):
             tables.modules[module] = library
-        for key, value in data.get("constants", {}).items():
-            for name in _expand(key, prefixes):
-                tables.constants[name] = value
-        for raw in data.get("function", []):
-            for pattern in raw["names"]:
-                for name in _expand(pattern, prefixes):
-                    tables.functions[name] = _entry(raw, name, library)
-        for raw in data.get("method", []):
-            receivers = [raw["on"]] if isinstance(raw["on"], str) else raw["on"]
-            owner = RECEIVER_CLASSES.get(receivers[0], receivers[0])
-            for name in raw["names"]:
-                for receiver in receivers:
-                    tables.methods[(receiver, name)] = _entry(raw, f"{owner}.{name}", library)
-        attrs = data.get("attributes", {})
-        tables.view_attributes.update(attrs.get("view", []))
-        tables.device_attributes.update(attrs.get("device", []))
-        tables.null_streams.update(attrs.get("null_streams", []))
-        tables.kernel_decorators.update(attrs.get("kernel_decorators", []))
-        for twin in data.get("pinned", []):
-            tables.pinned_twins[(twin["library"], twin["from"])] = twin
-        tables.sync_templates.update(data.get("sync", {}))
-        tables.write_combined_defaults.update(data.get("write_combined", {}).get("default", {}))
+    receivers = _BUILTIN_RECEIVERS | set(tables.receivers)
+    for where, data in raw_tables:
+        _load_one(tables, where, data, receivers)
+    fix_families = set(tables.fix_families)
+    for api in list(tables.functions.values()) + list(tables.methods.values()):
+        family = api.opt("fix")
+        if family is not None and family not in fix_families:
+            raise TableError(f"rules/api: entry {api.name!r}: unknown fix family {family!r}"
+                             f"{schema.hint(family, fix_families)}")
     return tables
+
+
+def _load_one(tables: Tables, where: str, data: dict, receivers: set) -> None:
+    library = data["library"]
+    prefixes = data.get("prefixes", {})
+    for key, value in data.get("constants", {}).items():
+        for name, _ in _expand(key, prefixes):
+            tables.constants[name] = value
+    for index, raw in enumerate(data.get("function", [])):
+        entry_where = f"{where}: [[function]] {schema.entry_name(raw)!r}"
+        schema.check_entry(entry_where, raw)
+        if "on" in raw:
+            raise TableError(f"{entry_where}: unknown key 'on' (only [[method]] entries have a receiver)")
+        for pattern in raw["names"]:
+            for name, prefix in _expand(pattern, prefixes):
+                tables.functions[name] = _entry(raw, name, library, prefix)
+    for raw in data.get("method", []):
+        entry_where = f"{where}: [[method]] {schema.entry_name(raw)!r}"
+        schema.check_entry(entry_where, raw)
+        on = raw.get("on")
+        if on is None:
+            raise TableError(f"{entry_where}: missing `on` (the receivers the method belongs to)")
+        on_list = [on] if isinstance(on, str) else on
+        for receiver in on_list:
+            if receiver not in receivers:
+                raise TableError(f"{entry_where}: unknown receiver {receiver!r}{schema.hint(receiver, receivers)}")
+        owner = tables.receiver_class(on_list[0])
+        for name in raw["names"]:
+            api = _entry(raw, f"{owner}.{name}", library, "")
+            for receiver in on_list:
+                tables.methods[(receiver, name)] = api
+            if api.unknown_receiver:
+                tables.unknown_methods.setdefault(name, []).append(api)
+    attrs = data.get("attributes", {})
+    tables.view_attributes.update(attrs.get("view", []))
+    tables.device_attributes.update(attrs.get("device", []))
+    tables.null_streams.update(attrs.get("null_streams", []))
+    tables.kernel_decorators.update(attrs.get("kernel_decorators", []))
+    tables.release_methods.update(attrs.get("release_methods", []))
+    for twin in data.get("pinned", []):
+        tables.pinned_twins[(twin["library"], twin["from"])] = twin
+    tables.sync_templates.update(data.get("sync", {}))
+    tables.write_combined_defaults.update(data.get("write_combined", {}).get("default", {}))
+    tables.annotations.update(data.get("annotations", {}))
+    for key in ("dtypes", "cuda", "python", "device_strings"):
+        for name, value in data.get(key, {}).items():
+            getattr(tables, key)[name] = value
+    tables.fix_families.update(data.get("fix_families", {}))
 
 
 @functools.lru_cache(maxsize=1)

@@ -5,12 +5,13 @@ from __future__ import annotations
 import io
 import tokenize
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable, Optional
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
+from libcst.metadata import MetadataWrapper, ParentNodeProvider
 
-from .analysis import analyze
+from .analysis import Project, analyze
 from .apitables import default_tables
 from .checks import ALL_RULES, CheckContext
 from .fixers import FixContext
@@ -95,6 +96,35 @@ def lint_bytes(data: bytes, filename: str, settings: Settings) -> FileResult:
     return lint_text(text, filename, settings, result)
 
 
+# The project (modules of the checked tree, and the analyses made of them) shared by every file
+# checked in this process during one run; None outside a run, where each call gets its own.
+_PROJECT: Optional[Project] = None
+
+
+def start_project(root: Optional[Path] = None) -> Project:
+    """Share one project between the files this process checks from now on (a run, a worker)."""
+    global _PROJECT
+    _PROJECT = Project(default_tables(), root=root)
+    return _PROJECT
+
+
+def end_project() -> None:
+    global _PROJECT
+    _PROJECT = None
+
+
+def _project() -> Project:
+    return _PROJECT if _PROJECT is not None else Project(default_tables())
+
+
+def _source_path(filename: str) -> Optional[Path]:
+    path = Path(filename)
+    try:
+        return path if path.suffix in (".py", ".pyi", ".ipynb") and path.is_file() else None
+    except (OSError, ValueError):
+        return None
+
+
 def lint_text(text: str, filename: str, settings: Settings, result: Optional[FileResult] = None) -> FileResult:
     result = result or FileResult(filename)
     parsed = parse(text)
@@ -118,21 +148,25 @@ def _check_module(module: cst.Module, text: str, filename: str, settings: Settin
     rules = [rule for rule in ALL_RULES if rule.code in settings.select]
     if not rules:
         return []
-    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-    imports = collect_imports(wrapper.module)
-    facts = analyze(wrapper.module, imports=imports)
-    positions: dict = {}
+    project = _project()
+    facts = analyze(module, project=project, filename=filename, path=_source_path(filename), text=text)
+    info = facts.info
+    module = facts.module
+    imports = facts.context.imports
 
-    def position(node: cst.CSTNode):
+    def position(node: cst.CSTNode, where=None):
         # Positions are resolved only when a rule reports: most files have no finding.
-        if not positions:
-            positions.update(wrapper.resolve(PositionProvider))
-        return positions[node]
+        return (where or info).position(node)
 
-    fix_context = FixContext(wrapper.module, text, facts, default_tables(), imports.bindings(),
+    def location(node: cst.CSTNode, where=None) -> tuple:
+        span = position(node, where)
+        return Location(span.start.line, span.start.column + 1), Location(span.end.line, span.end.column + 1)
+
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    fix_context = FixContext(module, text, facts, default_tables(), imports.bindings(),
                              lambda: wrapper.resolve(ParentNodeProvider), imports.qualify)
     ctx = CheckContext(line_of=lambda node: position(node).start.line, pin007_min_bytes=settings.pin007_min_bytes,
-                       fixes=fix_context, qualify=imports.qualify)
+                       fixes=fix_context, qualify=imports.qualify, module=info)
     suppressions = Suppressions(text)
     findings: dict = {}
     reproduced: Optional[bool] = None  # whether libcst writes this file back byte for byte, asked once if needed
@@ -142,10 +176,41 @@ def _check_module(module: cst.Module, text: str, filename: str, settings: Settin
         # exactly, a fix's edits would change more than its own lines, so none is offered.
         nonlocal reproduced
         if plan is not None and reproduced is None:
-            reproduced = wrapper.module.code == text
+            reproduced = module.code == text
             if not reproduced:
                 result.warning = f"{filename}: no fixes offered: libcst does not write this file back exactly"
         return plan if reproduced else None
+
+    def related_of(report) -> tuple:
+        entries = []
+        for site in sorted(report.sites, key=lambda s: _site_order(s, position, info)):
+            start, end = location(site.node, site.module)
+            entries.append(Related(message=f"buffer allocated here by `{site.api}`", filename=_filename(site.module, info, filename),
+                                   location=start, end_location=end))
+        return tuple(entries)
+
+    def trace_of(report, here: tuple) -> tuple:
+        """From the allocation to the finding, when the evidence crosses a function."""
+        crossing = report.trace or any(s.via for s in report.sites)
+        if not crossing:
+            return ()
+        steps = []
+        site = min(report.sites, key=lambda s: _site_order(s, position, info)) if report.sites else None
+        chain = []
+        while site is not None:
+            chain.append(site)
+            site = next(iter(site.via)) if site.via else None
+        for depth, site in enumerate(reversed(chain)):
+            start, end = location(site.node, site.module)
+            message = f"allocated here by `{site.api}`" if depth == 0 else f"returned by `{site.api}`"
+            steps.append(Related(message, _filename(site.module, info, filename), start, end))
+        if report.trace:
+            name = report.trace[0].function.rsplit(".", 1)[-1] or "a function"
+            steps.append(Related(f"passed to `{name}` here", filename, here[0], here[1]))
+            for step in report.trace:
+                start, end = location(step.node, step.module)
+                steps.append(Related(step.message, _filename(step.module, info, filename), start, end))
+        return tuple(steps)
 
     for rule in rules:
         for report in rule.check(facts, ctx):
@@ -153,26 +218,30 @@ def _check_module(module: cst.Module, text: str, filename: str, settings: Settin
             rows = (span.start.line, span.end.line)
             if suppressions.suppressed(rule.code, rows):
                 continue
-            related = tuple(
-                Related(message=f"buffer allocated here by `{site.api}`", filename=filename,
-                        location=Location(position(site.node).start.line, position(site.node).start.column + 1),
-                        end_location=Location(position(site.node).end.line, position(site.node).end.column + 1))
-                for site in sorted(report.sites, key=lambda s: (position(s.node).start.line,
-                                                                position(s.node).start.column)))
+            here = (Location(span.start.line, span.start.column + 1), Location(span.end.line, span.end.column + 1))
             plan = fixable(report.fix)
             finding = Finding(
-                code=rule.code, message=report.message, filename=filename,
-                location=Location(span.start.line, span.start.column + 1),
-                end_location=Location(span.end.line, span.end.column + 1),
-                fix=_rendered(wrapper.module, text, plan, settings.render_fixes), related=related, url=None,
-                plan=plan, nbytes=max((s.nbytes for s in report.sites if s.nbytes), default=None),
+                code=rule.code, message=report.message, filename=filename, location=here[0], end_location=here[1],
+                fix=_rendered(module, text, plan, settings.render_fixes), related=related_of(report), url=None,
+                trace=trace_of(report, here), plan=plan,
+                nbytes=max((s.nbytes for s in report.sites if s.nbytes), default=None),
                 direction=report.direction, pooled=any(s.pooled for s in report.sites))
             # One finding per code and place: a copy reached on two paths is still one mistake.
             findings.setdefault((rule.code, finding.location), finding)
-    result.module = wrapper.module
+    result.module = module
     result.span = lambda node: ((position(node).start.line, position(node).start.column),
                                 (position(node).end.line, position(node).end.column))
     return sorted(findings.values(), key=Finding.sort_key)
+
+
+def _site_order(site, position, info) -> tuple:
+    where = site.module or info
+    span = where.position(site.node)
+    return (where is not info, getattr(where, "filename", ""), span.start.line, span.start.column)
+
+
+def _filename(module, info, filename: str) -> str:
+    return filename if module is None or module is info else module.filename
 
 
 def _rendered(module: cst.Module, text: str, plan: Optional[Plan], with_edits: bool) -> Optional[Fix]:

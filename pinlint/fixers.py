@@ -23,6 +23,7 @@ class FixContext:
     def __init__(self, module: cst.Module, text: str, facts: FileFacts, tables: Tables, bindings: dict, parents,
                  qualify=lambda node: None) -> None:
         self.qualify = qualify
+        self.info = facts.info
         self.module = module
         self.facts = facts
         self.tables = tables
@@ -49,7 +50,7 @@ class FixContext:
         return self.module.code_for_node(node)
 
     def scope_of(self, event: Event) -> Optional[ScopeFacts]:
-        return next((s for s in self.facts.scopes if s.name == event.scope), None)
+        return self.facts.scope(event.scope)
 
 
 # ------------------------------------------------------------------ PIN001 / PIN007: pin the buffer
@@ -57,15 +58,10 @@ def _async_uses_are_synchronized(site: Site, fx: FixContext) -> bool:
     """After pinning, every async copy of the buffer becomes truly asynchronous: safe only when no CPU
     access of the buffer can run before a synchronization covering the copy, and when the buffer
     does not leave its scope (code elsewhere could touch it)."""
-    scope = next((s for s in fx.facts.scopes if s.name == site.scope), None)
+    scope = fx.facts.scope(site.scope)
     if scope is None or site in scope.escaped():
         return False
-    for index, event in enumerate(scope.events):
-        if event.type is EventType.COPY and event.is_async and site in event.sites:
-            access = EventType.WRITE if event.direction == "h2d" else EventType.READ
-            if next(scope.unsynchronized_accesses(index, access), None) is not None:
-                return False
-    return True
+    return not scope.unsynchronized_uses(site)
 
 
 def pin_allocation(site: Site, copy: Event, fx: FixContext) -> Optional[Plan]:
@@ -74,13 +70,15 @@ def pin_allocation(site: Site, copy: Event, fx: FixContext) -> Optional[Plan]:
         return None
     safe = _async_uses_are_synchronized(site, fx)
     applicability = SAFE if safe else UNSAFE
-    if site.fix in ("torch-pin-kw", "torch-dataloader-pin"):
-        args = [a for a in call.args if not (a.keyword is not None and a.keyword.value == "pin_memory")]
+    family = fx.tables.fix_families.get(site.fix, {})
+    if family.get("how") == "keyword":
+        keyword = family["keyword"]
+        args = [a for a in call.args if not (a.keyword is not None and a.keyword.value == keyword)]
         new_call = call.with_changes(args=[*_with_trailing_comma(args), cst.Arg(
-            keyword=cst.Name("pin_memory"), value=cst.Name("True"),
+            keyword=cst.Name(keyword), value=cst.Name("True"),
             equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
                                   whitespace_after=cst.SimpleWhitespace("")))])
-        return Plan(applicability, "Allocate it pinned: `pin_memory=True`", replace=((call, new_call),))
+        return Plan(applicability, f"Allocate it pinned: `{keyword}=True`", replace=((call, new_call),))
     twin = fx.tables.pinned_twins.get((copy.library, site.api))
     if twin is None or any(a.star for a in call.args):
         return None
@@ -123,6 +121,8 @@ def _with_trailing_comma(args: list) -> list:
 
 # ------------------------------------------------------------------ PIN002: hoist out of the loop
 def hoist_allocation(event: Event, loop_node: cst.CSTNode, fx: FixContext) -> Optional[Plan]:
+    if not isinstance(loop_node, (cst.For, cst.While)):
+        return None  # a comprehension: nothing to move the allocation out of
     line = fx.statement_of(event.node)
     if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
         return None
@@ -133,7 +133,7 @@ def hoist_allocation(event: Event, loop_node: cst.CSTNode, fx: FixContext) -> Op
     if fx.parent(line) is not loop_node.body:
         return None  # only a statement directly in the loop's body moves
     changing = _assigned_in(loop_node)
-    if _names_in(event.node) & changing or not _only_simple_expressions(event.node):
+    if _names_in(event.node) & changing or not _only_simple_expressions(event.node, fx.tables):
         return None
     name = assign.targets[0].target.value
     if sum(1 for assigned in _assigned_in(loop_node, count=True) if assigned == name) > 1:
@@ -143,16 +143,10 @@ def hoist_allocation(event: Event, loop_node: cst.CSTNode, fx: FixContext) -> Op
     # Reusing the buffer is the same program when it starts uninitialized anyway and no async copy
     # of it can still be running when the next iteration touches it.
     site = next(iter(event.sites))
-    safe = site.api.rsplit(".", 1)[-1] in _UNINITIALIZED and _async_uses_are_synchronized(site, fx)
+    safe = site.uninitialized and _async_uses_are_synchronized(site, fx)
     return Plan(SAFE if safe else UNSAFE,
                 "Allocate it once, before the loop (the buffer is then reused across iterations)",
                 insert_before=((fx.statement_of(loop_node), (line,)),), remove=(line,))
-
-
-# Allocators whose memory starts uninitialized: reusing one buffer does not change what the program sees.
-_UNINITIALIZED = frozenset({"empty_pinned", "empty_like_pinned", "alloc_pinned_memory", "PinnedMemory", "hostAlloc",
-                            "pinned_array", "pinned_array_like", "mapped_array", "mapped_array_like",
-                            "pagelocked_empty", "pagelocked_empty_like", "allocate", "empty", "empty_strided"})
 
 
 def _released_in(loop: cst.CSTNode, name: str, fx: FixContext) -> bool:
@@ -167,7 +161,7 @@ def _released_in(loop: cst.CSTNode, name: str, fx: FixContext) -> bool:
         def visit_Call(self, node: cst.Call) -> None:
             nonlocal released
             func = node.func
-            if isinstance(func, cst.Attribute) and func.attr.value in ("free", "close", "unregister") and \
+            if isinstance(func, cst.Attribute) and func.attr.value in fx.tables.release_methods and \
                     name in _names_in(func.value):
                 released = True
             qualified = fx.qualify(func)
@@ -232,17 +226,15 @@ def _names_in(node: cst.CSTNode) -> set:
     return names
 
 
-_PURE_CALLS = {"len", "int", "tuple", "max", "min"}
-
-
-def _only_simple_expressions(call: cst.Call) -> bool:
+def _only_simple_expressions(call: cst.Call, tables: Tables) -> bool:
     """Arguments without calls (other than len/int/...), so evaluating them earlier changes nothing."""
     ok = True
+    pure = set(tables.python.get("pure_builtins", ()))
 
     class Visitor(cst.CSTVisitor):
         def visit_Call(self, node: cst.Call) -> bool:
             nonlocal ok
-            if node is not call and not (isinstance(node.func, cst.Name) and node.func.value in _PURE_CALLS):
+            if node is not call and not (isinstance(node.func, cst.Name) and node.func.value in pure):
                 ok = False
             return True
 
@@ -310,14 +302,11 @@ def insert_sync(copy: Event, access: Event, fx: FixContext) -> Optional[Plan]:
     anchor = fx.statement_of(access.node)
     if anchor is None:
         return None
-    library = copy.library
     module = copy.api.rpartition(".")[0]
-    if library == "cuda-python":
-        library = "cuda-python-driver" if module.endswith(("driver", ".cuda")) else "cuda-python-runtime"
-    templates = fx.tables.sync_templates.get(library)
+    templates = fx.tables.sync_templates.get(copy.family) or fx.tables.sync_templates.get(copy.library)
     if templates is None:
         return None
-    stream = copy.stream_node
+    stream = copy.stream_node if copy.module is None or copy.module is fx.info else None
     if stream is not None and not isinstance(stream, (cst.Name, cst.Attribute)):
         return None  # a stream made inline cannot be named again
     imports: tuple = ()

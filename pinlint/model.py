@@ -33,23 +33,54 @@ class Kind(str, enum.Enum):
         return self in (Kind.MAPPED, Kind.MAPPED_WC)
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True)
 class Site:
-    """Where a host buffer was allocated (or registered). Identity is the site object itself."""
+    """Where a host buffer was allocated (or registered): a value, equal to any site made by the same
+    call in the same way (so a dataflow fixpoint re-creates the same sites without a memo)."""
 
     kind: Kind
-    library: str          # "numpy", "cupy", "numba", "pycuda", "cuda-python", "torch"
+    library: str          # the buffer's maker: "numpy", "cupy", "numba", "pycuda", "cuda-python", "torch"
     api: str              # qualified name or method of the allocating call
     node: cst.CSTNode     # the allocation call (fixes rewrite it; reports point to it)
-    loops: tuple[int, ...]  # ids of the loops around the allocation, outermost first
+    loops: tuple = ()     # the loops around the allocation (their nodes), outermost first
     nbytes: Optional[int] = None
     pooled: bool = False
     fix: Optional[str] = None  # fix family from the API table, None when the site cannot be rewritten
     scope: str = ""        # function (qualified) in which the site was allocated
     fresh_each_iteration: bool = False  # a new buffer per use (DataLoader batches, get() results)
-    via: frozenset = frozenset()  # for a call to a local allocating function: the sites inside it
+    via: frozenset = frozenset()  # for a call of a project function: the sites it allocates inside
     dtype: Optional[str] = None   # canonical element type ("float32") when known
     ndim: Optional[int] = None
+    variant: str = ""      # several sites of one call (a registration of each argument, a copy's destination)
+    uninitialized: bool = False  # the allocator leaves the memory uninitialized (reusing it changes nothing)
+    module: object = field(default=None, compare=False)  # the ModuleInfo holding ``node``
+
+
+@dataclass(frozen=True)
+class TraceStep:
+    """One step of an interprocedural path: a node of some module, and what happens there."""
+
+    module: object          # ModuleInfo
+    node: cst.CSTNode
+    message: str
+    function: str = ""      # the function the step is in
+
+
+@dataclass(frozen=True)
+class PendingCopy:
+    """An asynchronous copy that may still be running: the state the race rules read."""
+
+    node: cst.CSTNode
+    api: str
+    direction: str
+    sites: frozenset
+    stream: object = None          # abstract stream, None for an unknown or device-wide one
+    library: str = ""
+    stream_node: Optional[cst.CSTNode] = None
+    hypothetical: bool = False     # a pageable buffer's copy: blocking now, truly async once pinned
+    family: str = ""               # the API's family (cuda-python.runtime vs .driver): which sync fits
+    module: object = field(default=None, compare=False)
+    trace: tuple = ()              # how the copy is reached from the scope that sees it pending
 
 
 class EventType(str, enum.Enum):
@@ -61,19 +92,17 @@ class EventType(str, enum.Enum):
     SYNC = "sync"
     LAUNCH = "launch"
     ESCAPE = "escape"      # the buffer is stored, returned or handed to unknown code: it may outlive its scope
-    LOOP_START = "loop-start"
-    LOOP_END = "loop-end"
 
 
 @dataclass(frozen=True, eq=False)
 class Event:
-    """One step of a scope's execution, in source order, with its loop and branch context."""
+    """One step of a scope's execution, with its loop and branch context."""
 
     type: EventType
     node: cst.CSTNode
-    loops: tuple[int, ...]
-    branch: tuple[tuple[int, int], ...]  # (if-id, arm) pairs around the event, outermost first
-    sites: frozenset[Site] = frozenset()  # host buffer(s) involved; empty when unknown
+    loops: tuple                          # loop nodes around the event, outermost first
+    branch: tuple                         # (if node, arm) pairs around the event, outermost first
+    sites: frozenset = frozenset()        # host buffer(s) involved; empty when unknown
     maybe_unknown: bool = False           # some of the buffer's possible values are unknown
     varies_in: frozenset = frozenset()    # loops in which the buffer is a different one each iteration
     api: str = ""
@@ -83,8 +112,12 @@ class Event:
     dest_allocated: bool = False          # the copy allocated its own host destination
     staged: bool = False                  # the API stages pageable sources through a pinned pool itself
     library: str = ""                     # the library whose API made the event ("cupy", "torch", ...)
+    family: str = ""                      # the API's family in the tables (library, or library.prefix)
     stream_node: Optional[cst.CSTNode] = None  # the stream argument as written, when one was passed
     scope: str = ""
+    pending: frozenset = frozenset()      # READ/WRITE: async copies of this buffer that may still run
+    trace: tuple = ()                     # TraceSteps from this scope's call into the callee's event
+    module: object = None                 # ModuleInfo of ``node``
 
     @property
     def kinds(self) -> frozenset[Kind]:
@@ -133,6 +166,7 @@ class Finding:
     fix: Optional[Fix] = None
     related: tuple[Related, ...] = field(default=())
     url: Optional[str] = None
+    trace: tuple[Related, ...] = field(default=())  # the interprocedural path, allocation to finding
     plan: Optional[object] = field(default=None, compare=False, repr=False)  # the fix in CST terms
     nbytes: Optional[int] = field(default=None, compare=False, repr=False)   # the buffer's constant size
     direction: str = field(default="", compare=False, repr=False)

@@ -408,10 +408,24 @@ def test_unknown_pin_memory_argument_is_quiet():
     assert "PIN002" not in codes(src)
 
 
-def test_pin_memory_of_an_unknown_value_in_a_loop_is_quiet():
-    # `.pin_memory()` is only known on a tensor the analysis knows.
+def test_pin_memory_of_an_unknown_value_in_a_loop_is_reported():
+    # `.pin_memory()` is PyTorch's alone (the table marks it unique): a pinned copy every iteration.
     src = """
     import torch
+    for batch in loader():
+        x = batch.pin_memory()
+    """
+    assert rows(src, "PIN002") == [row_of(src, "batch.pin_memory()")]
+
+
+def test_pin_memory_is_not_torch_s_where_the_checked_code_defines_one():
+    # A custom batch type with its own pin_memory (what DataLoader's pin_memory=True calls).
+    src = """
+    import torch
+    class Batch:
+        def pin_memory(self):
+            self.x = self.x.pin_memory()
+            return self
     for batch in loader():
         x = batch.pin_memory()
     """

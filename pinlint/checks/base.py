@@ -20,6 +20,7 @@ class Report:
     sites: frozenset = frozenset()   # allocation sites shown as related locations
     fix: Optional[object] = None     # a fixes.Plan
     direction: str = ""              # for copies: "h2d" / "d2h" (used by `pinlint verify --estimate`)
+    trace: tuple = ()                # TraceSteps from the reported call into the callee where it happens
 
 
 @dataclass
@@ -30,10 +31,26 @@ class CheckContext:
     pin007_min_bytes: int = 0
     fixes: Optional[object] = None   # a FixContext, when fixes are wanted
     qualify: Callable = lambda node: None
+    module: object = None            # the ModuleInfo of the checked file
 
     def plan(self, builder, *args):
         """A fix plan from ``builder`` (see pinlint.fixers), or None when fixes are not wanted."""
         return builder(*args, self.fixes) if self.fixes is not None else None
+
+    def place(self, node: cst.CSTNode, module=None) -> str:
+        """``line 12`` in the checked file, ``utils.py:12`` in another module."""
+        if module is None or module is self.module:
+            return f"line {self.line_of(node)}"
+        return f"{module.filename}:{module.position(node).start.line}"
+
+    def via(self, trace: tuple) -> str:
+        """`` via `upload` (helpers.py:40)`` for an event that happens in a function the reported
+        line calls: the function called, and where in the callees it happens."""
+        if not trace:
+            return ""
+        first, last = trace[0], trace[-1]
+        name = first.function.rsplit(".", 1)[-1] if first.function else "a call"
+        return f" via `{name}` ({last.module.filename}:{last.module.position(last.node).start.line})"
 
 
 class Rule:
@@ -60,4 +77,9 @@ def is_pageable_async_copy(event: Event) -> bool:
 
 def describe_site(site: Site, ctx: CheckContext) -> str:
     api = site.api.replace("numpy.", "np.") if site.api != "arithmetic" else "arithmetic"
-    return f"`{api}` at line {ctx.line_of(site.node)}"
+    return f"`{api}` at {ctx.place(site.node, site.module)}"
+
+
+def local_site(site: Site, ctx: CheckContext) -> bool:
+    """The site is in the checked file, so a fix can rewrite it."""
+    return site.module is None or ctx.module is None or site.module is ctx.module

@@ -6,7 +6,7 @@ from typing import Iterator
 
 from ..analysis import FileFacts
 from ..fixers import pin_allocation
-from .base import CheckContext, Report, Rule, describe_site, is_pageable_async_copy
+from .base import CheckContext, Report, Rule, describe_site, is_pageable_async_copy, local_site
 
 
 class PageableAsyncCopy(Rule):
@@ -19,18 +19,20 @@ class PageableAsyncCopy(Rule):
             if not is_pageable_async_copy(copy):
                 continue
             direction = "host-to-device" if copy.direction == "h2d" else "device-to-host"
+            via = ctx.via(copy.trace)
             if copy.dest_allocated:
-                message = (f"`{copy.api}` allocates a pageable destination, so this asynchronous "
+                message = (f"`{copy.api}`{via} allocates a pageable destination, so this asynchronous "
                            f"{direction} copy blocks the host; pass a pinned destination buffer")
             else:
                 origins = ", ".join(sorted(describe_site(s, ctx) for s in copy.sites))
                 message = (f"Pageable host buffer (allocated by {origins}) in asynchronous {direction} copy "
-                           f"`{copy.api}`: the call blocks the host and cannot overlap; allocate the buffer pinned")
+                           f"`{copy.api}`{via}: the call blocks the host and cannot overlap; allocate the buffer "
+                           f"pinned")
             plan = None
-            if not copy.dest_allocated and len(copy.sites) == 1:
+            if not copy.dest_allocated and len(copy.sites) == 1 and local_site(next(iter(copy.sites)), ctx):
                 plan = ctx.plan(pin_allocation, next(iter(copy.sites)), copy)
             yield Report(copy.node, message, copy.sites if not copy.dest_allocated else frozenset(), plan,
-                         copy.direction)
+                         copy.direction, copy.trace)
 
     VALID = (
         # Pinned source: truly asynchronous.

@@ -29,15 +29,15 @@ class PinnedAllocInLoop(Rule):
                 site = next(iter(event.sites))
                 if any(loop not in site.loops for loop in event.loops):
                     continue  # allocated before the loop; this event is a use of it
-                loop = facts.loop_nodes.get(event.loops[-1])
-                plan = ctx.plan(hoist_allocation, event, loop) if loop is not None and event.type is EventType.ALLOC \
-                    and not site.via else None
-                yield Report(event.node, self._message(event, site), event.sites, plan)
+                loop = event.loops[-1]
+                plan = ctx.plan(hoist_allocation, event, loop) if event.type is EventType.ALLOC and not site.via \
+                    and not event.trace else None
+                yield Report(event.node, self._message(event, site, ctx), event.sites, plan, trace=event.trace)
 
     @staticmethod
-    def _message(event, site) -> str:
+    def _message(event, site, ctx) -> str:
         what = "registration" if event.type is EventType.REGISTER else "allocation"
-        via = f" (it allocates with `{next(iter(site.via)).api}`)" if site.via else ""
+        via = f" (it allocates with `{next(iter(site.via)).api}`)" if site.via else ctx.via(event.trace)
         if site.pooled:
             cost = ("pooled, so it avoids cudaHostAlloc, but every iteration still takes and returns a "
                     "pool block and the pool grows to the largest request")

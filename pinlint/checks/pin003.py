@@ -7,7 +7,7 @@ from typing import Iterator
 from ..analysis import FileFacts
 from ..model import EventType
 from ..fixers import drop_write_combined
-from .base import CheckContext, Report, Rule, describe_site
+from .base import CheckContext, Report, Rule, describe_site, local_site
 
 
 class WriteCombinedCpuRead(Rule):
@@ -19,12 +19,13 @@ class WriteCombinedCpuRead(Rule):
         for event in facts.events():
             if event.type is EventType.READ and event.definitely(lambda s: s.kind.is_write_combined):
                 origins = ", ".join(sorted(describe_site(s, ctx) for s in event.sites))
+                site = next(iter(event.sites))
                 yield Report(event.node,
-                             f"CPU read of write-combined memory (allocated by {origins}): write-combined memory "
-                             f"is uncached for the CPU, so reads can be very slow; drop the write-combined flag "
-                             f"unless the buffer is only ever written by the CPU", event.sites,
-                             ctx.plan(drop_write_combined, next(iter(event.sites)), ctx.qualify)
-                             if len(event.sites) == 1 else None)
+                             f"CPU read of write-combined memory{ctx.via(event.trace)} (allocated by {origins}): "
+                             f"write-combined memory is uncached for the CPU, so reads can be very slow; drop the "
+                             f"write-combined flag unless the buffer is only ever written by the CPU", event.sites,
+                             ctx.plan(drop_write_combined, site, ctx.qualify)
+                             if len(event.sites) == 1 and local_site(site, ctx) else None, trace=event.trace)
 
     VALID = (
         # Written by the CPU, read by the GPU: what write-combining is for.

@@ -24,10 +24,10 @@ class MappedMemoryReread(Rule):
                 continue
             origins = ", ".join(sorted(describe_site(s, ctx) for s in event.sites))
             yield Report(event.node,
-                         f"Kernel `{event.api}` reads zero-copy mapped host memory (allocated by {origins}) on every "
+                         f"Kernel `{event.api}`{ctx.via(event.trace)} reads zero-copy mapped host memory (allocated by {origins}) on every "
                          f"iteration of a loop: each pass crosses the bus (ten passes over 256 MiB took 52 ms "
                          f"mapped against 5.6 ms for one copy plus ten passes in device memory on an H200); "
-                         f"copy it to the device once before the loop", event.sites)
+                         f"copy it to the device once before the loop", event.sites, trace=event.trace)
 
     VALID = (
         # Read once: zero-copy is the right tool.

@@ -20,9 +20,9 @@ class AsyncD2HReadBeforeSync(Rule):
             for copy, read in scope.races("d2h", EventType.READ):
                 yield Report(read.node,
                              f"CPU read of the destination of the asynchronous device-to-host copy "
-                             f"`{copy.api}` at line {ctx.line_of(copy.node)} before any synchronization "
+                             f"`{copy.api}` at {ctx.place(copy.node, copy.module)}{ctx.via(read.trace)} before any synchronization "
                              f"that covers it: the data may not have arrived; synchronize the stream first",
-                             copy.sites, ctx.plan(insert_sync, copy, read))
+                             copy.sites, ctx.plan(insert_sync, copy, read), trace=read.trace)
 
     VALID = (
         """

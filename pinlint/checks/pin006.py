@@ -20,10 +20,10 @@ class AsyncH2DSourceOverwritten(Rule):
             for copy, write in scope.races("h2d", EventType.WRITE):
                 yield Report(write.node,
                              f"CPU write to the pinned source of the asynchronous host-to-device copy "
-                             f"`{copy.api}` at line {ctx.line_of(copy.node)} before any synchronization "
+                             f"`{copy.api}` at {ctx.place(copy.node, copy.module)}{ctx.via(write.trace)} before any synchronization "
                              f"that covers it: the GPU may still be reading it; synchronize the stream "
                              f"(or record an event and wait on it) first", copy.sites,
-                             ctx.plan(insert_sync, copy, write))
+                             ctx.plan(insert_sync, copy, write), trace=write.trace)
 
     VALID = (
         """

@@ -7,7 +7,7 @@ from typing import Iterator
 from ..analysis import FileFacts
 from ..model import Event, Site
 from ..fixers import pin_allocation
-from .base import CheckContext, Report, Rule, describe_site, is_pageable_async_copy, pageable
+from .base import CheckContext, Report, Rule, describe_site, is_pageable_async_copy, local_site, pageable
 
 
 def _allocated_outside(copy: Event, site: Site) -> bool:
@@ -33,12 +33,13 @@ class PageableTransferInLoop(Rule):
                 continue  # small constant-size transfers are latency-bound; pinning buys little
             direction = "host-to-device" if copy.direction == "h2d" else "device-to-host"
             origins = ", ".join(sorted(describe_site(s, ctx) for s in copy.sites))
+            site = next(iter(copy.sites))
             yield Report(copy.node,
                          f"Pageable host buffer (allocated by {origins}, outside the loop) in {direction} copy "
-                         f"`{copy.api}` inside a loop: every iteration transfers at pageable bandwidth; "
-                         f"allocate the buffer pinned", copy.sites,
-                         ctx.plan(pin_allocation, next(iter(copy.sites)), copy) if len(copy.sites) == 1 else None,
-                         copy.direction)
+                         f"`{copy.api}`{ctx.via(copy.trace)} inside a loop: every iteration transfers at pageable "
+                         f"bandwidth; allocate the buffer pinned", copy.sites,
+                         ctx.plan(pin_allocation, site, copy) if len(copy.sites) == 1 and local_site(site, ctx)
+                         else None, copy.direction, copy.trace)
 
     VALID = (
         # Pinned buffer reused in the loop.

@@ -1,0 +1,79 @@
+"""The memory-kind analysis: the one place where pinlint's dataflow lives.
+
+``analyze`` turns a parsed module into ``FileFacts``: for the module body and every function, the
+events of its execution (allocations, registrations, host<->device copies with their buffer,
+direction, asynchrony and stream, CPU reads and writes, synchronizations, kernel launches, escapes)
+with their loop and branch context, computed over a control-flow graph to a fixpoint, across the
+functions and modules of the checked code. The modules, one job each:
+
+- ``domain``: abstract values with their provenance, join and widening;
+- ``state``: the environment and the copies in flight at a point;
+- ``cfg``: control-flow graphs; ``solver``: the worklist fixpoint;
+- ``evaluator`` and ``transfer``: expressions and statements;
+- ``calls``: call resolution by provenance; ``effects``: one handler per API-table effect;
+- ``interproc``: calls of the checked code's own functions, per calling context;
+- ``project``: modules, classes and the memoised analyses of the checked tree;
+- ``facts``: the events and the queries rules and fixers share.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterator, Optional
+
+import libcst as cst
+
+from ..apitables import Tables, default_tables
+from .domain import Function
+from .dtypes import canonical_dtype
+from .facts import FileFacts, ScopeFacts
+from .interproc import function_value
+from .project import ModuleContext, ModuleInfo, Project
+
+
+def analyze(module: cst.Module, tables: Optional[Tables] = None, imports=None, project: Optional[Project] = None,
+            filename: str = "<unknown>", path: Optional[Path] = None, text: str = "") -> FileFacts:
+    """Analyse one module (``imports`` is accepted for compatibility and recomputed)."""
+    project = project or Project(tables or default_tables())
+    ctx = project.add_module(filename, module, path, text)
+    scopes = [ScopeFacts("<module>", module, list(project.module_scope(ctx).events))]
+    for fn in functions_of(ctx):
+        outcome = project.baseline(fn)
+        scopes.append(ScopeFacts(fn.name, fn.node, list(outcome.events) if outcome is not None else []))
+    depth: dict = {}
+    for graph in project._graphs.values():
+        depth.update(graph.loop_branch_depth)
+    return FileFacts(module, scopes, project, ctx, depth)
+
+
+def functions_of(ctx: ModuleContext) -> Iterator[Function]:
+    """Every function of a module, methods and nested functions included, depth first."""
+    yield from _functions_in_block(ctx, ctx.info.module.body, "<module>", "")
+
+
+def _functions_in_block(ctx: ModuleContext, body, scope: str, class_prefix: str) -> Iterator[Function]:
+    from ..walk import child_blocks, suite_body
+    for node in body:
+        if isinstance(node, cst.FunctionDef):
+            fn = ctx.function_value(node, scope)
+            yield fn
+            yield from _functions_in_block(ctx, suite_body(node.body), fn.name, "")
+        elif isinstance(node, cst.ClassDef):
+            prefix = (f"{scope}.<locals>." if scope != "<module>" else "") + class_prefix
+            cls = ctx.class_value(node, prefix=prefix)
+            info = ctx.project.class_info(cls)
+            for member in info.members.values():
+                if member.kind == "nested-class":
+                    continue
+                fn = function_value(member)
+                yield fn
+                yield from _functions_in_block(ctx, suite_body(member.node.body), fn.name, "")
+            nested = [m.node for m in info.members.values() if m.kind == "nested-class"]
+            yield from _functions_in_block(ctx, nested, scope, f"{cls.name}.")
+        elif not isinstance(node, cst.SimpleStatementLine):
+            for block in child_blocks(node):
+                yield from _functions_in_block(ctx, block, scope, class_prefix)
+
+
+__all__ = ["FileFacts", "ModuleContext", "ModuleInfo", "Project", "ScopeFacts", "analyze", "canonical_dtype",
+           "functions_of"]

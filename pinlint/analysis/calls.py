@@ -1,0 +1,295 @@
+"""Call resolution: which API, project function or builtin a call is, by the provenance of its callee.
+
+A library call resolves through the import map to a table entry; a method through the provenance of
+its receiver (a CuPy device array's ``get``, a Numba ``DeviceNDArray``'s ``copy_to_host``). A method
+on a receiver nothing explains matches only a table entry marked unique to one library, and only
+when the checked code defines no method of that name itself: other projects have their own
+``copy_to_host``, ``get`` and ``set``. Calls of the checked code's own functions, methods and classes
+are analysed in ``interproc``.
+"""
+
+from __future__ import annotations
+
+import builtins
+from typing import Optional
+
+import libcst as cst
+
+from ..model import EventType
+from . import effects, interproc
+from .domain import (UNKNOWN, ClassRef, Const, Device, Function, Host, Instance, Items, Iteration, Loader, Mapping,
+                     ModuleRef, Obj, Seq, Stream, Super, Tensor, Value, add_element, element_of, join, mapping)
+from .effects import Args
+
+_BUILTINS = frozenset(dir(builtins))
+
+
+def receiver_types(value: Value) -> list:
+    """The table receivers a value's methods are looked up on, most specific first."""
+    if isinstance(value, Host):
+        return ["torch.host", "host"] if value.library == "torch" else ["host"]
+    if isinstance(value, Device):
+        return [f"{value.library}.device", "device"]
+    if isinstance(value, Tensor):
+        return ["torch.device", "torch.host", "host"]
+    if isinstance(value, Stream):
+        return ["stream"]
+    if isinstance(value, Obj):
+        return [value.tag]
+    if isinstance(value, Loader):
+        return ["loader"]
+    return []
+
+
+class Calls:
+    def __init__(self, ev) -> None:
+        self.ev = ev
+
+    # ------------------------------------------------------------------ arguments
+    def arguments(self, node: cst.Call) -> Args:
+        positional, keywords, star, starred = [], {}, False, []
+        for arg in node.args:
+            value = self.ev.expr(arg.value)
+            if arg.star:
+                star = True  # positions after a *args, and keywords in a **kwargs, are unknown
+                starred.append(value)
+            elif arg.keyword is not None:
+                keywords[arg.keyword.value] = (arg.value, value)
+            elif not star:
+                positional.append((arg.value, value))
+            else:
+                starred.append(value)
+        return Args(tuple(positional), keywords, star, tuple(starred))
+
+    # ------------------------------------------------------------------ calls
+    def call(self, node: cst.Call) -> Value:
+        ev = self.ev
+        func = node.func
+        if ev.is_import_path(func):
+            return self._qualified_call(node, func)
+        if isinstance(func, cst.Attribute):
+            receiver = ev.expr(func.value)
+            return self.method_call(receiver, func.attr.value, node, func.value)
+        if isinstance(func, cst.Subscript):
+            callee = ev.expr(func.value)  # kernel[grid, block](...)
+            ev.slices(func)
+        else:
+            callee = ev.expr(func)
+        args = self.arguments(node)
+        if isinstance(func, cst.Name) and func.value in _BUILTINS and callee is UNKNOWN and \
+                ev.lookup(func.value) is None and ev.module.imports.lookup(func.value) is None:
+            return self.builtin(node, func.value, args)
+        return self.call_value(callee, node, args)
+
+    def _qualified_call(self, node: cst.Call, func) -> Value:
+        ev = self.ev
+        qualified = ev.module.imports.qualify(func)
+        api = ev.tables.functions.get(qualified) if qualified else None
+        if api is not None:
+            return effects.apply(ev, api, node, None, self.arguments(node))
+        library = ev.tables.library_of(qualified) if qualified else None
+        if library is None and qualified:
+            target = ev.module.project.resolve(qualified, ev.module)
+            if isinstance(target, (Function, ClassRef)):
+                return self.call_value(target, node, self.arguments(node))
+        if isinstance(func, cst.Attribute) and library not in (None, "numpy"):
+            receiver = ev.qualified_value(func.value)  # e.g. cp.cuda.Stream.null.synchronize()
+            if receiver is not UNKNOWN:
+                return self.method_call(receiver, func.attr.value, node, None)
+        args = self.arguments(node)
+        if library == "numpy":
+            ev.read_hosts(node, args.values())  # np.sum(h), np.mean(h): NumPy reads what it is given
+            return UNKNOWN
+        ev.escape(node, args.values())  # an unknown call may store its arguments anywhere
+        return UNKNOWN
+
+    def method_call(self, receiver: Value, name: str, node: cst.Call, receiver_expr) -> Value:
+        ev = self.ev
+        if isinstance(receiver, (Instance, ClassRef, ModuleRef, Super)):
+            member = self.member(receiver, name, node)
+            args = self.arguments(node)
+            if isinstance(member, (Function, ClassRef)):
+                return self.call_value(member, node, args, receiver_expr)
+            ev.escape(node, args.values())
+            return UNKNOWN
+        args = self.arguments(node)
+        if isinstance(receiver, (Mapping, Seq, Items, Iteration)):
+            result = self.container_method(receiver, name, node, args, receiver_expr)
+            if result is not None:
+                return result
+        api = self.table_method(receiver, name, args)
+        if api is not None:
+            return effects.apply(ev, api, node, receiver, args)
+        if isinstance(receiver, (Device, Tensor)):
+            return receiver if isinstance(receiver, Tensor) else Device(receiver.library)  # device work
+        if isinstance(receiver, Function) and receiver.kernel:
+            return receiver  # kernel.forall(n), kernel.configure(...): still the kernel
+        ev.escape(node, args.values())
+        return UNKNOWN
+
+    def table_method(self, receiver: Value, name: str, args: Args):
+        tables = self.ev.tables
+        kinds = receiver_types(receiver)
+        for on in kinds:
+            api = tables.methods.get((on, name))
+            if api is not None:
+                return api
+        if kinds or not _unexplained(receiver):
+            return None
+        # Nothing explains the receiver: only a signature one library alone has identifies it.
+        for api in tables.unknown_methods.get(name, ()):
+            if all(kw in args.keywords for kw in api.requires_kw) and \
+                    not self.ev.module.project.defines_method(name):
+                return api
+        return None
+
+    def call_value(self, callee: Value, node: cst.Call, args: Args, receiver_expr=None) -> Value:
+        ev = self.ev
+        if isinstance(callee, Function):
+            if callee.kernel:
+                self.launch(node, callee.name, args.values())
+                return UNKNOWN
+            return interproc.call(ev, callee, args, node, receiver_expr)
+        if isinstance(callee, ClassRef):
+            return interproc.construct(ev, callee, args, node)
+        if callee == Obj("kernel"):
+            self.launch(node, "kernel", args.values())
+            return UNKNOWN
+        ev.escape(node, args.values())  # an unknown call may store its arguments anywhere
+        return UNKNOWN
+
+    def launch(self, node: cst.Call, name: str, values) -> None:
+        from .domain import flatten
+        for value in flatten(values):
+            if isinstance(value, Host):
+                self.ev.event(EventType.LAUNCH, node, value, api=name)
+
+    # ------------------------------------------------------------------ members
+    def member(self, base: Value, attr: str, node) -> Value:
+        return interproc.member(self.ev, base, attr, node)
+
+    # ------------------------------------------------------------------ builtins
+    def builtin(self, node: cst.Call, name: str, args: Args) -> Value:
+        ev = self.ev
+        python = ev.tables.python
+        if name in python.get("reading_builtins", ()):
+            ev.read_hosts(node, [v for _, v in args.positional])
+            if any(isinstance(v, (Device, Tensor)) for _, v in args.positional):
+                # float(d.sum()), print(d): the value must come back first, a blocking copy.
+                ev.event(EventType.SYNC, node, api=name)
+        elif name not in python.get("non_storing_builtins", ()):
+            ev.escape(node, args.values())  # setattr(obj, name, h), ...
+        first = args.positional[0][1] if args.positional else UNKNOWN
+        if name == "enumerate" and args.positional:
+            return Iteration(Items((UNKNOWN, element_of(first))))
+        if name == "zip":
+            return Iteration(Items(tuple(element_of(v) for _, v in args.positional)))
+        if name in ("iter", "reversed"):
+            return first if isinstance(first, (Loader, Iteration, Seq, Items)) else UNKNOWN
+        if name == "next":
+            return element_of(first)
+        if name in ("list", "tuple", "set", "sorted", "frozenset"):
+            if isinstance(first, (Items, Seq, Iteration, Mapping)):
+                return Seq(element_of(first)) if not isinstance(first, Mapping) else UNKNOWN
+            return UNKNOWN if args.positional else Items(())
+        if name == "dict":
+            entries = {key: value for key, (_, value) in args.keywords.items()}
+            if isinstance(first, Mapping):
+                return mapping({**dict(first.entries), **entries}, first.rest)
+            return mapping(entries, None if not args.positional else UNKNOWN)
+        if name == "super":
+            return interproc.super_value(ev)
+        if name == "getattr" and len(args.positional) >= 2 and isinstance(args.positional[1][1], Const) and \
+                isinstance(args.positional[1][1].single, str):
+            return ev.attribute(first, args.positional[1][1].single, node)
+        return UNKNOWN
+
+    # ------------------------------------------------------------------ containers
+    def container_method(self, receiver: Value, name: str, node, args: Args, receiver_expr) -> Optional[Value]:
+        """Lists and dicts hold what is put in them: ``inputs.append(mem)`` makes ``inputs`` a list of
+        such values (the stored buffer escapes the statement, as any store does)."""
+        ev = self.ev
+        values = [v for _, v in args.positional]
+        mutators = ev.tables.python.get("container_mutators", ())
+        if name in mutators:
+            if name in ("append", "add", "appendleft") and values:
+                updated = add_element(receiver, values[0])
+            elif name == "insert" and len(values) >= 2:
+                updated = add_element(receiver, values[1])
+            elif name in ("extend", "extendleft") and values:
+                updated = add_element(receiver, element_of(values[0])) if not _empty(values[0]) else receiver
+            elif name == "update" and isinstance(receiver, Mapping):
+                other = values[0] if values else mapping({k: v for k, (_, v) in args.keywords.items()})
+                updated = join(receiver, other) if isinstance(other, Mapping) else Mapping(receiver.entries, UNKNOWN)
+            elif name == "setdefault" and isinstance(receiver, Mapping) and values:
+                key = values[0]
+                default = values[1] if len(values) > 1 else Const.of(None)
+                if isinstance(key, Const) and key.single is not None and receiver.get(key.single) is None:
+                    updated = receiver.with_entry(key.single, default)
+                else:
+                    updated = receiver
+                ev.escape(node, values[1:])
+                self._rebind(receiver_expr, updated)
+                return receiver.get(key.single) if isinstance(key, Const) and receiver.get(key.single) is not None \
+                    else default
+            else:
+                return None
+            ev.escape(node, values)
+            self._rebind(receiver_expr, updated)
+            return Const.of(None)
+        if name in ("values",) and isinstance(receiver, Mapping):
+            return Iteration(element_of(Items(tuple(receiver.values())))) if receiver.values() else Iteration(UNKNOWN)
+        if name == "items" and isinstance(receiver, Mapping):
+            element = element_of(Items(tuple(receiver.values()))) if receiver.values() else UNKNOWN
+            return Iteration(Items((UNKNOWN, element)))
+        if name == "keys" and isinstance(receiver, Mapping):
+            return Iteration(UNKNOWN)
+        if name == "get" and isinstance(receiver, Mapping) and values:
+            key = values[0]
+            default = values[1] if len(values) > 1 else Const.of(None)
+            found = receiver.get(key.single) if isinstance(key, Const) and key.single is not None else None
+            if found is not None:
+                return found
+            candidates = receiver.values()
+            return join(element_of(Items(tuple(candidates))), default) if candidates else default
+        if name in ("pop", "popleft", "popitem") and isinstance(receiver, (Seq, Items, Mapping)):
+            if isinstance(receiver, Mapping):
+                key = values[0] if values else UNKNOWN
+                found = receiver.get(key.single) if isinstance(key, Const) and key.single is not None else None
+                return found if found is not None else element_of(Items(tuple(receiver.values())))
+            return element_of(receiver)
+        if name == "copy":
+            return receiver
+        if name in ("index", "count", "clear", "remove", "sort", "reverse", "discard"):
+            return UNKNOWN
+        return None
+
+    def _rebind(self, receiver_expr, value: Value) -> None:
+        from .transfer import rebind
+        if receiver_expr is not None:
+            rebind(self.ev, receiver_expr, value)
+
+    # ------------------------------------------------------------------ annotations, with
+    def annotated(self, annotation: cst.Annotation, target=None) -> Value:
+        return interproc.annotation_value(self.ev.module, annotation.annotation)
+
+    def enter_context(self, value: Value, node) -> Value:
+        if isinstance(value, Instance):
+            entered = self.member(value, "__enter__", node)
+            if isinstance(entered, Function):
+                return interproc.call(self.ev, entered, Args((), {}, False), node, None)
+            return value
+        return UNKNOWN
+
+
+def _unexplained(value: Value) -> bool:
+    """A value nothing in the checked code explains (as opposed to a constant, a container, a
+    function or an object of the checked code, which are not library objects)."""
+    return value is UNKNOWN
+
+
+def _empty(value: Value) -> bool:
+    return isinstance(value, Items) and not value.items
+
+
+__all__ = ["Calls", "receiver_types"]

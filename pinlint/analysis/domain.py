@@ -1,0 +1,426 @@
+"""The abstract domain: what a value may be, with its provenance, and how values join and widen.
+
+A host buffer is the set of allocation sites it may come from (a may-point-to set), so branch joins
+fall out as set union: one kind when every site agrees, a "maybe" when they differ. Every value
+records which library made it (a CuPy device array, a Numba ``DeviceNDArray``, a torch tensor, a
+stream), because methods resolve through that provenance, never through their name alone.
+``UNKNOWN`` is everything the checked code does not explain; rules never report on it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Optional
+
+
+class Value:
+    __slots__ = ()
+
+
+@dataclass(frozen=True)
+class Unknown(Value):
+    pass
+
+
+UNKNOWN = Unknown()
+# Inside a Const's set of values: "or any other value" (a parameter that defaults to 0).
+ANYTHING = object()
+
+
+@dataclass(frozen=True)
+class Host(Value):
+    """Host memory: a buffer, a view of one, or a raw pointer into one. ``sites`` empty with
+    ``maybe_unknown`` is a host array of unknown kind (an ``np.ndarray`` parameter): its provenance
+    is known (its methods resolve) but no rule can report on it."""
+
+    sites: frozenset
+    library: str = "numpy"        # which methods apply: "numpy" arrays or "torch" CPU tensors
+    maybe_unknown: bool = False   # joined with an unknown value on some path
+    batch: bool = False           # a DataLoader batch: indexing picks a tensor, not an element
+    varies: frozenset = frozenset()  # loops whose iterations each see a different buffer (`for a in arrays`)
+    contiguous: Optional[bool] = True  # False after a transpose; None when it cannot be told
+    pointer: bool = False         # a raw address (cudaHostAlloc's ptr, h.ctypes): arithmetic on it reads nothing
+
+    def kinds(self) -> frozenset:
+        return frozenset(s.kind for s in self.sites)
+
+
+def unknown_host(library: str = "numpy") -> Host:
+    return Host(frozenset(), library, maybe_unknown=True)
+
+
+@dataclass(frozen=True)
+class Device(Value):
+    """Device memory made by ``library``; Numba arrays remember the stream they were made on."""
+
+    library: str
+    stream: Optional["Stream"] = None
+
+
+@dataclass(frozen=True)
+class Tensor(Value):
+    """A torch tensor whose device nothing tells (a ``torch.Tensor`` parameter, a receiver that only
+    PyTorch's signatures fit): its methods resolve as torch's, its memory is unknown."""
+
+
+@dataclass(frozen=True)
+class Stream(Value):
+    """A stream object, identified by the call (or parameter) that made it. ``default`` streams never
+    make copies asynchronous."""
+
+    origin: object = None
+    default: bool = False
+    library: str = ""
+
+
+@dataclass(frozen=True)
+class Const(Value):
+    """A constant, or a small set of constants after a join (``"cuda" if ok else "cpu"``)."""
+
+    values: frozenset
+
+    @staticmethod
+    def of(value) -> "Const":
+        return Const(frozenset([value]))
+
+    @property
+    def single(self):
+        return next(iter(self.values)) if len(self.values) == 1 else None
+
+    def is_exactly(self, value) -> bool:
+        return len(self.values) == 1 and next(iter(self.values)) == value
+
+
+@dataclass(frozen=True)
+class Items(Value):
+    """A tuple or list of known length (a literal, ``(err, ptr)`` results)."""
+
+    items: tuple
+
+
+@dataclass(frozen=True)
+class Seq(Value):
+    """A list, set or tuple of unknown length whose every element may be ``element``."""
+
+    element: Value
+
+
+@dataclass(frozen=True)
+class Mapping(Value):
+    """A dict: values of constant keys, and ``rest`` for what other keys may hold (None: nothing)."""
+
+    entries: tuple = ()            # ((key, value), ...) sorted by repr(key)
+    rest: Optional[Value] = None
+
+    def get(self, key) -> Optional[Value]:
+        for k, v in self.entries:
+            if k == key:
+                return v
+        return None
+
+    def with_entry(self, key, value: Value) -> "Mapping":
+        entries = dict(self.entries)
+        entries[key] = value
+        return Mapping(_sorted_entries(entries), self.rest)
+
+    def values(self) -> list:
+        found = [v for _, v in self.entries]
+        return found + ([self.rest] if self.rest is not None else [])
+
+
+def _sorted_entries(entries: dict) -> tuple:
+    return tuple(sorted(entries.items(), key=lambda kv: repr(kv[0])))
+
+
+def mapping(entries: dict, rest: Optional[Value] = None) -> Mapping:
+    return Mapping(_sorted_entries(entries), rest)
+
+
+@dataclass(frozen=True)
+class DeviceSpec(Value):
+    """A torch device: ``cuda`` True, False (cpu) or None (either)."""
+
+    cuda: Optional[bool]
+
+
+@dataclass(frozen=True)
+class Loader(Value):
+    """A torch DataLoader; iterating it yields batches allocated at ``site``."""
+
+    site: object
+
+
+@dataclass(frozen=True)
+class Obj(Value):
+    """Library objects whose methods matter: "event", "gpu-device", "pool", "kernel", "kernel-module"."""
+
+    tag: str
+
+
+@dataclass(frozen=True)
+class Context(Value):
+    """What a ``with`` statement enters: a stream made current, or registered (pinned/mapped) buffers."""
+
+    stream: Optional[Stream] = None
+    registered: tuple = ()  # ((environment key, Host value), ...)
+    sync_on_exit: Optional[Stream] = None  # the block ends with a synchronize of this stream
+    sync_node: object = None
+
+
+@dataclass(frozen=True)
+class Function(Value):
+    """A function of the checked code; ``bound`` is the receiver of a bound method."""
+
+    node: object
+    module: object = None       # ModuleInfo
+    name: str = ""              # qualified name inside its module
+    kernel: bool = False
+    bound: Optional[Value] = None
+    klass: object = None        # ClassRef of a method
+    kind: str = "function"      # "function", "method", "static", "class", "property"
+
+
+@dataclass(frozen=True)
+class ClassRef(Value):
+    """A class of the checked code: calling it constructs an ``Instance``."""
+
+    node: object
+    module: object = None
+    name: str = ""
+
+
+@dataclass(frozen=True)
+class Instance(Value):
+    """An object of a class of the checked code, with what its fields are known to hold."""
+
+    klass: ClassRef
+    fields: tuple = ()  # ((name, value), ...) sorted by name
+
+    def field(self, name: str) -> Optional[Value]:
+        for key, value in self.fields:
+            if key == name:
+                return value
+        return None
+
+    def with_fields(self, updates: dict) -> "Instance":
+        fields = dict(self.fields)
+        fields.update(updates)
+        return Instance(self.klass, tuple(sorted(fields.items())))
+
+
+@dataclass(frozen=True)
+class ModuleRef(Value):
+    """A module of the checked code, imported as a name (``import utils``, ``from . import io``)."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class Iteration(Value):
+    """``enumerate(x)`` / ``zip(a, b)`` / ``d.items()``: what each step yields."""
+
+    element: Value
+
+
+@dataclass(frozen=True)
+class Super(Value):
+    """``super()`` inside a method: attribute lookups start after ``klass`` in the bases."""
+
+    klass: ClassRef
+    receiver: Value
+
+
+# ------------------------------------------------------------------------------------ joins
+_CONST_LIMIT = 8      # a join of more constants than this is widened to UNKNOWN
+_DEPTH_LIMIT = 4      # containers nested deeper than this are widened to UNKNOWN
+
+
+def join(a: Value, b: Value) -> Value:
+    if a == b:
+        return a
+    if isinstance(a, Host) and isinstance(b, Host):
+        return Host(a.sites | b.sites, a.library if a.library == b.library else "numpy",
+                    a.maybe_unknown or b.maybe_unknown, a.batch and b.batch, a.varies | b.varies,
+                    a.contiguous if a.contiguous == b.contiguous else None, a.pointer and b.pointer)
+    if isinstance(a, Host) and isinstance(b, Unknown):
+        return replace(a, maybe_unknown=True)
+    if isinstance(b, Host) and isinstance(a, Unknown):
+        return replace(b, maybe_unknown=True)
+    if isinstance(a, Const) and isinstance(b, Const):
+        values = a.values | b.values
+        return Const(values) if len(values) <= _CONST_LIMIT else UNKNOWN
+    if isinstance(a, Device) and isinstance(b, Device) and a.library == b.library:
+        return Device(a.library, a.stream if a.stream == b.stream else None)
+    if isinstance(a, DeviceSpec) and isinstance(b, DeviceSpec):
+        return DeviceSpec(None)
+    if isinstance(a, Items) and isinstance(b, Items) and len(a.items) == len(b.items):
+        return Items(tuple(join(x, y) for x, y in zip(a.items, b.items)))
+    if isinstance(a, (Items, Seq)) and isinstance(b, (Items, Seq)):
+        if isinstance(a, Items) and not a.items:
+            return b if isinstance(b, Seq) else Seq(element_of(b))  # an empty list adds no element
+        if isinstance(b, Items) and not b.items:
+            return a if isinstance(a, Seq) else Seq(element_of(a))
+        return Seq(join(element_of(a), element_of(b)))
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        entries = dict(a.entries)
+        for key, value in b.entries:
+            entries[key] = join(entries[key], value) if key in entries else value
+        rest = a.rest if b.rest is None else (b.rest if a.rest is None else join(a.rest, b.rest))
+        return mapping(entries, rest)
+    if isinstance(a, Instance) and isinstance(b, Instance) and a.klass == b.klass:
+        left, right = dict(a.fields), dict(b.fields)
+        fields = {k: join(left[k], right[k]) if k in left and k in right else (left.get(k) or right.get(k))
+                  for k in set(left) | set(right)}
+        return Instance(a.klass, tuple(sorted(fields.items())))
+    if isinstance(a, Iteration) and isinstance(b, Iteration):
+        return Iteration(join(a.element, b.element))
+    if isinstance(a, (Tensor, Host)) and isinstance(b, (Tensor, Device)) and _torch(a) and _torch(b):
+        return Tensor()
+    if isinstance(b, (Tensor, Host)) and isinstance(a, (Tensor, Device)) and _torch(a) and _torch(b):
+        return Tensor()
+    return UNKNOWN
+
+
+def _torch(value: Value) -> bool:
+    return isinstance(value, Tensor) or getattr(value, "library", None) == "torch"
+
+
+def widen(value: Value, depth: int = 0) -> Value:
+    """Bound a value so a loop's fixpoint terminates: deep containers and long constant sets go."""
+    if depth > _DEPTH_LIMIT:
+        return UNKNOWN
+    if isinstance(value, Items):
+        return Items(tuple(widen(v, depth + 1) for v in value.items))
+    if isinstance(value, Seq):
+        return Seq(widen(value.element, depth + 1))
+    if isinstance(value, Mapping):
+        return Mapping(tuple((k, widen(v, depth + 1)) for k, v in value.entries),
+                       widen(value.rest, depth + 1) if value.rest is not None else None)
+    if isinstance(value, Instance):
+        return Instance(value.klass, tuple((k, widen(v, depth + 1)) for k, v in value.fields))
+    if isinstance(value, Iteration):
+        return Iteration(widen(value.element, depth + 1))
+    return value
+
+
+def widen_join(old: Value, new: Value) -> Value:
+    """The join at a loop head after it has been visited a few times: constants that keep changing
+    (a counter) become unknown at once instead of growing one value per pass."""
+    joined = join(old, new)
+    if joined != old and isinstance(joined, Const):
+        return UNKNOWN
+    return widen(joined)
+
+
+# ------------------------------------------------------------------------------------ helpers
+def element_of(value: Optional[Value]) -> Value:
+    """What iterating ``value`` yields."""
+    if isinstance(value, Loader):
+        return Host(frozenset([value.site]), "torch", batch=True)
+    if isinstance(value, Iteration):
+        return value.element
+    if isinstance(value, Seq):
+        return value.element
+    if isinstance(value, Items):
+        if not value.items:
+            return UNKNOWN
+        element = value.items[0]
+        for other in value.items[1:]:
+            element = join(element, other)
+        return element
+    if isinstance(value, Host) and not value.pointer and value.sites and \
+            all(s.ndim is not None and s.ndim >= 2 for s in value.sites):
+        return value  # the rows of a 2-D (or more) array: views of the same memory
+    if isinstance(value, Device):
+        return value
+    return UNKNOWN
+
+
+def add_element(container: Value, element: Value) -> Value:
+    """The container after ``element`` is put in it (an empty list holds just that element)."""
+    if isinstance(container, Items) and not container.items:
+        return Seq(element)
+    if isinstance(container, (Items, Seq)):
+        return Seq(join(element_of(container), element))
+    if isinstance(container, Mapping):
+        return Mapping(container.entries, element if container.rest is None else join(container.rest, element))
+    return Seq(element)
+
+
+def varying_in(value: Value, loop) -> Value:
+    """The element a loop binds on each iteration of a container: a different buffer every time."""
+    if isinstance(value, Host):
+        return replace(value, varies=value.varies | {loop})
+    if isinstance(value, Items):
+        return Items(tuple(varying_in(item, loop) for item in value.items))
+    if isinstance(value, Instance):
+        return Instance(value.klass, tuple((k, varying_in(v, loop)) for k, v in value.fields))
+    if isinstance(value, Seq):
+        return Seq(varying_in(value.element, loop))
+    return value
+
+
+def flatten(values):
+    """Every value held in ``values``, looking inside containers and objects."""
+    for value in values:
+        if isinstance(value, Items):
+            yield from flatten(value.items)
+        elif isinstance(value, Seq):
+            yield from flatten([value.element])
+        elif isinstance(value, Mapping):
+            yield from flatten(value.values())
+        elif isinstance(value, Instance):
+            yield from flatten(v for _, v in value.fields)
+        elif isinstance(value, Iteration):
+            yield from flatten([value.element])
+        else:
+            yield value
+
+
+def sites_of(value: Value) -> tuple[frozenset, bool]:
+    if isinstance(value, Host):
+        return value.sites, value.maybe_unknown
+    return frozenset(), True
+
+
+def interesting(value: Value) -> bool:
+    """Whether a value carries anything a callee's analysis could use: a buffer, a device object, a
+    stream, an object of the checked code. Calls whose arguments are all uninteresting share one
+    analysis of the callee."""
+    for item in flatten([value]):
+        if isinstance(item, (Host, Device, Stream, Tensor, Loader, ClassRef, Function)):
+            return True
+        if isinstance(item, Instance):
+            return True
+    return False
+
+
+def map_sites(value: Value, mapping_fn) -> Value:
+    """``value`` with every host site replaced by ``mapping_fn(site)`` (same site when it returns it)."""
+    if isinstance(value, Host):
+        sites = frozenset(mapping_fn(s) for s in value.sites)
+        return value if sites == value.sites else replace(value, sites=sites)
+    if isinstance(value, Items):
+        return Items(tuple(map_sites(v, mapping_fn) for v in value.items))
+    if isinstance(value, Seq):
+        return Seq(map_sites(value.element, mapping_fn))
+    if isinstance(value, Mapping):
+        return Mapping(tuple((k, map_sites(v, mapping_fn)) for k, v in value.entries),
+                       map_sites(value.rest, mapping_fn) if value.rest is not None else None)
+    if isinstance(value, Instance):
+        return Instance(value.klass, tuple((k, map_sites(v, mapping_fn)) for k, v in value.fields))
+    if isinstance(value, Iteration):
+        return Iteration(map_sites(value.element, mapping_fn))
+    if isinstance(value, Loader):
+        return Loader(mapping_fn(value.site))
+    return value
+
+
+def all_sites(value: Value) -> frozenset:
+    found = set()
+    for item in flatten([value]):
+        if isinstance(item, Host):
+            found |= item.sites
+        elif isinstance(item, Loader):
+            found.add(item.site)
+    return frozenset(found)

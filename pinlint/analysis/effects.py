@@ -1,0 +1,543 @@
+"""One handler per table effect: what a library call does to host memory, streams and devices.
+
+``EFFECTS`` maps each effect name of ``pinlint.tableschema`` to its handler; the two are checked
+against each other when this module is imported, so a table can only name effects that exist.
+A handler gets the evaluator, the table entry, the call node, the receiver (for methods) and the
+evaluated arguments, and returns the call's value.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from typing import Optional
+
+import libcst as cst
+
+from .. import tableschema
+from ..apitables import Api, ArgSpec
+from ..model import EventType, Kind
+from .domain import (ANYTHING, UNKNOWN, Const, Context, Device, DeviceSpec, Host, Items, Loader, Obj, Stream, Tensor,
+                     Value, flatten, join)
+from .dtypes import canonical_dtype, common, element_count, item_size, range_length, transposed
+from .state import STREAM
+
+_TRANSPOSING = frozenset({"T", "mT", "transpose", "swapaxes", "permute", "moveaxis"})
+
+
+@dataclass(frozen=True)
+class Args:
+    positional: tuple           # (expr, value)
+    keywords: dict              # name -> (expr, value)
+    star: bool                  # *args or **kwargs present: positions after them are unknown
+    starred: tuple = ()         # values passed through *args / **kwargs (or after them)
+
+    def get(self, spec: Optional[ArgSpec]) -> Optional[tuple]:
+        if spec is None:
+            return None
+        if spec.kw is not None and spec.kw in self.keywords:
+            return self.keywords[spec.kw]
+        if spec.pos is not None and spec.pos < len(self.positional):
+            return self.positional[spec.pos]
+        return None
+
+    def value(self, spec: Optional[ArgSpec], default: Value = UNKNOWN) -> Value:
+        found = self.get(spec)
+        return found[1] if found is not None else default
+
+    def present(self, spec: Optional[ArgSpec]) -> bool:
+        return self.get(spec) is not None
+
+    def values(self) -> list:
+        return [v for _, v in (*self.positional, *self.keywords.values())] + list(self.starred)
+
+
+def apply(ev, api: Api, node: cst.Call, receiver: Optional[Value], args: Args) -> Value:
+    return EFFECTS[api.effect](ev, api, node, receiver, args)
+
+
+def _arg_value(spec: Optional[ArgSpec], receiver: Optional[Value], args: Args) -> Value:
+    if spec is None:
+        return UNKNOWN
+    if spec.is_self:
+        return receiver if receiver is not None else UNKNOWN
+    return args.value(spec)
+
+
+def _err_tuple(api: Api, value: Value) -> Value:
+    return Items((UNKNOWN, value)) if api.opt("returns") == "err-tuple" else value
+
+
+def host_flavour(ev, api: Api, receiver: Optional[Value]) -> str:
+    if isinstance(receiver, Host):
+        return receiver.library
+    return ev.tables.host_flavour.get(api.library, "numpy")
+
+
+def display(ev, api: str, flavour: str) -> str:
+    """Method names read as the receiver's class: a torch tensor's ``float`` is ``Tensor.float``."""
+    host_class = ev.tables.receiver_class("host")
+    if flavour == "torch" and api.startswith(host_class + "."):
+        return ev.tables.receiver_class("torch.host") + api[len(host_class):]
+    return api
+
+
+# ------------------------------------------------------------------------------ devices & flags
+def device_of(value: Value, tables) -> Optional[bool]:
+    """True for a CUDA device, False for the CPU, None when it cannot be told."""
+    if isinstance(value, DeviceSpec):
+        return value.cuda if value.cuda is not None else True
+    if isinstance(value, Const):
+        cuda = re.compile(tables.device_strings.get("cuda", r"^cuda$"))
+        cpu = re.compile(tables.device_strings.get("cpu", r"^cpu$"))
+        answers = set()
+        for option in value.values:
+            if isinstance(option, bool) or option is ANYTHING:
+                return None
+            if isinstance(option, int):
+                answers.add(True)
+            elif isinstance(option, str) and cuda.match(option):
+                answers.add(True)
+            elif isinstance(option, str) and cpu.match(option):
+                answers.add(False)
+            else:
+                return None
+        # "cuda" if available else "cpu": the code's intent on a GPU machine is the CUDA path.
+        return True if True in answers else (False if answers else None)
+    return None
+
+
+def apply_flags(tables, kind: Kind, flags: Value, registration: bool = False) -> Optional[Kind]:
+    if not isinstance(flags, Const) or not all(isinstance(v, int) and not isinstance(v, bool) for v in flags.values):
+        return None
+    bits = "host_register_flags" if registration else "host_alloc_flags"
+    mapped_bit = tables.flag_bit(bits, "mapped")
+    wc_bit = tables.flag_bit(bits, "write_combined")
+    results = set()
+    for value in flags.values:
+        mapped = bool(value & mapped_bit) or kind is Kind.MAPPED
+        wc = bool(wc_bit) and bool(value & wc_bit)
+        results.add({(False, False): Kind.PINNED, (False, True): Kind.PINNED_WC,
+                     (True, False): Kind.MAPPED, (True, True): Kind.MAPPED_WC}[(mapped, wc)])
+    return results.pop() if len(results) == 1 else None
+
+
+# ------------------------------------------------------------------------------ allocations
+def _alloc(ev, api: Api, node, receiver, args: Args) -> Value:
+    kind = Kind(api.opt("kind"))
+    device_kw = api.opt("device_kw")
+    if device_kw and device_kw in args.keywords:
+        device = device_of(args.keywords[device_kw][1], ev.tables)
+        if device is None:
+            return UNKNOWN
+        if device:
+            return Device(api.library)
+    like_device = api.arg("like_device")
+    if like_device is not None and not (device_kw and device_kw in args.keywords):
+        prototype = args.value(like_device)
+        if isinstance(prototype, Device):
+            return Device(api.library)
+        if not isinstance(prototype, Host):
+            return UNKNOWN
+    pin_kw = api.opt("pin_kw")
+    if pin_kw and pin_kw in args.keywords:
+        pinned = args.keywords[pin_kw][1]
+        if pinned == Const.of(True):
+            kind = Kind.PINNED
+        elif pinned != Const.of(False):
+            return UNKNOWN
+    flags = api.arg("flags")
+    if flags is not None and args.present(flags):
+        # Flags it cannot read: pinned for sure, write-combined or mapped perhaps (rules on those stay quiet).
+        kind = apply_flags(ev.tables, kind, args.value(flags)) or Kind.PINNED
+    if api.opt("reads"):
+        # Copies and conversions read their source's data (a CPU read for PIN003/PIN005).
+        ev.read_hosts(node, [receiver] + [v for _, v in args.positional], api=api.name)
+    flavour = host_flavour(ev, api, receiver)
+    nbytes, dtype, ndim = _shape_info(ev, api, args)
+    if isinstance(receiver, Host):
+        dtype, ndim = common(s.dtype for s in receiver.sites), common(s.ndim for s in receiver.sites)
+    pooled = bool(api.opt("pooled", False)) or (kind.is_pinned and bool(api.opt("pooled_when_pinned", False)))
+    site = ev.site(node, kind, flavour, display(ev, api.name, flavour), nbytes=nbytes, pooled=pooled,
+                   fix=api.opt("fix") if kind is Kind.PAGEABLE else None, dtype=dtype, ndim=ndim,
+                   uninitialized=bool(api.opt("uninitialized", False)))
+    value = Host(frozenset([site]), flavour, pointer=bool(api.opt("pointer", api.opt("returns") == "err-tuple")))
+    ev.event(EventType.ALLOC, node, value, api=site.api)
+    return _err_tuple(api, value)
+
+
+def _shape_info(ev, api: Api, args: Args) -> tuple:
+    """(nbytes, dtype, ndim) of an allocation, each None when not constant."""
+    like = args.value(api.arg("like"))
+    if isinstance(like, Host) and len(like.sites) == 1:
+        site = next(iter(like.sites))
+        return site.nbytes, site.dtype, site.ndim
+    dtype_spec = api.arg("dtype")
+    dtype = None
+    if dtype_spec is not None:
+        dtype = canonical_dtype(args.value(dtype_spec), ev.tables) if args.present(dtype_spec) else dtype_spec.default
+    nbytes = args.value(api.arg("nbytes"))
+    if isinstance(nbytes, Const) and isinstance(nbytes.single, int) and not isinstance(nbytes.single, bool):
+        return nbytes.single, dtype, 1
+    if api.opt("range_args"):
+        count = range_length([v for _, v in args.positional]) if not args.star else None
+        size = item_size(dtype, ev.tables)
+        return (count * size if count is not None and size else None), dtype, 1
+    shape_spec = api.arg("shape")
+    if shape_spec is None and not api.opt("shape_varargs"):
+        return None, dtype, None
+    shape = args.value(shape_spec, Const.of(shape_spec.default) if shape_spec is not None and
+                       shape_spec.default is not None else UNKNOWN)
+    if api.opt("shape_varargs") and (shape_spec is None or shape_spec.kw not in args.keywords) and \
+            (len(args.positional) > 1 or shape_spec is None):
+        shape = Items(tuple(v for _, v in args.positional))  # torch.empty(2, 3), np.random.rand(2, 3)
+    ndim = len(shape.items) if isinstance(shape, Items) else (1 if isinstance(shape, Const) else None)
+    count = element_count(shape)
+    size = item_size(dtype, ev.tables)
+    return (count * size if count is not None and size else None), dtype, ndim
+
+
+def _device(ev, api: Api, node, receiver, args: Args) -> Value:
+    stream = args.value(api.arg("stream"))
+    remembered = stream if isinstance(stream, Stream) and api.opt("remembers_stream") else None
+    return _err_tuple(api, Device(api.opt("library", api.library), remembered))
+
+
+def _view(ev, api: Api, node, receiver, args: Args) -> Value:
+    source = _arg_value(api.arg("arg"), receiver, args)
+    result: Value = UNKNOWN
+    if isinstance(source, Host):
+        result = replace(source, library=api.opt("library") or source.library,
+                         pointer=api.opt("pointer", source.pointer))
+        if api.name.split(".")[-1] in _TRANSPOSING:
+            result = transposed(result)
+        elif result.contiguous is False:
+            result = replace(result, contiguous=None)  # reshape of a transpose may copy
+    elif isinstance(source, (Device, Tensor)) and api.arg("arg") is not None and api.arg("arg").is_self:
+        result = source
+    elif api.opt("otherwise") == "pageable" and not isinstance(source, (Device, Tensor)) and \
+            (isinstance(source, (Items, Const)) or api.library == "torch"):
+        flavour = api.opt("library") if api.opt("library") in ("torch",) else "numpy"
+        site = ev.site(node, Kind.PAGEABLE, flavour, api.name)
+        result = Host(frozenset([site]), flavour)
+    return _err_tuple(api, result)
+
+
+def convert(ev, node, source: Host, target: Optional[str], api: str, always_copy: bool) -> Value:
+    """A dtype conversion: new pageable memory, unless nothing changes (then the same memory)."""
+    dtypes = {s.dtype for s in source.sites}
+    if not always_copy and dtypes == {target} and target is not None:
+        return source  # torch `.float()` of float32, `astype(same, copy=False)`: no copy is made
+    if not always_copy and (target is None or None in dtypes or target in dtypes):
+        return UNKNOWN  # it may or may not copy
+    ev.event(EventType.READ, node, source, api=api)
+    site = ev.site(node, Kind.PAGEABLE, source.library, display(ev, api, source.library), dtype=target,
+                   ndim=common(s.ndim for s in source.sites))
+    return Host(frozenset([site]), source.library)
+
+
+def _convert(ev, api: Api, node, receiver, args: Args) -> Value:
+    if isinstance(receiver, (Device, Tensor)):
+        return receiver
+    if not isinstance(receiver, Host):
+        return UNKNOWN
+    method = api.name.split(".")[-1]
+    target = api.opt("targets", {}).get(method) or canonical_dtype(args.value(api.arg("dtype")), ev.tables)
+    copy_spec = api.arg("copy")
+    always_copy = copy_spec is not None and args.value(copy_spec, Const.of(True)) != Const.of(False)
+    return convert(ev, node, receiver, target, api.name, always_copy)
+
+
+def _contiguous(ev, api: Api, node, receiver, args: Args) -> Value:
+    source = _arg_value(api.arg("arg"), receiver, args)
+    if isinstance(source, (Device, Tensor)):
+        return source
+    if not isinstance(source, Host):
+        return UNKNOWN
+    if source.contiguous:
+        return source
+    ev.event(EventType.READ, node, source, api=api.name)
+    site = ev.site(node, Kind.PAGEABLE, source.library, display(ev, api.name, source.library),
+                   dtype=common(s.dtype for s in source.sites), ndim=common(s.ndim for s in source.sites))
+    copied = Host(frozenset([site]), source.library)
+    # Unknown layout: it is either the same memory or a new pageable copy.
+    return copied if source.contiguous is False else join(replace(source, contiguous=True), copied)
+
+
+def _register(ev, api: Api, node, receiver, args: Args) -> Value:
+    kind = Kind(api.opt("kind", "pinned"))
+    flags = api.arg("flags")
+    if flags is not None and args.present(flags):
+        # Registration never write-combines; flags it cannot read still leave the pages locked.
+        kind = apply_flags(ev.tables, kind, args.value(flags), registration=True) or Kind.PINNED
+    spec = api.arg("arg")
+    targets = list(args.positional) if spec is not None and spec.is_all else \
+        ([args.get(spec)] if args.get(spec) is not None else [])
+    registered = []
+    for index, (expr, value) in enumerate(targets):
+        root = _root_key(expr)
+        if not isinstance(value, Host):
+            if root is not None and not api.opt("context"):
+                ev.store(root, UNKNOWN)  # pinned now, but what it holds is not known
+            continue
+        site = ev.site(node, kind, value.library, api.name, variant=f"reg{index}")
+        new_value = Host(frozenset([site]), value.library)
+        ev.event(EventType.REGISTER, node, new_value, api=api.name)
+        if root is not None:
+            registered.append((root, new_value))
+    if api.opt("context"):
+        return Context(registered=tuple(registered))
+    for root, new_value in registered:
+        ev.store(root, new_value)  # registration pins the existing buffer in place
+    if api.opt("returns") == "view":
+        return registered[0][1] if registered else UNKNOWN
+    return UNKNOWN
+
+
+def _root_key(node) -> Optional[str]:
+    """``h`` for ``h``, ``h.ctypes.data``, ``h[:n]``; ``self.buf`` for ``self.buf.ctypes.data``."""
+    while True:
+        if isinstance(node, cst.Name):
+            return node.value
+        if isinstance(node, cst.Attribute):
+            if isinstance(node.value, cst.Name) and node.value.value in ("self", "cls"):
+                return f"{node.value.value}.{node.attr.value}"
+            node = node.value
+        elif isinstance(node, cst.Subscript):
+            node = node.value
+        else:
+            return None
+
+
+def _loader(ev, api: Api, node, receiver, args: Args) -> Value:
+    pin = args.keywords.get(api.opt("pin_kw"))
+    if pin is None or pin[1] == Const.of(False):
+        kind = Kind.PAGEABLE
+    elif pin[1] == Const.of(True):
+        kind = Kind.PINNED
+    else:
+        return UNKNOWN
+    site = ev.site(node, kind, "torch", api.name, fix=api.opt("fix") if kind is Kind.PAGEABLE else None,
+                   fresh_each_iteration=True)
+    return Loader(site)
+
+
+# ------------------------------------------------------------------------------ copies
+def _truthy_stream(value: Value) -> bool:
+    """A stream argument that is not the default stream: an explicit request for an async copy."""
+    if isinstance(value, Stream):
+        return not value.default
+    if isinstance(value, Const):
+        return all(bool(v) for v in value.values)
+    return True  # an unknown stream object passed on purpose
+
+
+def _current_stream(ev) -> Optional[Stream]:
+    current = ev.state.env.get(STREAM)
+    return current if isinstance(current, Stream) else None
+
+
+def is_async(ev, api: Api, receiver: Optional[Value], args: Args) -> tuple[bool, Optional[Stream]]:
+    mode = api.opt("async", "never")
+    spec = api.arg("stream")
+    given = spec is not None and args.present(spec)
+    stream = args.value(spec) if given else UNKNOWN
+    current = _current_stream(ev)
+    explicit = stream if isinstance(stream, Stream) else None
+    remembered = receiver.stream if isinstance(receiver, Device) else None
+    chosen = explicit or (remembered if mode == "stream-or-remembered" else None) or current
+    if mode == "always":
+        # An async API told to use the default stream (`stream=0`) asks for no overlap.
+        return not (given and not _truthy_stream(stream)), chosen
+    if mode == "never":
+        return False, chosen
+    if mode in ("stream", "stream-or-remembered"):
+        if given:
+            return _truthy_stream(stream), chosen
+        if mode == "stream-or-remembered" and remembered is not None:
+            return not remembered.default, chosen
+        return current is not None and not current.default, chosen
+    if mode == "blocking-false":
+        return args.value(api.arg("blocking")) == Const.of(False), chosen
+    if mode == "unless-blocking-true":
+        return args.value(api.arg("blocking")) != Const.of(True), chosen
+    if mode == "non-blocking":
+        return args.value(api.arg("non_blocking")) == Const.of(True), chosen
+    if mode == "flag":
+        return args.value(api.arg("async_flag")) == Const.of(True), chosen
+    raise AssertionError(f"async mode {mode!r} passed the table schema but has no meaning here")
+
+
+def _direction_from_kind(ev, kind: Value, src: Value, dst: Value) -> tuple[Optional[str], Value]:
+    code = kind.single if isinstance(kind, Const) else None
+    direction = ev.tables.memcpy_direction(code) if code is not None else "infer"
+    if direction == "h2d":
+        return "h2d", src
+    if direction == "d2h":
+        return "d2h", dst
+    if direction == "infer":
+        if isinstance(src, Host) and not isinstance(dst, Host):
+            return "h2d", src
+        if isinstance(dst, Host) and not isinstance(src, Host):
+            return "d2h", dst
+    return None, UNKNOWN
+
+
+def _copy(ev, api: Api, node, receiver, args: Args) -> Value:
+    direction = api.opt("direction")
+    if direction == "kind-arg":
+        direction, host = _direction_from_kind(ev, args.value(api.arg("kind_arg")), args.value(api.arg("src")),
+                                               args.value(api.arg("dst")))
+        if direction is None:
+            return UNKNOWN
+    else:
+        host = _arg_value(api.arg("host"), receiver, args)
+    device_side = _arg_value(api.arg("device"), receiver, args)
+    if direction == "d2h" and isinstance(device_side, Host):
+        # host.copy_(other_host): a CPU copy between host buffers, not a transfer.
+        ev.event(EventType.READ, node, device_side)
+        ev.event(EventType.WRITE, node, host)
+        return receiver if receiver is not None else UNKNOWN
+    if api.opt("needs_device_side") and not isinstance(device_side, (Device, Tensor)):
+        return receiver if receiver is not None else UNKNOWN  # copy_ from something not known to be on a GPU
+    target_spec = api.arg("target_device")
+    if target_spec is not None:
+        # torch .to(x): a copy only when x names a device; a dtype makes a converted copy.
+        target_expr = args.get(target_spec)
+        target = device_of(target_expr[1], ev.tables) if target_expr else None
+        if target_expr is not None and target is None:
+            dtype = canonical_dtype(target_expr[1], ev.tables)
+            if dtype is not None:
+                if isinstance(receiver, Host):
+                    return convert(ev, node, receiver, dtype, api.name, always_copy=False)  # t.to(torch.half)
+                return receiver if receiver is not None else UNKNOWN
+            # A device nothing names (a parameter): non_blocking only matters for a GPU target, so a
+            # non-blocking move is taken to go to the GPU.
+            if args.value(api.arg("non_blocking")) == Const.of(True) and direction == "h2d":
+                target = True
+        if target_expr is None or target is None:
+            return UNKNOWN
+        if direction == "h2d" and not target:
+            return receiver if receiver is not None else UNKNOWN  # .to("cpu") of a host tensor
+        if direction == "d2h" and target:
+            return receiver if receiver is not None else UNKNOWN
+    if api.opt("staged") and not isinstance(host, Host):
+        # cupy.asarray of a device array or a Python list: no host buffer to speak of.
+        return Device(api.opt("library", api.library)) if isinstance(host, (Device, Items, Const)) else UNKNOWN
+    asynchronous, stream = is_async(ev, api, receiver, args)
+    dest_allocated = False
+    if api.opt("returns") == "host-dest":
+        out_spec = api.arg("out")
+        if out_spec is not None and args.present(out_spec):
+            host = args.value(out_spec)
+        elif api.arg("host") is None:
+            # The API allocates its own destination: pageable (torch: pinned when non_blocking).
+            kind = Kind(api.opt("dest_kind_when_async", "pageable")) if asynchronous else Kind.PAGEABLE
+            flavour = ev.tables.host_flavour.get(api.library, "numpy")
+            site = ev.site(node, kind, flavour, api.name, variant="dest", fresh_each_iteration=True)
+            host = Host(frozenset([site]), flavour)
+            dest_allocated = True
+    stream_arg = args.get(api.arg("stream"))
+    ev.copy_event(node, host, api=api.name, direction=direction, is_async=asynchronous, stream=stream,
+                  dest_allocated=dest_allocated, staged=bool(api.opt("staged", False)), library=api.library,
+                  family=api.family, stream_node=stream_arg[0] if stream_arg else None)
+    returns = api.opt("returns")
+    if returns == "device":
+        remembered = stream if api.opt("remembers_stream") else None
+        return Device(api.opt("library", api.library), remembered)
+    if returns == "host-dest":
+        return host
+    return UNKNOWN
+
+
+# ------------------------------------------------------------------------------ streams & syncs
+def _sync(ev, api: Api, node, receiver, args: Args) -> Value:
+    target = api.opt("target", "device")
+    stream = None
+    if target == "self":
+        stream = receiver if isinstance(receiver, Stream) else None
+    elif target == "arg":
+        value = args.value(api.arg("target_arg"))
+        stream = value if isinstance(value, Stream) else None
+    ev.event(EventType.SYNC, node, api=api.name, stream=stream)
+    return UNKNOWN
+
+
+def _stream(ev, api: Api, node, receiver, args: Args) -> Value:
+    return _err_tuple(api, Stream(origin=node, default=False, library=api.library))
+
+
+def _default_stream(ev, api: Api, node, receiver, args: Args) -> Value:
+    return Stream(origin=node, default=True, library=api.library)
+
+
+def _current(ev, api: Api, node, receiver, args: Args) -> Value:
+    return _current_stream(ev) or Stream(origin=node, default=True, library=api.library)
+
+
+def _stream_context(ev, api: Api, node, receiver, args: Args) -> Value:
+    stream = args.value(api.arg("arg"))
+    return Context(stream=stream) if isinstance(stream, Stream) else UNKNOWN
+
+
+def _use_stream(ev, api: Api, node, receiver, args: Args) -> Value:
+    if isinstance(receiver, Stream):
+        ev.state.env[STREAM] = receiver  # current from here on (CuPy's current stream is global)
+    return receiver if receiver is not None else UNKNOWN
+
+
+def _sync_on_exit(ev, api: Api, node, receiver, args: Args) -> Value:
+    return Context(sync_on_exit=receiver if isinstance(receiver, Stream) else None, sync_node=node)
+
+
+# ------------------------------------------------------------------------------ the rest
+def _object(tag: str):
+    def handler(ev, api: Api, node, receiver, args: Args) -> Value:
+        return Obj(tag)
+    return handler
+
+
+def _launch(ev, api: Api, node, receiver, args: Args) -> Value:
+    spec = api.arg("arg")
+    values = [args.value(spec)] if spec else args.values()
+    ev.calls.launch(node, "kernel", values)
+    return UNKNOWN
+
+
+def _device_spec(ev, api: Api, node, receiver, args: Args) -> Value:
+    return DeviceSpec(device_of(args.value(api.arg("arg")), ev.tables))
+
+
+def _free(ev, api: Api, node, receiver, args: Args) -> Value:
+    return UNKNOWN
+
+
+def _read(ev, api: Api, node, receiver, args: Args) -> Value:
+    value = _arg_value(api.arg("arg"), receiver, args)
+    if isinstance(value, Host):
+        ev.event(EventType.READ, node, value, api=api.name)
+    return UNKNOWN
+
+
+def _write(ev, api: Api, node, receiver, args: Args) -> Value:
+    value = _arg_value(api.arg("arg"), receiver, args)
+    if isinstance(value, Host):
+        ev.event(EventType.WRITE, node, value, api=api.name)
+    return receiver if receiver is not None else UNKNOWN
+
+
+EFFECTS = {
+    "alloc": _alloc, "device": _device, "view": _view, "convert": _convert, "contiguous": _contiguous,
+    "copy": _copy, "sync": _sync, "stream": _stream, "default-stream": _default_stream,
+    "current-stream": _current, "stream-context": _stream_context, "use-stream": _use_stream,
+    "sync-on-exit": _sync_on_exit, "event": _object("event"), "gpu-device": _object("gpu-device"),
+    "pool": _object("pool"), "kernel": _object("kernel"), "kernel-module": _object("kernel-module"),
+    "launch": _launch, "device-spec": _device_spec, "loader": _loader, "register": _register, "free": _free,
+    "read": _read, "write": _write,
+}
+
+if set(EFFECTS) != set(tableschema.EFFECTS):  # pragma: no cover - a development error, caught by the tests too
+    raise AssertionError(f"effects without handlers or handlers without schema: "
+                         f"{sorted(set(EFFECTS) ^ set(tableschema.EFFECTS))}")
+
+__all__ = ["Args", "EFFECTS", "apply", "convert", "device_of", "flatten", "is_async"]

@@ -1,0 +1,476 @@
+"""Expressions: what each one evaluates to, and the events it emits on the way.
+
+An ``Evaluator`` belongs to one run of one scope. The solver hands it a state and an element at a
+time; during the fixpoint it only computes states (``emit`` off), and once the states have settled it
+evaluates every element once more with ``emit`` on, which is when events are recorded. Calls are
+resolved in ``calls.py``; what a library call does is in ``effects.py``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Optional
+
+import libcst as cst
+
+from ..imports import dotted
+from ..model import Event, EventType, Kind, PendingCopy, Site
+from .domain import (UNKNOWN, ClassRef, Const, Device, Function, Host, Instance, Items, Iteration, Loader,
+                     Mapping, ModuleRef, Seq, Stream, Super, Tensor, Value, element_of, flatten, join, mapping,
+                     sites_of, varying_in)
+from .dtypes import fold, transposed
+from .state import State
+
+_TRANSPOSING = frozenset({"T", "mT", "transpose", "swapaxes", "permute", "moveaxis"})
+
+
+class Evaluator:
+    def __init__(self, module, scope: str, invocation) -> None:
+        from .calls import Calls  # calls needs the evaluator's type; imported here to keep modules acyclic
+        self.module = module              # ModuleContext of the code being evaluated
+        self.tables = module.tables
+        self.scope = scope                # qualified name of the scope ("<module>", "f", "C.m")
+        self.invocation = invocation      # call depth, stack and budget of this run
+        self.state: State = State()
+        self.element = None               # the cfg Element being evaluated
+        self.inner_loops: list = []       # comprehensions around the expression being evaluated
+        self.emit = False
+        self.events: list[Event] = []
+        self.calls = Calls(self)
+
+    # ------------------------------------------------------------------ context
+    @property
+    def loops(self) -> tuple:
+        outer = self.element.loops if self.element is not None else ()
+        return outer + tuple(self.inner_loops) if self.inner_loops else outer
+
+    @property
+    def branch(self) -> tuple:
+        return self.element.branch if self.element is not None else ()
+
+    def lookup(self, key: str) -> Optional[Value]:
+        return self.state.env.get(key)
+
+    def bind(self, key: str, value: Value) -> None:
+        env = self.state.env
+        if "." not in key:
+            # A name rebound: what was known of its attributes belonged to the old object.
+            prefix = key + "."
+            for stale in [k for k in env if k.startswith(prefix)]:
+                del env[stale]
+        env[key] = value
+
+    def store(self, key: str, value: Value) -> None:
+        """``key`` (a name or ``obj.attr``) now holds ``value``; an attribute store changes the object,
+        which callers holding it see."""
+        self.bind(key, value)
+        if "." in key:
+            from .state import MUTATED
+            self.state.env[MUTATED + key.split(".")[0]] = Const.of(True)
+
+    # ------------------------------------------------------------------ events and sites
+    def event(self, type_: EventType, node: cst.CSTNode, value: Value = UNKNOWN, **kw) -> None:
+        """Record an event (only in the final pass) and apply what it does to the copies in flight."""
+        if type_ is EventType.READ and isinstance(value, Host) and value.pointer:
+            return  # printing or comparing an address reads none of the memory behind it
+        sites, maybe_unknown = sites_of(value)
+        if type_ is EventType.SYNC:
+            self.state.synchronize(kw.get("stream"))
+        if not self.emit:
+            return
+        if type_ in (EventType.READ, EventType.WRITE) and "pending" not in kw:
+            kw["pending"] = self.state.pending_on(sites)
+        varies = value.varies if isinstance(value, Host) else frozenset()
+        self.events.append(Event(type=type_, node=node, loops=self.loops, branch=self.branch, sites=sites,
+                                 maybe_unknown=maybe_unknown, varies_in=varies, scope=self.scope,
+                                 module=self.module.info, **kw))
+
+    def copy_event(self, node: cst.CSTNode, host: Value, **kw) -> None:
+        """A copy: a truly asynchronous one stays in flight until a synchronization covers it; a
+        blocking one waits for the device (generously, for every stream)."""
+        sites, maybe_unknown = sites_of(host)
+        is_async = kw.get("is_async", False)
+        if is_async and sites and not maybe_unknown:
+            pinned = all(s.kind.is_pinned for s in sites)
+            pageable = all(s.kind is Kind.PAGEABLE for s in sites)
+            if pinned or pageable:
+                self.state.add_pending(PendingCopy(
+                    node=node, api=kw.get("api", ""), direction=kw.get("direction", ""), sites=sites,
+                    stream=kw.get("stream"), library=kw.get("library", ""), stream_node=kw.get("stream_node"),
+                    hypothetical=not pinned, family=kw.get("family", ""), module=self.module.info))
+        elif not is_async:
+            self.state.blocking_copy()
+        self.event(EventType.COPY, node, host, **kw)
+
+    def site(self, node: cst.CSTNode, kind: Kind, library: str, api: str, **kw) -> Site:
+        return Site(kind=kind, library=library, api=api, node=node, loops=self.loops, scope=self.scope,
+                    module=self.module.info, **kw)
+
+    def escape(self, node: cst.CSTNode, values) -> None:
+        for value in flatten(values):
+            if isinstance(value, Host):
+                self.event(EventType.ESCAPE, node, value)
+
+    def read_hosts(self, node: cst.CSTNode, values, api: str = "") -> None:
+        for value in flatten(values):
+            if isinstance(value, Host):
+                self.event(EventType.READ, node, value, api=api)
+
+    # ------------------------------------------------------------------ dispatch
+    def expr(self, node: cst.BaseExpression) -> Value:
+        method = getattr(self, "_expr_" + type(node).__name__, None)
+        if method is not None:
+            return method(node)
+        for child in node.children:
+            if isinstance(child, cst.BaseExpression):
+                self.expr(child)
+            elif isinstance(child, (cst.Arg, cst.Element, cst.DictElement, cst.StarredDictElement,
+                                    cst.FormattedStringExpression)):
+                for grandchild in child.children:
+                    if isinstance(grandchild, cst.BaseExpression):
+                        self.expr(grandchild)
+        return UNKNOWN
+
+    # ------------------------------------------------------------------ names
+    def _expr_Name(self, node: cst.Name) -> Value:
+        value = self.lookup(node.value)
+        if value is not None:
+            return value
+        if node.value in ("True", "False", "None"):
+            return Const.of({"True": True, "False": False, "None": None}[node.value])
+        found = self.module.global_value(node.value)
+        if found is not None:
+            return found
+        if node.value in self.tables.dtypes.get("python", {}) and self.module.imports.lookup(node.value) is None:
+            return Const.of("pytype:" + node.value)  # `dtype=float`
+        return self.qualified_value(node)
+
+    def qualified_value(self, node: cst.BaseExpression) -> Value:
+        """The value of an imported name: a library constant or stream, a dtype, or a definition of
+        the checked code (a function, class, module or global of another module)."""
+        qualified = self.module.imports.qualify(node)
+        if qualified is None:
+            return UNKNOWN
+        tables = self.tables
+        if qualified in tables.constants:
+            return Const.of(tables.constants[qualified])
+        if qualified in tables.null_streams:
+            return Stream(origin=qualified, default=True)
+        head, _, last = qualified.rpartition(".")
+        dtype_modules = tables.dtypes.get("modules", ())
+        if head.split(".")[0] in dtype_modules and (last in tables.dtypes.get("sizes", {}) or
+                                                    last in tables.dtypes.get("attributes", {})):
+            return Const.of("dtype:" + last)
+        if tables.library_of(qualified) is not None:
+            return UNKNOWN
+        return self.module.project.resolve(qualified, self.module)
+
+    def is_import_path(self, node: cst.BaseExpression) -> bool:
+        """True when ``node`` is a module path (``cp.cuda``), not a local value."""
+        name = dotted(node)
+        if name is None:
+            return False
+        root = name.split(".")[0]
+        return root not in self.state.env and self.module.global_value(root) is None and \
+            self.module.imports.lookup(root) is not None
+
+    def _expr_Attribute(self, node: cst.Attribute) -> Value:
+        key = dotted(node)
+        if key is not None:
+            value = self.lookup(key)
+            if value is not None:
+                return value
+            if self.is_import_path(node):
+                return self.qualified_value(node)
+        base = self.expr(node.value)
+        return self.attribute(base, node.attr.value, node)
+
+    def attribute(self, base: Value, attr: str, node: cst.CSTNode) -> Value:
+        if isinstance(base, Host) and attr in self.tables.view_attributes:
+            if attr in ("ctypes", "ptr"):
+                return replace(base, pointer=True)  # h.ctypes.data, mem.ptr: addresses
+            return transposed(base) if attr in _TRANSPOSING else base
+        if isinstance(base, Device) and attr in self.tables.device_attributes:
+            return base
+        if isinstance(base, (Instance, ClassRef, ModuleRef, Super)):
+            return self.calls.member(base, attr, node)
+        return UNKNOWN
+
+    # ------------------------------------------------------------------ literals
+    def _expr_Integer(self, node: cst.Integer) -> Value:
+        try:
+            return Const.of(int(node.value.replace("_", ""), 0))
+        except ValueError:
+            return UNKNOWN
+
+    def _expr_SimpleString(self, node: cst.SimpleString) -> Value:
+        try:
+            return Const.of(node.evaluated_value)
+        except Exception:  # noqa: BLE001 - odd prefixes stay unknown
+            return UNKNOWN
+
+    def _expr_Float(self, node: cst.Float) -> Value:
+        return UNKNOWN
+
+    def _elements(self, elements) -> list:
+        values = []
+        for element in elements:
+            if isinstance(element, cst.StarredElement):
+                values.append(("*", self.expr(element.value)))
+            else:
+                values.append(("", self.expr(element.value)))
+        return values
+
+    def _expr_Tuple(self, node) -> Value:
+        values = self._elements(node.elements)
+        if any(star for star, _ in values):
+            element = UNKNOWN
+            for star, value in values:
+                item = element_of(value) if star else value
+                element = item if element is UNKNOWN else join(element, item)
+            return Seq(element)
+        return Items(tuple(v for _, v in values))
+
+    _expr_List = _expr_Tuple
+    _expr_Set = _expr_Tuple
+
+    def _expr_Dict(self, node: cst.Dict) -> Value:
+        entries: dict = {}
+        rest: Optional[Value] = None
+        for element in node.elements:
+            if isinstance(element, cst.DictElement):
+                key = self.expr(element.key)
+                value = self.expr(element.value)
+                if isinstance(key, Const) and key.single is not None:
+                    entries[key.single] = value
+                else:
+                    rest = value if rest is None else join(rest, value)
+            else:
+                spread = self.expr(element.value)
+                if isinstance(spread, Mapping):
+                    entries.update(dict(spread.entries))
+                    if spread.rest is not None:
+                        rest = spread.rest if rest is None else join(rest, spread.rest)
+                else:
+                    rest = UNKNOWN
+        return mapping(entries, rest)
+
+    def _expr_FormattedString(self, node: cst.FormattedString) -> Value:
+        for part in node.parts:
+            if isinstance(part, cst.FormattedStringExpression):
+                value = self.expr(part.expression)
+                if isinstance(value, Host):
+                    self.event(EventType.READ, part.expression, value)  # f"{h}" formats every element
+        return UNKNOWN
+
+    def _expr_ConcatenatedString(self, node) -> Value:
+        self.expr(node.left)
+        self.expr(node.right)
+        return UNKNOWN
+
+    # ------------------------------------------------------------------ operators
+    def _expr_IfExp(self, node: cst.IfExp) -> Value:
+        self.expr(node.test)
+        return join(self.expr(node.body), self.expr(node.orelse))
+
+    def _expr_NamedExpr(self, node: cst.NamedExpr) -> Value:
+        from .transfer import assign
+        value = self.expr(node.value)
+        assign(self, node.target, value)
+        return value
+
+    def _expr_Yield(self, node: cst.Yield) -> Value:
+        if isinstance(node.value, cst.BaseExpression):
+            self.escape(node, [self.expr(node.value)])
+        elif node.value is not None:
+            self.expr(node.value.item)
+        return UNKNOWN
+
+    def _expr_Await(self, node: cst.Await) -> Value:
+        return self.expr(node.expression)
+
+    def _expr_Lambda(self, node: cst.Lambda) -> Value:
+        return UNKNOWN
+
+    def _expr_UnaryOperation(self, node: cst.UnaryOperation) -> Value:
+        value = self.expr(node.expression)
+        if isinstance(value, Const) and isinstance(value.single, int) and not isinstance(value.single, bool):
+            if isinstance(node.operator, cst.Minus):
+                return Const.of(-value.single)
+            if isinstance(node.operator, cst.BitInvert):
+                return Const.of(~value.single)
+        if isinstance(node.operator, cst.Not):
+            return UNKNOWN
+        return self.arithmetic(node, [value])
+
+    def _expr_BinaryOperation(self, node: cst.BinaryOperation) -> Value:
+        left, right = self.expr(node.left), self.expr(node.right)
+        folded = fold(node.operator, left, right)
+        if folded is not None:
+            return folded
+        if isinstance(node.operator, cst.Add) and isinstance(left, (Items, Seq)) and isinstance(right, (Items, Seq)):
+            self.escape(node, [left, right])  # bufs + [h]: kept in the new list
+            if isinstance(left, Items) and isinstance(right, Items):
+                return Items(left.items + right.items)
+            return Seq(join(element_of(left), element_of(right)))
+        return self.arithmetic(node, [left, right])
+
+    def arithmetic(self, node: cst.CSTNode, operands: list) -> Value:
+        hosts = [v for v in operands if isinstance(v, Host)]
+        if hosts and all(h.pointer for h in hosts):
+            return hosts[0] if len(hosts) == 1 else UNKNOWN  # ptr + offset: an address into the same memory
+        if any(isinstance(v, (Device, Tensor)) for v in operands):
+            for host in hosts:
+                self.event(EventType.READ, node, host)
+            return next(v for v in operands if isinstance(v, (Device, Tensor)))
+        if hosts:
+            for host in hosts:
+                self.event(EventType.READ, node, host)
+            library = "torch" if any(h.library == "torch" for h in hosts) else "numpy"
+            # Arithmetic makes a new pageable buffer, whatever its operands were.
+            site = self.site(node, Kind.PAGEABLE, library, "arithmetic")
+            return Host(frozenset([site]), library)
+        return UNKNOWN
+
+    def _expr_Comparison(self, node: cst.Comparison) -> Value:
+        operands = [self.expr(node.left)] + [self.expr(c.comparator) for c in node.comparisons]
+        for value in operands:
+            if isinstance(value, Host):
+                self.event(EventType.READ, node, value)
+        return UNKNOWN
+
+    def _expr_BooleanOperation(self, node: cst.BooleanOperation) -> Value:
+        left = self.expr(node.left)
+        right = self.expr(node.right)
+        if isinstance(left, Const) and isinstance(right, Const):
+            return join(left, right)
+        if isinstance(node.operator, cst.Or) and isinstance(left, Const) and left.values <= {None, False, 0, ""}:
+            return right  # `x or default` where x is falsy
+        return UNKNOWN
+
+    # ------------------------------------------------------------------ subscripts
+    def _expr_Subscript(self, node: cst.Subscript) -> Value:
+        base = self.expr(node.value)
+        indexes = self.slices(node)
+        return self.subscript(base, node, indexes)
+
+    def subscript(self, base: Value, node: cst.Subscript, indexes: list) -> Value:
+        all_slices = all(isinstance(e.slice, cst.Slice) for e in node.slice)
+        if isinstance(base, Host):
+            if base.batch:
+                return base  # a batch's field is one of the batch's tensors
+            if all_slices:
+                # A slice is a view of the same memory; only a plain h[a:b] stays contiguous.
+                plain = len(node.slice) == 1 and node.slice[0].slice.step is None
+                return base if plain else replace(base, contiguous=None)
+            ndims = {s.ndim for s in base.sites}
+            if len(node.slice) == 1 and ndims and all(n is not None and n >= 2 for n in ndims):
+                return base  # A[0] of a 2-D (or more) array is a row: a view of the same memory
+            self.event(EventType.READ, node, base)
+            return UNKNOWN
+        if isinstance(base, Device) or isinstance(base, Tensor):
+            return base if all_slices or isinstance(base, Device) else UNKNOWN
+        index = indexes[0] if len(indexes) == 1 else UNKNOWN
+        if isinstance(base, Items):
+            if all_slices:
+                return Seq(element_of(base)) if base.items else base
+            if isinstance(index, Const) and isinstance(index.single, int) and not isinstance(index.single, bool):
+                position = index.single
+                if -len(base.items) <= position < len(base.items):
+                    return base.items[position]
+            return element_of(base)
+        if isinstance(base, Seq):
+            return base if all_slices else base.element
+        if isinstance(base, Mapping):
+            if isinstance(index, Const) and index.single is not None:
+                found = base.get(index.single)
+                if found is not None:
+                    return found
+                return base.rest if base.rest is not None else UNKNOWN
+            return element_of(Items(tuple(base.values()))) if base.values() else UNKNOWN
+        if isinstance(base, Loader):
+            return UNKNOWN
+        return UNKNOWN
+
+    def slices(self, node: cst.Subscript) -> list:
+        values = []
+        for element in node.slice:
+            if isinstance(element.slice, cst.Index):
+                values.append(self.expr(element.slice.value))
+            else:
+                for part in (element.slice.lower, element.slice.upper, element.slice.step):
+                    if part is not None:
+                        self.expr(part)
+                values.append(UNKNOWN)
+        return values
+
+    # ------------------------------------------------------------------ comprehensions
+    def _comprehension(self, node) -> Value:
+        """A comprehension is a loop inside an expression: its element runs once per item. A first
+        silent pass finds the copies it leaves in flight; when there are new ones, the next item can
+        race with them, so the recorded pass starts from that state (the loop-carried case)."""
+        emit = self.emit
+        if len(self.inner_loops) >= 2:  # deeply nested comprehensions: one pass
+            return self._comprehension_pass(node)
+        before = self.state.pending
+        self.emit = False
+        result = self._comprehension_pass(node)
+        self.emit = emit
+        if self.state.pending != before or emit:
+            if self.state.pending == before:
+                pass  # nothing left in flight: the recorded pass sees what the silent one saw
+            result = self._comprehension_pass(node)
+        return result
+
+    def _comprehension_pass(self, node) -> Value:
+        from .transfer import assign
+        saved_env = self.state.env
+        self.state.env = dict(saved_env)
+        clauses = []
+        clause = node.for_in
+        while clause is not None:
+            clauses.append(clause)
+            clause = clause.inner_for_in
+        entered = False
+        try:
+            first_iter = self.expr(clauses[0].iter)  # the first iterable runs once, outside the loop
+            self.inner_loops.append(node)
+            entered = True
+            for index, clause in enumerate(clauses):
+                iter_value = first_iter if index == 0 else self.expr(clause.iter)
+                if isinstance(iter_value, Host) and not iter_value.batch:
+                    self.event(EventType.READ, clause.iter, iter_value)
+                assign(self, clause.target, _iteration_element(iter_value, node))
+                for condition in clause.ifs:
+                    self.expr(condition.test)
+            # What a comprehension produces is collected into its result: it outlives the iteration.
+            if isinstance(node, cst.DictComp):
+                self.expr(node.key)
+                value = self.expr(node.value)
+                self.escape(node, [value])
+                return mapping({}, value)
+            element = self.expr(node.elt)
+            self.escape(node, [element])
+            return Iteration(element) if isinstance(node, cst.GeneratorExp) else Seq(element)
+        finally:
+            if entered:
+                self.inner_loops.pop()
+            self.state.env = saved_env
+
+    _expr_ListComp = _expr_SetComp = _expr_GeneratorExp = _expr_DictComp = _comprehension
+
+    # ------------------------------------------------------------------ calls
+    def _expr_Call(self, node: cst.Call) -> Value:
+        return self.calls.call(node)
+
+
+def _iteration_element(iterable: Value, loop) -> Value:
+    """What a loop over ``iterable`` binds: rows of an array are views of its memory, elements of a
+    container are different buffers on each iteration."""
+    element = element_of(iterable)
+    if isinstance(iterable, Host) or isinstance(iterable, Loader):
+        return element
+    return varying_in(element, loop)
+
+
+iteration_element = _iteration_element

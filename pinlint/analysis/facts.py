@@ -1,0 +1,87 @@
+"""What the analysis hands the rules and fixers: per-scope events and the queries they share.
+
+Rules are short queries over these: "a copy whose buffer is definitely pageable and which is
+asynchronous", "a CPU read while an asynchronous copy into the same buffer may still run". The
+dataflow behind the answers (which copies are still in flight at each access) was computed by the
+solver; nothing here walks code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterator, Optional
+
+import libcst as cst
+
+from ..model import Event, EventType, PendingCopy, Site
+
+
+@dataclass
+class ScopeFacts:
+    name: str
+    node: cst.CSTNode
+    events: list
+
+    def escaped(self) -> frozenset:
+        """Sites whose buffers are stored, returned or handed to unknown code somewhere in the scope."""
+        return frozenset(s for e in self.events if e.type is EventType.ESCAPE for s in e.sites)
+
+    def races(self, direction: str, access: EventType) -> Iterator[tuple]:
+        """(copy, access) pairs: a truly asynchronous copy (pinned buffer, async API) in ``direction``
+        still in flight when the CPU accesses (``READ`` or ``WRITE``) its buffer. A pageable buffer
+        makes the copy blocking (PIN001's finding), so it cannot race."""
+        seen = set()
+        for event in self.events:
+            if event.type is not access or not event.pending:
+                continue
+            for copy in sorted(event.pending, key=_copy_order):
+                if copy.direction != direction or copy.hypothetical:
+                    continue
+                if not event.definitely(lambda s: s in copy.sites):
+                    continue
+                key = (copy.node, event.node, event.type)
+                if key not in seen:
+                    seen.add(key)
+                    yield copy, event
+
+    def unsynchronized_uses(self, site: Site) -> bool:
+        """Whether, were ``site`` pinned, a CPU access could race with an asynchronous copy of it:
+        some access meets an async copy of the buffer (pinned or pageable today) still in flight."""
+        for event in self.events:
+            if event.type not in (EventType.READ, EventType.WRITE) or site not in event.sites:
+                continue
+            wanted = "d2h" if event.type is EventType.READ else "h2d"
+            if any(site in p.sites and p.direction == wanted for p in event.pending):
+                return True
+        return False
+
+
+def _copy_order(copy: PendingCopy) -> tuple:
+    return (getattr(copy.module, "filename", ""), id(copy.node))
+
+
+@dataclass
+class FileFacts:
+    module: cst.Module
+    scopes: list
+    project: object = None
+    context: object = None           # the ModuleContext of the checked file
+    loop_branch_depth: dict = field(default_factory=dict)  # loop node -> number of if arms around it
+
+    def events(self) -> Iterator[Event]:
+        for scope in self.scopes:
+            yield from scope.events
+
+    def copies(self) -> Iterator[Event]:
+        return (e for e in self.events() if e.type is EventType.COPY)
+
+    def conditional_in_loop(self, event: Event) -> bool:
+        """The event sits under an ``if`` inside its innermost loop (a lazy ``if buf is None:`` set-up)."""
+        return bool(event.loops) and len(event.branch) > self.loop_branch_depth.get(event.loops[-1], 0)
+
+    def scope(self, name: str) -> Optional[ScopeFacts]:
+        return next((s for s in self.scopes if s.name == name), None)
+
+    @property
+    def info(self):
+        return self.context.info if self.context is not None else None

@@ -1,0 +1,433 @@
+"""Calls of the checked code's own functions, methods and classes: across functions and modules.
+
+Each function has a context-free analysis (its parameters unknown, or what their annotations say):
+that is its own file's finding, and its *baseline*. A call whose arguments carry something the
+callee could use (a buffer, a device array, a stream, an object of the checked code), or made while
+copies are in flight, analyses the callee again with those values (memoised per function and
+abstract arguments, so a summary per calling context). What the callee then does that its baseline
+did not (an asynchronous copy of the caller's pageable buffer, a read of a buffer still being copied
+into) is *lifted* to the call: reported where the evidence meets, with the callee's steps as a trace.
+What flows back (the returned value, arguments it changed, copies left in flight) has the buffers
+the callee allocated renamed to the call ("allocated by `make()`"), since every call allocates anew.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Optional
+
+import libcst as cst
+
+from ..imports import dotted
+from ..model import Event, EventType, Kind, PendingCopy, Site, TraceStep
+from .domain import (ANYTHING, UNKNOWN, ClassRef, Const, Device, Function, Host, Instance, Items, Mapping,
+                     ModuleRef, Seq, Stream, Super, Tensor, Value, interesting, map_sites, all_sites,
+                     mapping, unknown_host)
+from .state import STREAM
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one analysis of a function found: its recorded events and what flows back to a caller."""
+
+    returned: Value
+    pending: frozenset
+    stream: Value
+    events: tuple
+    params: tuple = ()            # ((parameter, value at exit), ...) for parameters whose object it changed
+    kept: frozenset = frozenset()  # sites it stores beyond the call (a cache, an attribute, a global)
+    reachable: bool = True
+
+
+@dataclass
+class Invocation:
+    """The chain of calls a run belongs to: its depth, the functions on the stack, and the budget of
+    callee analyses shared by everything one file's analysis starts."""
+
+    depth: int = 0
+    stack: tuple = ()
+    function: Optional[Function] = None
+    budget: list = field(default_factory=lambda: [0])
+
+    def child(self, function: Function) -> "Invocation":
+        return Invocation(self.depth + 1, self.stack + (function.node,), function, self.budget)
+
+
+# ------------------------------------------------------------------------------ calls
+def call(ev, fn: Function, args, node: cst.Call, receiver_expr) -> Value:
+    env, exprs = bind_parameters(ev, fn, args, receiver_expr)
+    outcome = _invoke(ev, fn, env, node)
+    if outcome is None:
+        ev.escape(node, args.values())  # beyond what the analysis follows: an unknown call
+        return UNKNOWN
+    rename = _renamer(ev, fn, node, outcome)
+    _copy_back(ev, outcome, exprs, rename)
+    returned = map_sites(outcome.returned, rename)
+    _announce_allocations(ev, node, returned, outcome, fn)
+    return returned if outcome.reachable else UNKNOWN
+
+
+def construct(ev, cls: ClassRef, args, node: cst.Call) -> Value:
+    project = ev.module.project
+    info = project.class_info(cls)
+    instance = Instance(cls, ())
+    init = info.lookup("__init__") if info is not None else None
+    if init is None:
+        if info is not None and info.fields is not None:
+            # A dataclass or NamedTuple: the constructor stores its arguments in the fields.
+            values = dict(zip(info.fields, (v for _, v in args.positional)))
+            values.update({k: v for k, (_, v) in args.keywords.items() if k in info.fields})
+            ev.escape(node, args.values())
+            return instance.with_fields(values)
+        ev.escape(node, args.values())
+        return instance
+    fn = function_value(init, bound=instance)
+    env, exprs = bind_parameters(ev, fn, args, None)
+    outcome = _invoke(ev, fn, env, node)
+    if outcome is None:
+        ev.escape(node, args.values())
+        return instance
+    rename = _renamer(ev, fn, node, outcome)
+    _copy_back(ev, outcome, exprs, rename)
+    self_name = _self_name(init.node)
+    after = dict(outcome.params).get(self_name, instance) if self_name else instance
+    return map_sites(after, rename) if isinstance(after, Instance) else instance
+
+
+def _invoke(ev, fn: Function, env: dict, node) -> Optional[Outcome]:
+    project = ev.module.project
+    stream = ev.state.env.get(STREAM)
+    contextual = bool(ev.state.pending) or (isinstance(stream, Stream) and not stream.default) or \
+        any(interesting(v) for v in env.values())
+    baseline = project.baseline(fn, ev.invocation)
+    if not contextual:
+        if baseline is None:
+            return None
+        _apply_flow(ev, fn, node, baseline)
+        return baseline
+    outcome = project.invoke(fn, env, ev.state.pending, stream, ev.invocation)
+    if outcome is None:
+        return None
+    _lift(ev, fn, node, outcome, baseline)
+    _apply_flow(ev, fn, node, outcome)
+    return outcome
+
+
+def _apply_flow(ev, fn: Function, node, outcome: Outcome) -> None:
+    """The caller's state after the call: the copies still in flight, the current stream."""
+    rename = _renamer(ev, fn, node, outcome)
+    ev.state.pending = frozenset(_rename_pending(p, rename) for p in outcome.pending)
+    if outcome.stream is not None and outcome.stream is not UNKNOWN:
+        ev.state.env[STREAM] = outcome.stream
+    _pinned_inside(ev, fn, node, outcome)
+
+
+# ------------------------------------------------------------------------------ parameters
+def bind_parameters(ev, fn: Function, args, receiver_expr) -> tuple[dict, dict]:
+    """Parameter -> value for this call, and parameter -> argument expression (for changes the
+    callee makes to its arguments' objects, which the caller sees)."""
+    params = fn.node.params
+    ordered = [*params.posonly_params, *params.params]
+    positional = [(expr, value) for expr, value in args.positional]
+    if fn.bound is not None and fn.kind in ("method", "class", "property"):
+        positional.insert(0, (receiver_expr, fn.bound))
+    env: dict = {}
+    exprs: dict = {}
+    for index, param in enumerate(ordered):
+        name = param.name.value
+        if index < len(positional):
+            exprs[name], env[name] = positional[index]
+        elif name in args.keywords:
+            exprs[name], env[name] = args.keywords[name]
+        elif args.star:
+            env[name] = UNKNOWN
+        else:
+            env[name] = literal(param.default) if param.default is not None else UNKNOWN
+    extra = positional[len(ordered):]
+    if isinstance(params.star_arg, cst.Param):
+        env[params.star_arg.name.value] = Seq(UNKNOWN) if args.star else Items(tuple(v for _, v in extra))
+    for param in params.kwonly_params:
+        name = param.name.value
+        if name in args.keywords:
+            exprs[name], env[name] = args.keywords[name]
+        else:
+            env[name] = UNKNOWN if args.star else (literal(param.default) if param.default is not None else UNKNOWN)
+    if isinstance(params.star_kwarg, cst.Param):
+        taken = set(env)
+        rest = {k: v for k, (_, v) in args.keywords.items() if k not in taken}
+        env[params.star_kwarg.name.value] = mapping(rest, UNKNOWN if args.star else None)
+    return env, exprs
+
+
+def literal(node) -> Value:
+    if isinstance(node, cst.Integer):
+        try:
+            return Const.of(int(node.value.replace("_", ""), 0))
+        except ValueError:
+            return UNKNOWN
+    if isinstance(node, cst.SimpleString):
+        try:
+            return Const.of(node.evaluated_value)
+        except Exception:  # noqa: BLE001 - odd prefixes stay unknown
+            return UNKNOWN
+    if isinstance(node, cst.Name) and node.value in ("True", "False", "None"):
+        return Const.of({"True": True, "False": False, "None": None}[node.value])
+    return UNKNOWN
+
+
+def context_free_env(project, fn: Function) -> dict:
+    """A function's parameters when nothing is known of its callers: what the annotations say; a
+    parameter defaulting to ``0``/``None``/``False`` may well be left at it, so it is "that constant
+    or anything" (a ``stream=0`` parameter is not an async request); the receiver of a method is an
+    object of its class, with the fields the class's methods give it."""
+    params = fn.node.params
+    env: dict = {}
+    ordered = [*params.posonly_params, *params.params]
+    for index, param in enumerate(ordered + list(params.kwonly_params)):
+        name = param.name.value
+        value: Value = UNKNOWN
+        if param.annotation is not None:
+            value = annotation_value(fn.module, param.annotation.annotation)
+        default = param.default
+        if value is UNKNOWN and default is not None:
+            constant = literal(default)
+            if constant in (Const.of(None), Const.of(False), Const.of(0)):
+                value = Const(frozenset([constant.single, ANYTHING]))
+        env[name] = value
+    if fn.klass is not None and ordered and fn.kind in ("method", "property"):
+        env[ordered[0].name.value] = Instance(fn.klass, project.class_fields(fn.klass))
+    elif fn.klass is not None and ordered and fn.kind == "class":
+        env[ordered[0].name.value] = fn.klass
+    for star in (params.star_arg, params.star_kwarg):
+        if isinstance(star, cst.Param):
+            env[star.name.value] = UNKNOWN
+    return env
+
+
+def annotation_value(module, annotation) -> Value:
+    """The value a type annotation promises: ``cupy.ndarray`` is a CuPy device array, ``torch.Tensor``
+    a tensor, ``np.ndarray`` a host array of unknown kind, a class of the checked code its object."""
+    if isinstance(annotation, cst.SimpleString):
+        try:
+            text = annotation.evaluated_value
+            annotation = cst.parse_expression(text) if isinstance(text, str) and len(text) < 200 else None
+        except Exception:  # noqa: BLE001 - an annotation that is not an expression says nothing
+            return UNKNOWN
+        if annotation is None:
+            return UNKNOWN
+    if isinstance(annotation, cst.Subscript):
+        head = module.imports.qualify(annotation.value) or dotted(annotation.value) or ""
+        inner = [e.slice.value for e in annotation.slice if isinstance(e.slice, cst.Index)]
+        if head.split(".")[-1] in ("Optional", "Union", "Annotated") and inner:
+            return annotation_value(module, inner[0])
+        if head.split(".")[-1] in ("List", "list", "Sequence", "Iterable", "Tuple", "tuple") and inner:
+            element = annotation_value(module, inner[0])
+            return Seq(element) if element is not UNKNOWN else UNKNOWN
+        return annotation_value(module, annotation.value) if head.endswith("NDArray") else UNKNOWN
+    if isinstance(annotation, cst.BinaryOperation) and isinstance(annotation.operator, cst.BitOr):
+        left = annotation_value(module, annotation.left)
+        return left if left is not UNKNOWN else annotation_value(module, annotation.right)
+    qualified = module.imports.qualify(annotation) if isinstance(annotation, (cst.Name, cst.Attribute)) else None
+    tables = module.tables
+    if qualified is not None and qualified in tables.annotations:
+        kind = tables.annotations[qualified]
+        if kind == "host":
+            return unknown_host("numpy")
+        if kind == "torch-host":
+            return unknown_host("torch")
+        if kind == "tensor":
+            return Tensor()
+        if kind == "stream":
+            return Stream(origin=annotation, default=False)
+        if kind.startswith("device:"):
+            return Device(kind.split(":", 1)[1])
+        return UNKNOWN
+    if isinstance(annotation, cst.Name):
+        found = module.global_value(annotation.value)
+        if isinstance(found, ClassRef):
+            return Instance(found, module.project.class_fields(found))
+    if qualified is not None and tables.library_of(qualified) is None:
+        found = module.project.resolve(qualified, module)
+        if isinstance(found, ClassRef):
+            return Instance(found, module.project.class_fields(found))
+    return UNKNOWN
+
+
+# ------------------------------------------------------------------------------ what flows back
+def _internal(fn: Function):
+    info = fn.module.info
+
+    def check(site: Site) -> bool:
+        return site.scope == fn.name and site.module is info
+    return check
+
+
+def _renamer(ev, fn: Function, node, outcome: Outcome):
+    """Buffers the callee allocated on this call become allocations of the call itself (each call
+    allocates anew); buffers it keeps (a cache) or got from elsewhere stay what they are."""
+    internal = _internal(fn)
+    short = fn.name.rsplit(".", 1)[-1]
+
+    def rename(site: Site) -> Site:
+        if not internal(site) or site in outcome.kept:
+            return site
+        return Site(kind=site.kind, library=site.library, api=f"{short}()", node=node, loops=ev.loops,
+                    nbytes=site.nbytes, pooled=site.pooled, fix=None, scope=ev.scope,
+                    fresh_each_iteration=site.fresh_each_iteration, via=frozenset([site]), dtype=site.dtype,
+                    ndim=site.ndim, variant="call", uninitialized=site.uninitialized, module=ev.module.info)
+    return rename
+
+
+def _rename_pending(pending: PendingCopy, rename) -> PendingCopy:
+    sites = frozenset(rename(s) for s in pending.sites)
+    return pending if sites == pending.sites else replace(pending, sites=sites)
+
+
+def _copy_back(ev, outcome: Outcome, exprs: dict, rename) -> None:
+    """A callee that changed an argument's object (appended to a list, set a field) changed the
+    caller's object: the caller's name for it sees the new value."""
+    from .transfer import rebind
+    for name, value in outcome.params:
+        expr = exprs.get(name)
+        if expr is not None and dotted(expr) is not None:
+            rebind(ev, expr, map_sites(value, rename), mutated=True)
+
+
+def _announce_allocations(ev, node, returned: Value, outcome: Outcome, fn: Function) -> None:
+    """A call that returns fresh buffers is where they are allocated, as far as the caller goes."""
+    for site in all_sites(returned):
+        if site.node is node and site.variant == "call":
+            ev.event(EventType.ALLOC, node, Host(frozenset([site]), site.library), api=site.api)
+
+
+def _pinned_inside(ev, fn: Function, node, outcome: Outcome) -> None:
+    """Pinned memory the callee allocates and drops on every call: each call pays for it."""
+    internal = _internal(fn)
+    returned = all_sites(outcome.returned)
+    escaped = outcome.kept | frozenset(s for e in outcome.events if e.type is EventType.ESCAPE for s in e.sites)
+    short = fn.name.rsplit(".", 1)[-1]
+    for event in outcome.events:
+        if event.type not in (EventType.ALLOC, EventType.REGISTER) or event.loops or event.branch:
+            continue
+        if not event.definitely(lambda s: s.kind.is_pinned and internal(s) and s not in escaped and
+                                s not in returned):
+            continue
+        for inner in event.sites:
+            site = Site(kind=inner.kind, library=inner.library, api=f"{short}()", node=node, loops=ev.loops,
+                        nbytes=inner.nbytes, pooled=inner.pooled, scope=ev.scope, via=frozenset([inner]),
+                        variant="call-inside", module=ev.module.info)
+            ev.event(EventType.ALLOC, node, Host(frozenset([site]), inner.library), api=site.api)
+
+
+# ------------------------------------------------------------------------------ lifting
+def signature(event: Event) -> tuple:
+    return (event.type, event.node, event.sites, event.maybe_unknown, event.direction, event.is_async,
+            event.dest_allocated, event.pending)
+
+
+_DESCRIBE = {EventType.COPY: "copied here by `{api}`", EventType.READ: "read here", EventType.WRITE: "written here",
+             EventType.ESCAPE: "stored here", EventType.LAUNCH: "read by kernel `{api}` here",
+             EventType.ALLOC: "allocated here by `{api}`", EventType.REGISTER: "registered here by `{api}`",
+             EventType.SYNC: "synchronized here"}
+
+
+def describe(event: Event) -> str:
+    return _DESCRIBE.get(event.type, "here").format(api=event.api)
+
+
+def _lift(ev, fn: Function, node, outcome: Outcome, baseline: Optional[Outcome]) -> None:
+    """Events of this call's analysis of the callee that its baseline does not have: they depend on
+    what the caller passed, so the caller is where they are reported."""
+    if not ev.emit:
+        return
+    known = {signature(e) for e in baseline.events} if baseline is not None else set()
+    internal = _internal(fn)
+
+    def contextual(site: Site) -> Site:
+        # A buffer the callee allocates on this call lives in the caller's loops too.
+        return replace(site, loops=ev.loops + site.loops) if internal(site) and ev.loops else site
+
+    for event in outcome.events:
+        if event.type is EventType.SYNC or signature(event) in known:
+            continue
+        if event.type in (EventType.ALLOC, EventType.REGISTER) and all(internal(s) for s in event.sites):
+            continue  # the callee's own allocations: see _pinned_inside
+        step = TraceStep(event.module, event.node, describe(event), fn.name)
+        ev.events.append(Event(
+            type=event.type, node=node, loops=ev.loops + event.loops, branch=ev.branch,
+            sites=frozenset(contextual(s) for s in event.sites), maybe_unknown=event.maybe_unknown,
+            varies_in=event.varies_in, api=event.api, direction=event.direction, is_async=event.is_async,
+            stream=event.stream, dest_allocated=event.dest_allocated, staged=event.staged, library=event.library,
+            family=event.family, stream_node=None, scope=ev.scope, pending=event.pending, trace=(step,) + event.trace,
+            module=ev.module.info))
+
+
+# ------------------------------------------------------------------------------ members
+def function_value(member, bound: Optional[Value] = None) -> Function:
+    """A Function for a class member (see ``project.Member``), bound to ``bound`` where Python binds it."""
+    if member.kind == "static":
+        bound = None
+    elif member.kind == "class":
+        bound = member.owner
+    return Function(node=member.node, module=member.owner.module, name=member.qualified, kernel=member.kernel,
+                    bound=bound, klass=member.owner, kind=member.kind)
+
+
+def member(ev, base: Value, attr: str, node) -> Value:
+    project = ev.module.project
+    if isinstance(base, Instance):
+        value = base.field(attr)
+        if value is not None:
+            return value
+        info = project.class_info(base.klass)
+        found = info.lookup(attr) if info is not None else None
+        if found is not None:
+            fn = function_value(found, bound=base)
+            if found.kind == "property":
+                return call(ev, fn, _no_args(), node, None)
+            return fn
+        fields = project.class_fields(base.klass)
+        for key, value in fields:
+            if key == attr:
+                return value
+        return UNKNOWN
+    if isinstance(base, ClassRef):
+        info = project.class_info(base)
+        found = info.lookup(attr) if info is not None else None
+        if found is not None:
+            if found.kind == "nested-class":
+                return found.nested
+            return function_value(found, bound=None if found.kind == "method" else base)
+        return UNKNOWN
+    if isinstance(base, ModuleRef):
+        return project.module_attribute(base.name, attr)
+    if isinstance(base, Super):
+        info = project.class_info(base.klass)
+        found = info.lookup(attr, after_self=True) if info is not None else None
+        if found is not None:
+            return function_value(found, bound=base.receiver)
+        return UNKNOWN
+    return UNKNOWN
+
+
+def super_value(ev) -> Value:
+    fn = ev.invocation.function
+    if fn is None or fn.klass is None:
+        return UNKNOWN
+    params = [*fn.node.params.posonly_params, *fn.node.params.params]
+    receiver = ev.state.env.get(params[0].name.value, UNKNOWN) if params else UNKNOWN
+    return Super(fn.klass, receiver)
+
+
+def _self_name(node: cst.FunctionDef) -> Optional[str]:
+    params = [*node.params.posonly_params, *node.params.params]
+    return params[0].name.value if params else None
+
+
+def _no_args():
+    from .effects import Args
+    return Args((), {}, False)
+
+
+__all__ = ["Invocation", "Outcome", "annotation_value", "bind_parameters", "call", "construct", "context_free_env",
+           "describe", "function_value", "member", "super_value", "Kind", "Mapping"]

@@ -1,0 +1,620 @@
+"""The checked code as a whole: its modules, classes and functions, and the analyses of them.
+
+A ``Project`` resolves the checked code's own imports (``from .utils import f``, ``import pkg.mod as
+m``, a sibling script's ``import common``) to files of the tree, parses them on demand, and keeps
+every analysis it made: a function's baseline (its context-free analysis) and its analyses per
+calling context, a module's globals, a class's members and fields. One project serves every file a
+process checks, so a helper module is parsed and analysed once. Library modules (the ones the API
+tables describe) are never looked for in the tree: their behaviour is the tables'.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+import libcst as cst
+
+from ..imports import ImportMap, collect_imports, dotted
+from ..walk import suite_body
+from . import cfg
+from .domain import UNKNOWN, ClassRef, Const, Function, Instance, ModuleRef, Value, join
+from .interproc import Invocation, Outcome, context_free_env
+from .solver import solve
+from .state import MUTATED, RETURN, STREAM, State
+
+MAX_DEPTH = 5            # calls followed below a function's own analysis
+MAX_ANALYSES = 400       # callee analyses one file's check may start
+MAX_MODULE_BYTES = 2_000_000
+_EXCLUDED_PARTS = frozenset({"site-packages", "dist-packages", ".venv", "venv", ".git", "node_modules", "build",
+                             "dist", "__pycache__", ".tox", ".eggs"})
+
+
+class ModuleInfo:
+    """A parsed module and where it came from; positions are resolved only when a report needs one."""
+
+    def __init__(self, filename: str, module: cst.Module, path: Optional[Path] = None, text: str = "") -> None:
+        self.filename = filename
+        self.module = module
+        self.path = path
+        self.text = text
+        self._positions = None
+
+    def position(self, node: cst.CSTNode):
+        if self._positions is None:
+            from libcst.metadata import MetadataWrapper, PositionProvider
+            self._positions = MetadataWrapper(self.module, unsafe_skip_copy=True).resolve(PositionProvider)
+        return self._positions[node]
+
+    def __repr__(self) -> str:
+        return f"ModuleInfo({self.filename!r})"
+
+
+@dataclass(eq=False)
+class Member:
+    node: cst.CSTNode
+    kind: str                 # "method", "static", "class", "property", "nested-class"
+    owner: ClassRef
+    qualified: str
+    kernel: bool = False
+    nested: Optional[ClassRef] = None
+
+
+@dataclass(eq=False)
+class ClassInfo:
+    cls: ClassRef
+    members: dict
+    bases: list
+    fields: Optional[list] = None   # a dataclass's / NamedTuple's fields, in order
+    project: object = None
+
+    def lookup(self, attr: str, after_self: bool = False) -> Optional[Member]:
+        for info in self.mro()[1 if after_self else 0:]:
+            found = info.members.get(attr)
+            if found is not None:
+                return found
+        return None
+
+    def mro(self) -> list:
+        order, seen, todo = [], set(), [self]
+        while todo:
+            info = todo.pop(0)
+            if info.cls in seen:
+                continue
+            seen.add(info.cls)
+            order.append(info)
+            todo.extend(b for b in (self.project.class_info(base) for base in info.bases) if b is not None)
+        return order
+
+
+class ModuleContext:
+    """One module as the analysis sees it: its imports, its definitions and its globals."""
+
+    def __init__(self, project: "Project", info: ModuleInfo, name: Optional[str], is_package: bool = False) -> None:
+        self.project = project
+        self.info = info
+        self.tables = project.tables
+        self.name = name
+        self.imports = _imports_of(info.module, name, is_package)
+        self._defs: Optional[dict] = None
+        self._functions: dict = {}
+        self._classes: dict = {}
+
+    def __repr__(self) -> str:
+        return f"ModuleContext({self.info.filename!r})"
+
+    @property
+    def defs(self) -> dict:
+        if self._defs is None:
+            self._defs = {}
+            for node in _top_level_definitions(self.info.module.body):
+                if isinstance(node, cst.FunctionDef):
+                    self._defs[node.name.value] = self.function_value(node, "<module>")
+                else:
+                    self._defs[node.name.value] = self.class_value(node)
+        return self._defs
+
+    def global_value(self, name: str) -> Optional[Value]:
+        found = self.defs.get(name)
+        if found is not None:
+            return found
+        globals_ = self.project.module_globals(self)
+        return globals_.get(name) if globals_ is not None else None
+
+    def function_value(self, node: cst.FunctionDef, scope: str) -> Function:
+        key = (node, scope)
+        found = self._functions.get(key)
+        if found is None:
+            name = node.name.value if scope == "<module>" else f"{scope}.<locals>.{node.name.value}"
+            found = Function(node=node, module=self, name=name, kernel=self.is_kernel(node))
+            self._functions[key] = found
+        return found
+
+    def class_value(self, node: cst.ClassDef, prefix: str = "") -> ClassRef:
+        found = self._classes.get(node)
+        if found is None:
+            found = ClassRef(node=node, module=self, name=prefix + node.name.value)
+            self._classes[node] = found
+        return found
+
+    def is_kernel(self, node: cst.FunctionDef) -> bool:
+        for decorator in node.decorators:
+            expression = decorator.decorator
+            if isinstance(expression, cst.Call):
+                expression = expression.func
+            if self.imports.qualify(expression) in self.tables.kernel_decorators:
+                return True
+        return False
+
+
+class Project:
+    def __init__(self, tables, root: Optional[Path] = None) -> None:
+        self.tables = tables
+        self.root = root.resolve() if root is not None else None
+        self.by_path: dict = {}          # resolved path -> ModuleContext (None: not loadable)
+        self.by_name: dict = {}          # ModuleRef name -> ModuleContext
+        self._lookups: dict = {}         # (module name, importing file's folder) -> ModuleContext or None
+        self._graphs: dict = {}
+        self._outcomes: dict = {}
+        self._baselines: dict = {}
+        self._baseline_running: set = set()
+        self._globals: dict = {}
+        self._globals_running: set = set()
+        self._classes: dict = {}
+        self._fields: dict = {}
+        self._fields_running: set = set()
+        self.method_names: set = set()
+        names = sorted(tables.unknown_methods)
+        self._method_pattern = re.compile(r"^\s*(?:async\s+)?def\s+(" + "|".join(map(re.escape, names)) + r")\s*\(",
+                                          re.MULTILINE) if names else None
+
+    # ------------------------------------------------------------------ modules
+    def add_module(self, filename: str, module: cst.Module, path: Optional[Path] = None, text: str = "") -> ModuleContext:
+        """The module being checked (already parsed by the engine)."""
+        resolved = path.resolve() if path is not None else None
+        name, is_package = self.module_name(resolved) if resolved is not None else (None, False)
+        ctx = ModuleContext(self, ModuleInfo(filename, module, resolved, text), name, is_package)
+        if resolved is not None:
+            self.by_path[resolved] = ctx
+        self._scan_methods(text or module.code)
+        return ctx
+
+    def _scan_methods(self, text: str) -> None:
+        if self._method_pattern is not None:
+            self.method_names.update(self._method_pattern.findall(text))
+
+    def defines_method(self, name: str) -> bool:
+        """Whether the checked code defines a method of that name (then the name is not the library's)."""
+        return name in self.method_names
+
+    def module_name(self, path: Path) -> tuple:
+        """Dotted module name of a file from its package folders (those with ``__init__.py``)."""
+        is_package = path.name == "__init__.py"
+        parts = [] if is_package else [path.stem]
+        folder = path.parent
+        while (folder / "__init__.py").is_file():
+            parts.insert(0, folder.name)
+            if folder.parent == folder:
+                break
+            folder = folder.parent
+        return ".".join(parts) or None, is_package
+
+    def load(self, name: str, importer: ModuleContext) -> Optional[ModuleContext]:
+        """The module of the checked tree an import names, or None (a library, or not in the tree)."""
+        where = importer.info.path.parent if importer.info.path is not None else None
+        key = (name, where)
+        if key in self._lookups:
+            return self._lookups[key]
+        found = None
+        relative = Path(*name.split("."))
+        for base in self._search_folders(importer):
+            for candidate in (base / relative.with_suffix(".py") if relative.name else None,
+                              base / relative / "__init__.py"):
+                if candidate is not None and candidate.is_file():
+                    found = self._load_path(candidate)
+                    if found is not None:
+                        break
+            if found is not None:
+                break
+        self._lookups[key] = found
+        return found
+
+    def _search_folders(self, importer: ModuleContext) -> list:
+        path = importer.info.path
+        if path is None:
+            return [self.root] if self.root is not None else []
+        folders = []
+        top = path.parent
+        while (top / "__init__.py").is_file() and top.parent != top:
+            top = top.parent
+        folders.append(top)  # where the importer's top package lives
+        folder = path.parent
+        limit = self.root
+        for _ in range(6):  # the script's own folder, then its parents (samples add `..` to sys.path)
+            if folder not in folders:
+                folders.append(folder)
+            if limit is not None and (folder == limit or limit not in folder.parents):
+                break
+            if folder.parent == folder:
+                break
+            folder = folder.parent
+        if self.root is not None:
+            folders += [f for f in (self.root, self.root / "src") if f not in folders]
+        return folders
+
+    def _load_path(self, path: Path) -> Optional[ModuleContext]:
+        from ..engine import read_source
+        from ..parsing import parse
+        resolved = path.resolve()
+        if resolved in self.by_path:
+            return self.by_path[resolved]
+        self.by_path[resolved] = None
+        if _EXCLUDED_PARTS & set(resolved.parts) or (self.root is not None and self.root not in resolved.parents):
+            return None
+        try:
+            data = resolved.read_bytes()
+            if len(data) > MAX_MODULE_BYTES:
+                return None
+            text = read_source(data).text
+        except (OSError, SyntaxError, UnicodeDecodeError, LookupError):
+            return None
+        parsed = parse(text)
+        if parsed.module is None:
+            return None
+        name, is_package = self.module_name(resolved)
+        ctx = ModuleContext(self, ModuleInfo(_display(resolved), parsed.module, resolved, text), name, is_package)
+        self.by_path[resolved] = ctx
+        self._scan_methods(text)
+        return ctx
+
+    def resolve(self, qualified: str, importer: ModuleContext) -> Value:
+        """The definition an imported dotted name refers to: a function, class, module or global of
+        the checked code; UNKNOWN for anything else."""
+        parts = qualified.split(".")
+        for cut in range(len(parts), 0, -1):
+            ctx = self.load(".".join(parts[:cut]), importer)
+            if ctx is None:
+                continue
+            value: Value = self._module_ref(ctx)
+            for attr in parts[cut:]:
+                value = self._attribute(value, attr)
+                if value is UNKNOWN:
+                    return UNKNOWN
+            return value
+        return UNKNOWN
+
+    def _module_ref(self, ctx: ModuleContext) -> ModuleRef:
+        key = str(ctx.info.path)
+        self.by_name[key] = ctx
+        return ModuleRef(key)
+
+    def _attribute(self, value: Value, attr: str) -> Value:
+        if isinstance(value, ModuleRef):
+            return self.module_attribute(value.name, attr)
+        if isinstance(value, ClassRef):
+            info = self.class_info(value)
+            member = info.lookup(attr) if info is not None else None
+            if member is not None and member.kind == "nested-class":
+                return member.nested
+        return UNKNOWN
+
+    def module_attribute(self, key: str, attr: str) -> Value:
+        ctx = self.by_name.get(key)
+        if ctx is None:
+            return UNKNOWN
+        found = ctx.global_value(attr)
+        if found is not None:
+            return found
+        # `import pkg` then `pkg.sub.f()`: a submodule.
+        if ctx.info.path is not None and ctx.info.path.name == "__init__.py":
+            sub = self._load_path(ctx.info.path.parent / f"{attr}.py") or \
+                self._load_path(ctx.info.path.parent / attr / "__init__.py")
+            if sub is not None:
+                return self._module_ref(sub)
+        qualified = ctx.imports.qualify(cst.Name(attr)) if ctx.imports.lookup(attr) else None
+        if qualified is not None and self.tables.library_of(qualified) is None:
+            return self.resolve(qualified, ctx)  # re-exported: `from .io import load` in __init__.py
+        return UNKNOWN
+
+    # ------------------------------------------------------------------ analyses
+    def graph(self, node) -> cfg.Graph:
+        found = self._graphs.get(node)
+        if found is None:
+            if isinstance(node, cst.Module):
+                found = cfg.build(node.body, function=False)
+            else:
+                found = cfg.build(suite_body(node.body), function=True)
+            self._graphs[node] = found
+        return found
+
+    def solve(self, ctx: ModuleContext, scope: str, node, env: dict, pending: frozenset, stream,
+              invocation: Invocation) -> tuple:
+        """Events and exit state (None when the exit is unreachable) of one analysis of a scope."""
+        from .evaluator import Evaluator
+        evaluator = Evaluator(ctx, scope, invocation)
+        state = State(dict(env), pending)
+        state.env[STREAM] = stream
+        return solve(self.graph(node), evaluator, state)
+
+    def run(self, ctx: ModuleContext, scope: str, node, env: dict, pending: frozenset, stream,
+            invocation: Invocation) -> Outcome:
+        events, exit_state = self.solve(ctx, scope, node, env, pending, stream, invocation)
+        if exit_state is None:
+            return Outcome(UNKNOWN, frozenset(), stream, tuple(events), reachable=False)
+        changed = []
+        for key in exit_state.env:
+            if key.startswith(MUTATED):
+                name = key[len(MUTATED):]
+                if name in env:
+                    changed.append((name, _folded(exit_state.env, name)))
+        kept = frozenset(s for e in events if e.type.value == "escape" and not isinstance(e.node, cst.Return)
+                         for s in e.sites)
+        return Outcome(exit_state.env.get(RETURN, Const.of(None)), exit_state.pending, exit_state.env.get(STREAM),
+                       tuple(events), tuple(sorted(changed, key=lambda kv: kv[0])), kept)
+
+    def invoke(self, fn: Function, env: dict, pending: frozenset, stream, invocation: Invocation) -> Optional[Outcome]:
+        key = (fn.node, fn.module, fn.bound, frozenset(env.items()), pending, stream)
+        found = self._outcomes.get(key)
+        if found is not None:
+            return found
+        if invocation.depth >= MAX_DEPTH or fn.node in invocation.stack or invocation.budget[0] >= MAX_ANALYSES:
+            return None
+        invocation.budget[0] += 1
+        outcome = self.run(fn.module, fn.name, fn.node, env, pending, stream, invocation.child(fn))
+        self._outcomes[key] = outcome
+        return outcome
+
+    def baseline(self, fn: Function, invocation: Optional[Invocation] = None) -> Optional[Outcome]:
+        """The function analysed with nothing known of its callers: its own file's findings."""
+        key = (fn.node, fn.module, fn.klass, fn.kind)
+        found = self._baselines.get(key)
+        if found is not None:
+            return found
+        if key in self._baseline_running:
+            return None
+        self._baseline_running.add(key)
+        try:
+            budget = invocation.budget if invocation is not None else [0]
+            outcome = self.run(fn.module, fn.name, fn.node, context_free_env(self, fn), frozenset(), None,
+                               Invocation(0, (fn.node,), fn, budget))
+        finally:
+            self._baseline_running.discard(key)
+        self._baselines[key] = outcome
+        return outcome
+
+    def module_globals(self, ctx: ModuleContext) -> Optional[dict]:
+        """Names the module binds once at its top level, with their values, as its functions see them.
+        While they are being computed, functions called from the module body see none."""
+        if ctx in self._globals:
+            return self._globals[ctx]
+        if ctx in self._globals_running:
+            return None
+        self._globals_running.add(ctx)
+        try:
+            _, exit_state = self.solve(ctx, "<module>", ctx.info.module, {}, frozenset(), None, Invocation())
+            single = single_assigned_globals(ctx.info.module)
+            env = exit_state.env if exit_state is not None else {}
+            result = {name: value for name, value in env.items()
+                      if name in single and not name.startswith("$") and "." not in name}
+        finally:
+            self._globals_running.discard(ctx)
+        self._globals[ctx] = result
+        return result
+
+    def module_scope(self, ctx: ModuleContext) -> Outcome:
+        """The module body's own analysis (its functions see the module's globals)."""
+        self.module_globals(ctx)
+        return self.run(ctx, "<module>", ctx.info.module, {}, frozenset(), None, Invocation())
+
+    # ------------------------------------------------------------------ classes
+    def class_info(self, cls: ClassRef) -> Optional[ClassInfo]:
+        found = self._classes.get(cls)
+        if found is not None or cls in self._classes:
+            return found
+        ctx = cls.module
+        node = cls.node
+        members: dict = {}
+        fields: Optional[list] = None
+        for statement in _class_body_statements(node):
+            if isinstance(statement, cst.FunctionDef):
+                kind = _method_kind(statement, ctx)
+                members[statement.name.value] = Member(statement, kind, cls, f"{cls.name}.{statement.name.value}",
+                                                       kernel=ctx.is_kernel(statement))
+            elif isinstance(statement, cst.ClassDef):
+                nested = ctx.class_value(statement, prefix=cls.name + ".")
+                members[statement.name.value] = Member(statement, "nested-class", cls,
+                                                       f"{cls.name}.{statement.name.value}", nested=nested)
+        bases = []
+        for base in node.bases:
+            value = _base_value(ctx, base.value)
+            if isinstance(value, ClassRef):
+                bases.append(value)
+            elif _is_record_base(ctx, base.value):
+                fields = fields or []
+        if _is_dataclass(ctx, node) or fields is not None:
+            fields = [s.target.value for s in _class_body_small(node)
+                      if isinstance(s, cst.AnnAssign) and isinstance(s.target, cst.Name)]
+        info = ClassInfo(cls, members, bases, fields, self)
+        self._classes[cls] = info
+        return info
+
+    def class_fields(self, cls: ClassRef) -> tuple:
+        """``self.x`` of the class: the join of what every method assigns to it (and its bases')."""
+        found = self._fields.get(cls)
+        if found is not None:
+            return found
+        if cls in self._fields_running:
+            return ()
+        self._fields_running.add(cls)
+        fields: dict = {}
+        try:
+            info = self.class_info(cls)
+            for klass_info in (info.mro() if info is not None else []):
+                for member in klass_info.members.values():
+                    if member.kind not in ("method",):
+                        continue
+                    params = [*member.node.params.posonly_params, *member.node.params.params]
+                    if not params:
+                        continue
+                    fn = Function(node=member.node, module=klass_info.cls.module, name=member.qualified,
+                                  kernel=member.kernel, klass=klass_info.cls, kind="method")
+                    env = context_free_env(self, fn)
+                    env[params[0].name.value] = Instance(cls, ())
+                    outcome = self.run(fn.module, fn.name, fn.node, env, frozenset(), None, Invocation(0, (fn.node,), fn))
+                    after = dict(outcome.params).get(params[0].name.value)
+                    if isinstance(after, Instance):
+                        for name, value in after.fields:
+                            fields[name] = join(fields[name], value) if name in fields else value
+        finally:
+            self._fields_running.discard(cls)
+        result = tuple(sorted(fields.items()))
+        self._fields[cls] = result
+        return result
+
+
+# ------------------------------------------------------------------------------ helpers
+def _display(path: Path) -> str:
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def _folded(env: dict, name: str) -> Value:
+    """A parameter's value at the exit, with the attributes the scope set on its object folded in."""
+    value = env.get(name, UNKNOWN)
+    if isinstance(value, Instance):
+        prefix = name + "."
+        updates = {key[len(prefix):]: v for key, v in env.items() if key.startswith(prefix) and "." not in key[len(prefix):]}
+        if updates:
+            value = value.with_fields(updates)
+    return value
+
+
+def _imports_of(module: cst.Module, name: Optional[str], is_package: bool) -> ImportMap:
+    """The import map, with relative imports made absolute from the module's own dotted name."""
+    imports = collect_imports(module)
+    if name is None:
+        return imports
+    package = name.split(".") if is_package else name.split(".")[:-1]
+    from ..walk import small_statements
+    for small in small_statements(module.body, into_definitions=True):
+        if not isinstance(small, cst.ImportFrom) or not small.relative or isinstance(small.names, cst.ImportStar):
+            continue
+        levels = len(small.relative)
+        if levels - 1 > len(package):
+            continue
+        base = package[:len(package) - (levels - 1)]
+        if small.module is not None:
+            base = base + (dotted(small.module) or "").split(".")
+        for alias in small.names:
+            imported = dotted(alias.name) or ""
+            local = alias.asname.name.value if alias.asname is not None and isinstance(alias.asname.name, cst.Name) \
+                else imported
+            target = ".".join(base + [imported]) if base else imported
+            imports.bind(local, target)
+    return imports
+
+
+def _top_level_definitions(body) -> list:
+    found = []
+    for node in body:
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            found.append(node)
+        elif isinstance(node, (cst.If, cst.Try)) or type(node).__name__ == "TryStar":
+            from ..walk import child_blocks
+            for block in child_blocks(node):
+                found.extend(_top_level_definitions(block))
+    return found
+
+
+def _class_body_statements(node: cst.ClassDef) -> list:
+    return _top_level_definitions(suite_body(node.body))
+
+
+def _class_body_small(node: cst.ClassDef) -> list:
+    out = []
+    for statement in suite_body(node.body):
+        if isinstance(statement, cst.SimpleStatementLine):
+            out.extend(statement.body)
+    return out
+
+
+def _method_kind(node: cst.FunctionDef, ctx: ModuleContext) -> str:
+    for decorator in node.decorators:
+        expression = decorator.decorator
+        name = dotted(expression.func if isinstance(expression, cst.Call) else expression) or ""
+        last = name.rsplit(".", 1)[-1]
+        if last == "staticmethod":
+            return "static"
+        if last == "classmethod":
+            return "class"
+        if last in ("property", "cached_property"):
+            return "property"
+    return "method"
+
+
+def _base_value(ctx: ModuleContext, expression) -> Value:
+    if isinstance(expression, cst.Name):
+        found = ctx.global_value(expression.value) if expression.value in ctx.defs else None
+        if found is not None:
+            return found
+    qualified = ctx.imports.qualify(expression) if isinstance(expression, (cst.Name, cst.Attribute)) else None
+    if qualified is not None and ctx.tables.library_of(qualified) is None:
+        return ctx.project.resolve(qualified, ctx)
+    return UNKNOWN
+
+
+def _is_record_base(ctx: ModuleContext, expression) -> bool:
+    name = ctx.imports.qualify(expression) if isinstance(expression, (cst.Name, cst.Attribute)) else None
+    return name in ("typing.NamedTuple",)
+
+
+def _is_dataclass(ctx: ModuleContext, node: cst.ClassDef) -> bool:
+    for decorator in node.decorators:
+        expression = decorator.decorator
+        expression = expression.func if isinstance(expression, cst.Call) else expression
+        name = ctx.imports.qualify(expression) or dotted(expression) or ""
+        if name.rsplit(".", 1)[-1] in ("dataclass", "define", "frozen", "attrs", "s"):
+            return True
+    return False
+
+
+def single_assigned_globals(module: cst.Module) -> set:
+    """Module-level names assigned exactly once and never declared ``global`` in a function."""
+    from ..walk import small_statements, statements
+    counts: dict = {}
+    for node in statements(module.body):
+        if isinstance(node, cst.For):
+            for name in _target_names(node.target):
+                counts[name] = counts.get(name, 0) + 2  # rebound every iteration
+    for small in small_statements(module.body):
+        targets: list = []
+        weight = 1
+        if isinstance(small, cst.Assign):
+            targets = [t.target for t in small.targets]
+        elif isinstance(small, cst.AnnAssign) and small.value is not None:
+            targets = [small.target]
+        elif isinstance(small, cst.AugAssign):
+            targets, weight = [small.target], 2
+        for target in targets:
+            for name in _target_names(target):
+                counts[name] = counts.get(name, 0) + weight
+    declared_global = {name.name.value for small in small_statements(module.body, into_definitions=True)
+                       if isinstance(small, cst.Global) for name in small.names}
+    return {name for name, count in counts.items() if count == 1 and name not in declared_global}
+
+
+def _target_names(target) -> list:
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for e in target.elements for n in _target_names(e.value)]
+    if isinstance(target, cst.StarredElement):
+        return _target_names(target.value)
+    return []
+
+
+__all__ = ["ClassInfo", "Member", "ModuleContext", "ModuleInfo", "Project", "single_assigned_globals", "field"]

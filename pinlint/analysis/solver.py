@@ -1,0 +1,82 @@
+"""The worklist solver: states to a fixpoint over a control-flow graph, then one recording pass.
+
+Blocks are processed in reverse postorder; a block's entry state is the join of what its
+predecessors hand it, and a block is visited again only when that state changed. At a loop head,
+after a few visits, the join widens (values that keep changing become unknown), so every loop
+settles after a bounded number of visits whatever its nesting: the cost is linear in the size of
+the code. Once the states are stable, every reachable block is evaluated once more with events on.
+"""
+
+from __future__ import annotations
+
+import heapq
+from typing import Optional
+
+from .state import State
+from .transfer import run_element
+
+WIDEN_AFTER = 2          # visits of a loop head before its join widens
+MAX_VISITS_PER_BLOCK = 40  # a safety net: past it the solver stops and records what it has
+
+
+def reverse_postorder(graph) -> list:
+    order, seen = [], set()
+    stack = [(graph.entry, iter(graph.entry.succs))]
+    seen.add(graph.entry)
+    while stack:
+        block, successors = stack[-1]
+        for succ in successors:
+            if succ not in seen:
+                seen.add(succ)
+                stack.append((succ, iter(succ.succs)))
+                break
+        else:
+            stack.pop()
+            order.append(block)
+    order.reverse()
+    return order
+
+
+def solve(graph, ev, entry: State) -> tuple[list, Optional[State]]:
+    order = reverse_postorder(graph)
+    rank = {block: index for index, block in enumerate(order)}
+    states: dict = {graph.entry: entry}
+    visits: dict = {}
+    queue = [0]
+    queued = {0}
+    budget = MAX_VISITS_PER_BLOCK * max(len(order), 1)
+    ev.emit = False
+    while queue and budget > 0:
+        budget -= 1
+        index = heapq.heappop(queue)
+        queued.discard(index)
+        block = order[index]
+        ev.state = states[block].copy()
+        for element in block.elements:
+            run_element(ev, element)
+        out = ev.state
+        for succ in block.succs:
+            old = states.get(succ)
+            if old is None:
+                new = out.copy()
+            else:
+                visits[succ] = visits.get(succ, 0) + 1
+                new = old.join(out, widening=succ.loop_head is not None and visits[succ] > WIDEN_AFTER)
+                if new == old:
+                    continue
+            states[succ] = new
+            position = rank[succ]
+            if position not in queued:
+                queued.add(position)
+                heapq.heappush(queue, position)
+    # The recording pass: each reachable block once, from its settled state, in source order.
+    ev.emit = True
+    for block in sorted(states, key=lambda b: b.index):
+        if block is graph.exit or block is graph.raise_exit:
+            continue
+        ev.state = states[block].copy()
+        for element in block.elements:
+            run_element(ev, element)
+    ev.emit = False
+    ev.element = None
+    return ev.events, states.get(graph.exit)

@@ -1,0 +1,85 @@
+"""The dataflow state at one point of a scope: the environment and the copies still in flight.
+
+The environment maps names and attribute chains (``h``, ``self.buf``) to values; a few keys starting
+with ``$`` hold what Python keeps elsewhere (the current stream, the value being returned, what a
+``with`` statement saved). ``pending`` holds the asynchronous copies that may still be running: a
+synchronization removes the ones it waits for, and a CPU access of their buffers is a race.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from .domain import UNKNOWN, Value, join, widen_join
+from ..model import PendingCopy
+
+STREAM = "$stream"     # the current stream (None: the default stream)
+RETURN = "$return"     # the value returned on the paths that reach the exit
+MUTATED = "$mutated:"  # prefix: a parameter whose object the scope changed (appended to, stored into)
+
+
+class State:
+    __slots__ = ("env", "pending")
+
+    def __init__(self, env: Optional[dict] = None, pending: frozenset = frozenset()) -> None:
+        self.env = env if env is not None else {}
+        self.pending = pending
+
+    def copy(self) -> "State":
+        return State(dict(self.env), self.pending)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, State) and self.pending == other.pending and self.env == other.env
+
+    def __hash__(self):  # states are compared, never hashed
+        raise TypeError("State is not hashable")
+
+    def join(self, other: "State", widening: bool = False) -> "State":
+        """Join two states: a name bound on one path only keeps its value (the other path would
+        raise NameError on use, so that value is the only one a later use can see)."""
+        combine = widen_join if widening else join
+        env = dict(self.env)
+        for key, value in other.env.items():
+            if key in env:
+                mine = env[key]
+                if mine is not value and mine != value:
+                    env[key] = combine(mine, value)
+            else:
+                env[key] = value
+        return State(env, self.pending | other.pending)
+
+    # ------------------------------------------------------------------ the copies in flight
+    def add_pending(self, copy: PendingCopy) -> None:
+        self.pending = self.pending | {copy}
+
+    def synchronize(self, stream) -> None:
+        """A synchronization of ``stream`` (None: the whole device, or a stream the analysis cannot
+        name) completes the copies on it. Precision first: an unknown barrier counts as covering."""
+        if not self.pending:
+            return
+        if stream is None:
+            self.pending = frozenset()
+            return
+        self.pending = frozenset(p for p in self.pending if p.stream is not None and not _same_stream(p.stream, stream))
+
+    def blocking_copy(self) -> None:
+        """A blocking copy waits for the device (counted generously: for every stream)."""
+        self.pending = frozenset()
+
+    def pending_on(self, sites: frozenset) -> frozenset:
+        """The copies in flight whose buffers overlap ``sites``."""
+        if not self.pending or not sites:
+            return frozenset()
+        return frozenset(p for p in self.pending if p.sites & sites)
+
+
+def _same_stream(a, b) -> bool:
+    return a == b or (getattr(a, "default", False) and getattr(b, "default", False))
+
+
+def same_stream(a, b) -> bool:
+    return _same_stream(a, b)
+
+
+def value_of(state: State, key: str, default: Value = UNKNOWN) -> Value:
+    return state.env.get(key, default)

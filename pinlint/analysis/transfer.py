@@ -1,0 +1,286 @@
+"""Transfer functions of the control-flow graph's elements: what each statement does to the state.
+
+``run_element`` is called by the solver once per element per visit; expressions are evaluated by the
+``Evaluator``. Assignments bind names and attribute chains (``self.buf``) flow-sensitively; stores
+into containers and objects update the container's value and count as escapes of the stored buffer
+(it outlives the statement); ``with`` statements make streams current or register buffers for their
+block and undo it on the way out.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ..imports import dotted
+from ..model import EventType
+from .domain import (UNKNOWN, Const, Context, Device, Host, Items, Mapping, Seq, Stream, Value, add_element,
+                     element_of, join)
+from .state import MUTATED, RETURN, STREAM
+
+
+def run_element(ev, element) -> None:
+    ev.element = element
+    handler = _HANDLERS[element.kind]
+    handler(ev, element)
+
+
+# ------------------------------------------------------------------------------ statements
+def _stmt(ev, element) -> None:
+    node = element.node
+    if isinstance(node, cst.Assign):
+        value = ev.expr(node.value)
+        for target in node.targets:
+            assign(ev, target.target, value)
+    elif isinstance(node, cst.AnnAssign):
+        if node.value is not None:
+            value = ev.expr(node.value)
+            if value is UNKNOWN:
+                value = ev.calls.annotated(node.annotation, node.target)
+            assign(ev, node.target, value)
+    elif isinstance(node, cst.AugAssign):
+        _augmented(ev, node)
+    elif isinstance(node, cst.Expr):
+        ev.expr(node.value)
+    elif isinstance(node, cst.Return):
+        value = ev.expr(node.value) if node.value is not None else Const.of(None)
+        ev.escape(node, [value])
+        ev.state.env[RETURN] = value
+    elif isinstance(node, cst.Raise):
+        if node.exc is not None:
+            ev.expr(node.exc)
+    elif isinstance(node, (cst.Global, cst.Nonlocal)):
+        for name in node.names:
+            ev.state.env[name.name.value] = UNKNOWN
+            ev.state.env["$outer:" + name.name.value] = Const.of(True)
+    elif isinstance(node, cst.Del):
+        _forget(ev, node.target)
+    elif isinstance(node, cst.Assert):
+        ev.expr(node.test)
+
+
+def _augmented(ev, node: cst.AugAssign) -> None:
+    target = ev.expr(node.target)
+    value = ev.expr(node.value)
+    if isinstance(target, Host):
+        ev.event(EventType.READ, node, target)
+        ev.event(EventType.WRITE, node, target)
+        return
+    if isinstance(target, (Items, Seq)) and isinstance(node.operator, cst.AddAssign):
+        ev.escape(node, [value])  # bufs += [h]
+        rebind(ev, node.target, add_element(target, element_of(value)), mutated=True)
+        return
+    ev.escape(node, [value])
+    if isinstance(target, Device):
+        return  # `d *= 2` keeps a device array a device array
+    key = dotted(node.target)
+    if key:
+        ev.state.env[key] = UNKNOWN
+
+
+def _forget(ev, target: cst.BaseExpression) -> None:
+    if isinstance(target, (cst.Tuple, cst.List)):
+        for element in target.elements:
+            _forget(ev, element.value)
+        return
+    key = dotted(target)
+    if key:
+        ev.state.env.pop(key, None)
+
+
+def rebind(ev, target: cst.BaseExpression, value: Value, mutated: bool = True) -> None:
+    """A container or object changed in place: the name (or attribute chain) holding it now holds the
+    new value, and a parameter that held it is marked changed so callers see the change too."""
+    key = dotted(target)
+    if key is None:
+        return
+    ev.state.env[key] = value
+    if mutated:
+        ev.state.env[MUTATED + key.split(".")[0]] = Const.of(True)
+
+
+def assign(ev, target: cst.BaseExpression, value: Value) -> None:
+    env = ev.state.env
+    if isinstance(target, cst.Name):
+        if "$outer:" + target.value in env:
+            ev.escape(target, [value])  # a global or nonlocal: it outlives this scope
+        ev.bind(target.value, value)
+        return
+    if isinstance(target, cst.Attribute):
+        ev.escape(target, [value])  # stored on an object: it outlives this scope
+        key = dotted(target)
+        if key is not None:
+            ev.bind(key, value)
+            root = key.split(".")[0]
+            env[MUTATED + root] = Const.of(True)
+        else:
+            ev.expr(target.value)
+        return
+    if isinstance(target, (cst.Tuple, cst.List)):
+        _unpack(ev, target, value)
+        return
+    if isinstance(target, cst.Subscript):
+        _store_item(ev, target, value)
+        return
+    if isinstance(target, cst.StarredElement):
+        assign(ev, target.value, Seq(element_of(value)) if value is not UNKNOWN else UNKNOWN)
+
+
+def _unpack(ev, target, value: Value) -> None:
+    elements = list(target.elements)
+    starred = any(isinstance(e, cst.StarredElement) for e in elements)
+    items = value.items if isinstance(value, Items) and len(value.items) == len(elements) and not starred else None
+    for index, element in enumerate(elements):
+        if isinstance(element, cst.StarredElement):
+            assign(ev, element.value, Seq(element_of(value)) if isinstance(value, (Items, Seq)) else UNKNOWN)
+        elif items is not None:
+            assign(ev, element.value, items[index])
+        elif isinstance(value, Host) and value.batch:
+            assign(ev, element.value, value)  # `x, y = batch`
+        elif isinstance(value, Seq):
+            assign(ev, element.value, value.element)
+        elif isinstance(value, Items) and not starred:
+            assign(ev, element.value, UNKNOWN)
+        else:
+            assign(ev, element.value, UNKNOWN)
+
+
+def _store_item(ev, target: cst.Subscript, value: Value) -> None:
+    base = ev.expr(target.value)
+    indexes = ev.slices(target)
+    if isinstance(base, Host):
+        ev.event(EventType.WRITE, target, base)
+        return
+    ev.escape(target, [value])  # stored in a container: it may outlive the statement
+    index = indexes[0] if len(indexes) == 1 else UNKNOWN
+    if isinstance(base, Mapping):
+        if isinstance(index, Const) and index.single is not None:
+            updated: Value = base.with_entry(index.single, value)
+        else:
+            updated = Mapping(base.entries, value if base.rest is None else join(base.rest, value))
+        rebind(ev, target.value, updated, mutated=True)
+    elif isinstance(base, (Items, Seq)):
+        rebind(ev, target.value, add_element(base, value), mutated=True)
+
+
+# ------------------------------------------------------------------------------ other elements
+def _test(ev, element) -> None:
+    ev.expr(element.node)
+
+
+def _iter(ev, element) -> None:
+    """A for loop's iterable runs once, before the loop."""
+    loop = element.extra
+    value = ev.expr(element.node)
+    if isinstance(value, Host) and not value.batch:
+        ev.event(EventType.READ, element.node, value)
+    ev.state.env[f"$iter:{id(loop)}"] = value
+
+
+def _bind(ev, element) -> None:
+    from .evaluator import iteration_element
+    loop = element.extra
+    iterable = ev.state.env.get(f"$iter:{id(loop)}", UNKNOWN)
+    assign(ev, element.node, iteration_element(iterable, loop))
+
+
+def _enter(ev, element) -> None:
+    item, (with_node, index) = element.node, element.extra
+    env = ev.state.env
+    value = ev.expr(item.item)
+    prefix = f"$with:{id(with_node)}:{index}:"
+    if isinstance(value, Stream):
+        value = Context(stream=value)
+    if isinstance(value, Context):
+        env[prefix + "context"] = value
+        if value.stream is not None:
+            env[prefix + "stream"] = env.get(STREAM, Const.of(None))
+            env[STREAM] = value.stream
+        for key, registered in value.registered:
+            env[prefix + "saved:" + key] = env.get(key, Const.of("$unbound"))
+            env[key] = registered
+        if item.asname is not None:
+            bound = value.registered[0][1] if len(value.registered) == 1 else \
+                (value.stream if value.stream is not None else UNKNOWN)
+            assign(ev, item.asname.name, bound)
+    elif item.asname is not None:
+        entered = ev.calls.enter_context(value, item.item)
+        assign(ev, item.asname.name, entered)
+
+
+def _exit(ev, element) -> None:
+    with_node = element.node
+    env = ev.state.env
+    for index in reversed(range(len(with_node.items))):
+        prefix = f"$with:{id(with_node)}:{index}:"
+        context = env.pop(prefix + "context", None)
+        if context is None:
+            continue
+        if context.sync_node is not None:
+            ev.event(EventType.SYNC, context.sync_node, api="auto_synchronize", stream=context.sync_on_exit)
+        if prefix + "stream" in env:
+            previous = env.pop(prefix + "stream")
+            env[STREAM] = previous
+        # Registration lasts for the block only: the buffers are pageable again afterwards.
+        for key in [k for k in env if k.startswith(prefix + "saved:")]:
+            name = key[len(prefix + "saved:"):]
+            previous = env.pop(key)
+            if previous == Const.of("$unbound"):
+                env.pop(name, None)
+            else:
+                env[name] = previous
+
+
+def _handler(ev, element) -> None:
+    handler = element.node
+    if handler.type is not None:
+        ev.expr(handler.type)
+    if handler.name is not None:
+        assign(ev, handler.name.name, UNKNOWN)
+
+
+def _def(ev, element) -> None:
+    node = element.node
+    ev.bind(node.name.value, ev.module.function_value(node, ev.scope))
+
+
+def _class(ev, element) -> None:
+    node = element.node
+    ev.bind(node.name.value, ev.module.class_value(node))
+
+
+def _case(ev, element) -> None:
+    case = element.node
+    for name in _pattern_names(case.pattern):
+        ev.bind(name, UNKNOWN)
+    if case.guard is not None:
+        ev.expr(case.guard)
+
+
+def _pattern_names(pattern) -> list:
+    names: list = []
+
+    class Visitor(cst.CSTVisitor):
+        def visit_MatchAs(self, node) -> None:
+            if node.name is not None:
+                names.append(node.name.value)
+
+        def visit_MatchStar(self, node) -> None:
+            if node.name is not None:
+                names.append(node.name.value)
+
+        def visit_MatchMapping(self, node) -> None:
+            if node.rest is not None:
+                names.append(node.rest.value)
+
+    pattern.visit(Visitor())
+    return names
+
+
+def _return_none(ev, element) -> None:
+    ev.state.env[RETURN] = Const.of(None)
+
+
+_HANDLERS = {
+    "stmt": _stmt, "test": _test, "iter": _iter, "bind": _bind, "enter": _enter, "exit": _exit,
+    "handler": _handler, "def": _def, "class": _class, "case": _case, "return-none": _return_none,
+}

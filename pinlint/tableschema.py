@@ -1,0 +1,196 @@
+"""The schema of the API tables (``rules/api/*.toml``): every key each part of a table may hold.
+
+The loader checks every table against it, so a misspelled key, effect, mode or argument field is an
+error naming the file, the entry and the key (with a did-you-mean hint) instead of a row that
+silently does nothing. The analysis has one handler per effect listed here (``pinlint.analysis.
+effects`` checks that the two agree when it is imported). Kept free of libcst: the prefilter loads
+the tables before any file is parsed.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+KINDS = ("pageable", "pinned", "pinned+write-combined", "mapped", "mapped+write-combined", "managed", "device")
+ASYNC_MODES = ("always", "never", "stream", "stream-or-remembered", "blocking-false", "unless-blocking-true",
+               "non-blocking", "flag")
+DIRECTIONS = ("h2d", "d2h", "kind-arg")
+ANNOTATION_VALUES = ("host", "torch-host", "device", "tensor", "stream")
+
+
+class TableError(ValueError):
+    """A table that does not fit the schema; the message names file, entry and key."""
+
+
+def hint(word: str, allowed) -> str:
+    close = difflib.get_close_matches(word, sorted(allowed), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+# ------------------------------------------------------------------------------ value checks
+def _is_bool(value) -> bool:
+    return isinstance(value, bool)
+
+
+def _is_str(value) -> bool:
+    return isinstance(value, str)
+
+
+def _is_str_list(value) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def _one_of(*choices) -> Callable:
+    def check(value) -> bool:
+        return value in choices
+    check.choices = choices  # type: ignore[attr-defined]
+    return check
+
+
+def _is_str_dict(value) -> bool:
+    return isinstance(value, dict) and all(isinstance(v, str) for v in value.values())
+
+
+@dataclass(frozen=True)
+class EffectSchema:
+    """What an entry of one effect may say: argument fields (where an argument lives in the call)
+    and options (everything else), each option with a check of its value."""
+
+    args: frozenset = frozenset()
+    options: dict = field(default_factory=dict)
+    doc: str = ""
+
+
+_RETURNS_TUPLE = _one_of("err-tuple")
+EFFECTS: dict[str, EffectSchema] = {
+    "alloc": EffectSchema(
+        frozenset({"shape", "dtype", "like", "nbytes", "flags", "like_device"}),
+        {"kind": _one_of(*KINDS), "pooled": _is_bool, "pooled_when_pinned": _is_bool, "fix": _is_str,
+         "pin_kw": _is_str, "device_kw": _is_str, "reads": _is_bool, "pointer": _is_bool, "returns": _RETURNS_TUPLE,
+         "uninitialized": _is_bool, "shape_varargs": _is_bool, "range_args": _is_bool},
+        "a new host buffer (or device memory, when a device keyword says so)"),
+    "device": EffectSchema(frozenset({"stream"}), {"library": _is_str, "returns": _RETURNS_TUPLE,
+                                                  "remembers_stream": _is_bool}, "device memory"),
+    "view": EffectSchema(frozenset({"arg"}), {"otherwise": _one_of("unknown", "pageable"), "pointer": _is_bool,
+                                             "library": _is_str, "returns": _RETURNS_TUPLE},
+                         "the same memory as its argument, seen another way"),
+    "convert": EffectSchema(frozenset({"dtype", "copy"}), {"targets": _is_str_dict},
+                            "a dtype conversion: new pageable memory unless nothing changes"),
+    "contiguous": EffectSchema(frozenset({"arg"}), {}, "a view when contiguous already, else a pageable copy"),
+    "copy": EffectSchema(
+        frozenset({"host", "device", "stream", "out", "blocking", "dst", "src", "kind_arg", "target_device",
+                   "non_blocking", "async_flag"}),
+        {"direction": _one_of(*DIRECTIONS), "async": _one_of(*ASYNC_MODES), "staged": _is_bool,
+         "returns": _one_of("device", "host-dest"), "library": _is_str, "dest_kind_when_async": _one_of(*KINDS),
+         "remembers_stream": _is_bool, "needs_device_side": _is_bool},
+        "a host<->device copy"),
+    "sync": EffectSchema(frozenset({"target_arg"}), {"target": _one_of("device", "self", "arg")},
+                         "waits for a stream or the whole device"),
+    "stream": EffectSchema(frozenset(), {"returns": _RETURNS_TUPLE}, "a new (non-default) stream"),
+    "default-stream": EffectSchema(frozenset(), {}, "a default stream"),
+    "current-stream": EffectSchema(frozenset(), {}, "the current stream"),
+    "stream-context": EffectSchema(frozenset({"arg"}), {}, "a context manager making a stream current"),
+    "use-stream": EffectSchema(frozenset(), {}, "makes the receiver the current stream from here on"),
+    "sync-on-exit": EffectSchema(frozenset(), {}, "a context manager synchronizing the receiver when it ends"),
+    "event": EffectSchema(frozenset(), {}, "an event object"),
+    "gpu-device": EffectSchema(frozenset(), {}, "a device object"),
+    "pool": EffectSchema(frozenset(), {}, "a pinned memory pool"),
+    "kernel": EffectSchema(frozenset(), {}, "a GPU kernel object: calling it launches"),
+    "kernel-module": EffectSchema(frozenset(), {}, "a module of GPU kernels"),
+    "launch": EffectSchema(frozenset({"arg"}), {}, "launches a kernel on its argument(s)"),
+    "device-spec": EffectSchema(frozenset({"arg"}), {}, "a torch device"),
+    "loader": EffectSchema(frozenset(), {"pin_kw": _is_str, "fix": _is_str}, "a torch DataLoader"),
+    "register": EffectSchema(frozenset({"arg", "flags"}), {"kind": _one_of(*KINDS), "context": _is_bool,
+                                                          "returns": _one_of("view")},
+                             "page-locks existing memory (for a with block when `context`)"),
+    "free": EffectSchema(frozenset({"arg"}), {}, "releases memory: neither a use nor an escape"),
+    "read": EffectSchema(frozenset({"arg"}), {}, "a CPU read of its argument"),
+    "write": EffectSchema(frozenset({"arg"}), {}, "a CPU write to its argument"),
+}
+
+ENTRY_KEYS = frozenset({"names", "on", "effect", "library", "unknown_receiver", "requires_kw", "note"})
+ARG_SPEC_KEYS = frozenset({"pos", "kw", "default"})
+ARG_WORDS = ("self", "all")
+
+TOP_LEVEL = {
+    "library": _is_str, "modules": _is_str_list, "prefixes": dict, "constants": dict, "function": list,
+    "method": list, "attributes": dict, "pinned": list, "sync": dict, "write_combined": dict, "receivers": dict,
+    "annotations": dict, "host_flavour": _one_of("numpy", "torch"), "fixture_prefix": _is_str,
+    "probe_module": _is_str, "dtypes": dict, "cuda": dict, "python": dict, "fix_families": dict,
+    "device_strings": dict,
+}
+ATTRIBUTE_KEYS = frozenset({"view", "device", "null_streams", "kernel_decorators", "release_methods"})
+PINNED_KEYS = frozenset({"library", "from", "to", "positional", "keywords", "rename", "default_dtype", "import"})
+SYNC_KEYS = frozenset({"stream_method", "stream_call", "device_call"})
+DTYPE_KEYS = frozenset({"sizes", "attributes", "codes", "python", "modules"})
+CUDA_KEYS = frozenset({"host_alloc_flags", "host_register_flags", "memcpy_kinds"})
+PYTHON_KEYS = frozenset({"reading_builtins", "non_storing_builtins", "pure_builtins", "container_mutators"})
+FIX_FAMILY_KEYS = frozenset({"how", "keyword"})
+DEVICE_STRING_KEYS = frozenset({"cuda", "cpu"})
+
+
+def check_keys(where: str, found, allowed) -> None:
+    for key in found:
+        if key not in allowed:
+            raise TableError(f"{where}: unknown key {key!r}{hint(key, allowed)}")
+
+
+def check_value(where: str, key: str, value: Any, check) -> None:
+    if isinstance(check, type):
+        ok = isinstance(value, check)
+    else:
+        ok = check(value)
+    if not ok:
+        choices = getattr(check, "choices", None)
+        expected = f"one of {', '.join(map(repr, choices))}" if choices else \
+            (check.__name__ if isinstance(check, type) else check.__name__.replace("_is_", "a "))
+        extra = hint(str(value), choices) if choices and isinstance(value, str) else ""
+        raise TableError(f"{where}: {key} = {value!r} is not {expected}{extra}")
+
+
+def check_arg_spec(where: str, key: str, raw: Any) -> None:
+    if isinstance(raw, str):
+        if raw not in ARG_WORDS:
+            raise TableError(f"{where}: {key} = {raw!r} is not an argument spec ({{pos = N, kw = \"name\"}}, "
+                             f"\"self\" or \"all\"){hint(raw, ARG_WORDS)}")
+        return
+    if not isinstance(raw, dict):
+        raise TableError(f"{where}: {key} must be an argument spec ({{pos = N, kw = \"name\"}}, \"self\" or \"all\")")
+    check_keys(f"{where}, {key}", raw, ARG_SPEC_KEYS)
+    if "pos" in raw and not (isinstance(raw["pos"], int) and not isinstance(raw["pos"], bool) and raw["pos"] >= 0):
+        raise TableError(f"{where}, {key}: pos must be a non-negative integer")
+    if "kw" in raw and not isinstance(raw["kw"], str):
+        raise TableError(f"{where}, {key}: kw must be a string")
+
+
+def entry_name(raw: dict) -> str:
+    names = raw.get("names")
+    if isinstance(names, list) and names and isinstance(names[0], str):
+        return names[0]
+    return "?"
+
+
+def check_entry(where: str, raw: dict, receivers: Optional[set] = None) -> EffectSchema:
+    """Check one [[function]] or [[method]] entry; returns its effect's schema."""
+    if not isinstance(raw, dict):
+        raise TableError(f"{where}: an entry must be a table")
+    if not _is_str_list(raw.get("names")) or not raw.get("names"):
+        raise TableError(f"{where}: `names` must be a non-empty list of strings")
+    effect = raw.get("effect")
+    if effect not in EFFECTS:
+        raise TableError(f"{where}: unknown effect {effect!r}{hint(str(effect), EFFECTS)}")
+    schema = EFFECTS[effect]
+    allowed = ENTRY_KEYS | schema.args | set(schema.options)
+    check_keys(where, raw, allowed)
+    for key in schema.args & set(raw):
+        check_arg_spec(where, key, raw[key])
+    for key, check in schema.options.items():
+        if key in raw:
+            check_value(where, key, raw[key], check)
+    if "unknown_receiver" in raw and not (isinstance(raw["unknown_receiver"], str) and raw["unknown_receiver"].strip()):
+        raise TableError(f"{where}: unknown_receiver must give the reason the signature is unique to one library")
+    if "requires_kw" in raw and not _is_str_list(raw["requires_kw"]):
+        raise TableError(f"{where}: requires_kw must be a list of keyword names")
+    return schema
