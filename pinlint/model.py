@@ -41,7 +41,7 @@ class Site:
     kind: Kind
     library: str          # the buffer's maker: "numpy", "cupy", "numba", "pycuda", "cuda-python", "torch"
     api: str              # qualified name or method of the allocating call
-    node: cst.CSTNode     # the allocation call (fixes rewrite it; reports point to it)
+    node: cst.CSTNode = field(repr=False)  # the allocation call (fixes rewrite it; reports point to it)
     loops: tuple = ()     # the loops around the allocation (their nodes), outermost first
     nbytes: Optional[int] = None
     pooled: bool = False
@@ -61,8 +61,8 @@ class TraceStep:
     """One step of an interprocedural path: a node of some module, and what happens there."""
 
     module: object          # ModuleInfo
-    node: cst.CSTNode
-    message: str
+    node: cst.CSTNode = field(repr=False)
+    message: str = ""
     function: str = ""      # the function the step is in
 
 
@@ -70,13 +70,13 @@ class TraceStep:
 class PendingCopy:
     """An asynchronous copy that may still be running: the state the race rules read."""
 
-    node: cst.CSTNode
+    node: cst.CSTNode = field(repr=False)
     api: str
     direction: str
     sites: frozenset
     stream: object = None          # abstract stream, None for an unknown or device-wide one
     library: str = ""
-    stream_node: Optional[cst.CSTNode] = None
+    stream_node: Optional[cst.CSTNode] = field(default=None, repr=False)
     hypothetical: bool = False     # a pageable buffer's copy: blocking now, truly async once pinned
     family: str = ""               # the API's family (cuda-python.runtime vs .driver): which sync fits
     module: object = field(default=None, compare=False)
@@ -99,9 +99,9 @@ class Event:
     """One step of a scope's execution, with its loop and branch context."""
 
     type: EventType
-    node: cst.CSTNode
-    loops: tuple                          # loop nodes around the event, outermost first
-    branch: tuple                         # (if node, arm) pairs around the event, outermost first
+    node: cst.CSTNode = field(repr=False)
+    loops: tuple = field(default=(), repr=False)   # loop nodes around the event, outermost first
+    branch: tuple = field(default=(), repr=False)  # (if node, arm) pairs around the event, outermost first
     sites: frozenset = frozenset()        # host buffer(s) involved; empty when unknown
     maybe_unknown: bool = False           # some of the buffer's possible values are unknown
     varies_in: frozenset = frozenset()    # loops in which the buffer is a different one each iteration
@@ -113,7 +113,7 @@ class Event:
     staged: bool = False                  # the API stages pageable sources through a pinned pool itself
     library: str = ""                     # the library whose API made the event ("cupy", "torch", ...)
     family: str = ""                      # the API's family in the tables (library, or library.prefix)
-    stream_node: Optional[cst.CSTNode] = None  # the stream argument as written, when one was passed
+    stream_node: Optional[cst.CSTNode] = field(default=None, repr=False)  # the stream argument as written
     scope: str = ""
     pending: frozenset = frozenset()      # READ/WRITE: async copies of this buffer that may still run
     trace: tuple = ()                     # TraceSteps from this scope's call into the callee's event

@@ -70,16 +70,15 @@ class Calls:
         if isinstance(func, cst.Attribute):
             receiver = ev.expr(func.value)
             return self.method_call(receiver, func.attr.value, node, func.value)
+        if isinstance(func, cst.Name) and func.value in _BUILTINS and ev.lookup(func.value) is None and \
+                ev.module.global_value(func.value) is None and ev.module.imports.lookup(func.value) is None:
+            return self.builtin(node, func.value, self.arguments(node))
         if isinstance(func, cst.Subscript):
             callee = ev.expr(func.value)  # kernel[grid, block](...)
             ev.slices(func)
         else:
             callee = ev.expr(func)
-        args = self.arguments(node)
-        if isinstance(func, cst.Name) and func.value in _BUILTINS and callee is UNKNOWN and \
-                ev.lookup(func.value) is None and ev.module.imports.lookup(func.value) is None:
-            return self.builtin(node, func.value, args)
-        return self.call_value(callee, node, args)
+        return self.call_value(callee, node, self.arguments(node))
 
     def _qualified_call(self, node: cst.Call, func) -> Value:
         ev = self.ev

@@ -19,7 +19,7 @@ import libcst as cst
 from ..walk import suite_body
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, repr=False)
 class Element:
     kind: str             # see ``Builder`` for the kinds and what they carry
     node: cst.CSTNode
@@ -34,6 +34,10 @@ class Block:
     elements: list = field(default_factory=list)
     succs: list = field(default_factory=list)
     loop_head: Optional[cst.CSTNode] = None  # this block is the head of that loop: widen here
+    depth: int = 0         # loops around the block (a loop's head counts as inside its loop)
+
+    def __repr__(self) -> str:
+        return f"Block({self.index}, {len(self.elements)} elements, -> {[b.index for b in self.succs]})"
 
     def link(self, other: "Block") -> None:
         if other not in self.succs:
@@ -97,7 +101,7 @@ class Builder:
 
     # ------------------------------------------------------------------ plumbing
     def new_block(self) -> Block:
-        block = Block(len(self.blocks))
+        block = Block(len(self.blocks), depth=len(self.loops))
         self.blocks.append(block)
         return block
 
@@ -261,6 +265,7 @@ class Builder:
             header()
         head = self.new_block()
         head.loop_head = node
+        head.depth += 1
         if self.current is not None:
             self.current.link(head)
         after = self.new_block()

@@ -38,12 +38,16 @@ def reverse_postorder(graph) -> list:
 
 
 def solve(graph, ev, entry: State) -> tuple[list, Optional[State]]:
-    order = reverse_postorder(graph)
+    # Deeper blocks first, then reverse postorder: an inner loop settles before the loop around
+    # it runs again, so what it finds reaches the outer loop in one step, not one change at a time.
+    postorder = reverse_postorder(graph)
+    position = {block: index for index, block in enumerate(postorder)}
+    order = sorted(postorder, key=lambda block: (-block.depth, position[block]))
     rank = {block: index for index, block in enumerate(order)}
     states: dict = {graph.entry: entry}
     visits: dict = {}
-    queue = [0]
-    queued = {0}
+    queue = [rank[graph.entry]]
+    queued = set(queue)
     budget = MAX_VISITS_PER_BLOCK * max(len(order), 1)
     ev.emit = False
     while queue and budget > 0:
