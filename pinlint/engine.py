@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +32,7 @@ class FileResult:
     error: Optional[str] = None       # an internal error analysing this file (reported, exit 2)
     skipped: bool = False             # the prefilter showed it cannot have a finding
     warning: Optional[str] = None     # a file pinlint could not analyse fully (reported, exit code unchanged)
+    dependencies: tuple = ()          # (path, sha256) of the other files of the tree the findings rest on
     module: Optional[cst.Module] = None  # the parsed module the findings' fix plans refer to
     span: Optional[Callable] = None      # node -> ((row, col), (row, col)), for choosing fixes that fit
 
@@ -73,9 +75,76 @@ def _syntax_error_finding(filename: str, error: SyntaxError) -> Finding:
     return _syntax_finding(filename, f"SyntaxError: {error.msg}", error.lineno or 1, max(error.offset or 1, 1))
 
 
+_IMPORT_LINE = re.compile(rb"^[ \t]*(?:from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+\(?([\w., \t]*)|import[ \t]+([\w., \t]+))",
+                          re.MULTILINE)
+_REACHES: dict = {}
+
+
+def imported_modules(data: bytes) -> list:
+    """Module names a file's import statements name (``from . import x`` gives ``.x``)."""
+    names = []
+    for match in _IMPORT_LINE.finditer(data):
+        source, imported, plain = match.groups()
+        if plain is not None:
+            names += [part.strip().split()[0] for part in plain.decode("ascii", "replace").split(",") if part.strip()]
+        else:
+            base = source.decode("ascii", "replace")
+            names.append(base)
+            for part in (imported or b"").decode("ascii", "replace").split(","):
+                part = part.strip().split(" ")[0] if part.strip() else ""
+                if part:
+                    names.append(f"{base}.{part}" if not base.endswith(".") else base + part)
+    return names
+
+
+def reaches_gpu_code(data: bytes, path: Optional[Path], depth: int = 3) -> bool:
+    """Whether the file imports a module of the checked tree that calls a GPU library's copy or
+    pinning API (itself or through its own imports): then a call of that module's code can make a
+    finding here, where the file's own buffers meet it."""
+    if path is None or depth <= 0:
+        return False
+    from .analysis.project import module_files
+    for name in imported_modules(data):
+        relative = name.startswith(".")
+        if relative:
+            levels = len(name) - len(name.lstrip("."))
+            folder = path.parent
+            for _ in range(levels - 1):
+                folder = folder.parent
+            name = name.lstrip(".")
+            candidates = [c for c in (folder / Path(*name.split(".")).with_suffix(".py") if name else None,
+                                      folder / Path(*name.split(".")) / "__init__.py" if name else folder / "__init__.py")
+                          if c is not None and c.is_file()]
+        else:
+            candidates = list(module_files(name, path, None))[:1]
+        for candidate in candidates:
+            if _reaches(candidate, depth - 1):
+                return True
+    return False
+
+
+def _reaches(path: Path, depth: int) -> bool:
+    try:
+        key = (path.resolve(), path.stat().st_mtime_ns, depth)
+    except OSError:
+        return False
+    found = _REACHES.get(key)
+    if found is None:
+        _REACHES[key] = False  # an import cycle ends here
+        try:
+            data = path.read_bytes()
+        except OSError:
+            return False
+        found = passes_prefilter(data) or reaches_gpu_code(data, path, depth)
+        _REACHES[key] = found
+    return found
+
+
 def lint_bytes(data: bytes, filename: str, settings: Settings) -> FileResult:
     result = FileResult(filename)
-    if not names_gpu_library(data):
+    path = _source_path(filename)
+    helpers = not passes_prefilter(data) and reaches_gpu_code(data, path)
+    if not names_gpu_library(data) and not helpers:
         result.skipped = True
         return result
     try:
@@ -85,7 +154,7 @@ def lint_bytes(data: bytes, filename: str, settings: Settings) -> FileResult:
             reason = exc.reason if isinstance(exc, UnicodeDecodeError) else str(exc)
             result.findings.append(_syntax_finding(filename, f"File is not valid Python source text: {reason}"))
         return result
-    if not calls_relevant_api(data):
+    if not calls_relevant_api(data) and not helpers:
         # No rule can report here; Python's own parser (about 8x faster than libcst) still checks
         # that the file parses, so PIN000 means the same for every file that names a GPU library.
         result.skipped = True
@@ -226,9 +295,13 @@ def _check_module(module: cst.Module, text: str, filename: str, settings: Settin
                 trace=trace_of(report, here), plan=plan,
                 nbytes=max((s.nbytes for s in report.sites if s.nbytes), default=None),
                 direction=report.direction, pooled=any(s.pooled for s in report.sites))
-            # One finding per code and place: a copy reached on two paths is still one mistake.
-            findings.setdefault((rule.code, finding.location), finding)
+            # One finding per code and place: a copy reached on two paths is still one mistake (but
+            # two copies inside the functions one call reaches are two).
+            where = (report.trace[-1].module.filename, report.trace[-1].module.position(report.trace[-1].node).start)\
+                if report.trace else None
+            findings.setdefault((rule.code, finding.location, where), finding)
     result.module = module
+    result.dependencies = tuple((str(dep.info.path), dep.info.digest) for dep in project.dependencies(facts.context))
     result.span = lambda node: ((position(node).start.line, position(node).start.column),
                                 (position(node).end.line, position(node).end.column))
     return sorted(findings.values(), key=Finding.sort_key)

@@ -43,6 +43,10 @@ def finding_to_json(finding: Finding) -> dict:
         "related": [{"message": r.message, "filename": r.filename, "location": _location(r.location),
                      "end_location": _location(r.end_location)} for r in finding.related],
     }
+    if finding.trace:
+        # The interprocedural path, from the allocation to the finding (DESIGN.md's JSON contract).
+        data["trace"] = [{"message": t.message, "filename": t.filename, "location": _location(t.location),
+                          "end_location": _location(t.end_location)} for t in finding.trace]
     if finding.cell is not None:
         data["cell"] = finding.cell  # notebooks: rows count from the top of this cell, as ruff reports them
     return data

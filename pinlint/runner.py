@@ -15,7 +15,8 @@ from typing import Optional
 
 from . import __version__
 from .apitables import rules_dir
-from .engine import FileResult, FixOutcome, fix_text, lint_bytes, names_gpu_library, passes_prefilter, read_source
+from .engine import (FileResult, FixOutcome, end_project, fix_text, lint_bytes, names_gpu_library, passes_prefilter,
+                     read_source, start_project)
 from .fixes import ChangedWhileFixing, source_lines, unified_diff, write_atomically
 from .model import Edit, Finding, Fix, Location, Related
 from .settings import Settings
@@ -89,8 +90,6 @@ def _portable(result: JobResult) -> JobResult:
 
 
 def _lint(job: Job, data: bytes, cache: Optional["Cache"]) -> JobResult:
-    if not names_gpu_library(data):
-        return JobResult()
     key = cache.key(data, job.settings) if cache is not None else None
     if key is not None:
         hit = cache.get(key, job.name)
@@ -98,7 +97,7 @@ def _lint(job: Job, data: bytes, cache: Optional["Cache"]) -> JobResult:
             return JobResult(findings=hit)
     result = lint_bytes(data, job.name, job.settings)
     if key is not None and result.error is None and result.warning is None:
-        cache.put(key, result.findings)
+        cache.put(key, result.findings, result.dependencies)
     return _reported(result)
 
 
@@ -186,10 +185,15 @@ def _add_noqa(job: Job, data: bytes) -> JobResult:
 # ---------------------------------------------------------------------------- many files
 def run_jobs(jobs: list, workers: int, cache: Optional["Cache"] = None) -> list:
     """Results in the order of ``jobs``. Small runs stay in this process (a pool costs ~100 ms)."""
+    root = Path.cwd()
     if workers <= 1 or len(jobs) < 2 * workers:
-        return [process(job, cache) for job in jobs]
+        start_project(root)
+        try:
+            return [process(job, cache) for job in jobs]
+        finally:
+            end_project()
     chunk = max(1, min(64, len(jobs) // (workers * 4)))
-    with ProcessPoolExecutor(max_workers=workers) as pool:
+    with ProcessPoolExecutor(max_workers=workers, initializer=start_project, initargs=(root,)) as pool:
         return list(pool.map(_process_with_cache, [(job, cache) for job in jobs], chunksize=chunk))
 
 
@@ -234,16 +238,20 @@ class Cache:
         return digest.hexdigest()
 
     def get(self, key: str, filename: str) -> Optional[list]:
+        """The findings stored for this content, if every other file they rest on is unchanged."""
         try:
-            entries = json.loads((self.directory / key[:2] / key).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return None
-        try:
-            return [_finding_from_json(entry, filename) for entry in entries]
-        except (KeyError, TypeError, ValueError):
+            entry = json.loads((self.directory / key[:2] / key).read_text(encoding="utf-8"))
+            for path, digest in entry["dependencies"]:
+                try:
+                    if hashlib.sha256(Path(path).read_bytes()).hexdigest() != digest:
+                        return None
+                except OSError:
+                    return None
+            return [_finding_from_json(item, filename) for item in entry["findings"]]
+        except (OSError, ValueError, KeyError, TypeError):
             return None
 
-    def put(self, key: str, findings: list) -> None:
+    def put(self, key: str, findings: list, dependencies: tuple = ()) -> None:
         from .report import finding_to_json
         folder = self.directory / key[:2]
         try:
@@ -251,7 +259,8 @@ class Cache:
             self._ignore_file()
             fd, temporary = tempfile.mkstemp(dir=folder, prefix=".tmp-")
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump([_finding_extra(finding_to_json(f), f) for f in findings], handle)
+                json.dump({"findings": [_finding_extra(finding_to_json(f), f) for f in findings],
+                           "dependencies": [list(d) for d in dependencies]}, handle)
             os.replace(temporary, folder / key)
         except OSError:
             pass  # a cache that cannot be written only costs speed
@@ -276,11 +285,14 @@ def _finding_from_json(data: dict, filename: str) -> Finding:
     if data["fix"] is not None:
         fix = Fix(data["fix"]["applicability"], data["fix"]["message"], tuple(
             Edit(e["content"], _location(e["location"]), _location(e["end_location"])) for e in data["fix"]["edits"]))
-    related = tuple(Related(r["message"], filename, _location(r["location"]), _location(r["end_location"]))
-                    for r in data.get("related", []))
+    related = tuple(Related(r["message"], r.get("filename", filename), _location(r["location"]),
+                            _location(r["end_location"])) for r in data.get("related", []))
+    trace = tuple(Related(t["message"], t.get("filename", filename), _location(t["location"]),
+                          _location(t["end_location"])) for t in data.get("trace", []))
     extra = data.get("_extra", {})
     return Finding(code=data["code"], message=data["message"], filename=filename, location=_location(data["location"]),
                    end_location=_location(data["end_location"]), fix=fix, related=related, url=data.get("url"),
+                   trace=trace,
                    nbytes=extra.get("nbytes"), direction=extra.get("direction", ""), pooled=extra.get("pooled", False))
 
 

@@ -25,7 +25,7 @@ class TableError(ValueError):
 
 
 def hint(word: str, allowed) -> str:
-    close = difflib.get_close_matches(word, sorted(allowed), n=1, cutoff=0.6)
+    close = difflib.get_close_matches(word, sorted(allowed), n=1, cutoff=0.5)
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
@@ -74,7 +74,7 @@ EFFECTS: dict[str, EffectSchema] = {
     "device": EffectSchema(frozenset({"stream"}), {"library": _is_str, "returns": _RETURNS_TUPLE,
                                                   "remembers_stream": _is_bool}, "device memory"),
     "view": EffectSchema(frozenset({"arg"}), {"otherwise": _one_of("unknown", "pageable"), "pointer": _is_bool,
-                                             "library": _is_str, "returns": _RETURNS_TUPLE},
+                                             "library": _is_str, "returns": _RETURNS_TUPLE, "shape_args": _is_bool},
                          "the same memory as its argument, seen another way"),
     "convert": EffectSchema(frozenset({"dtype", "copy"}), {"targets": _is_str_dict},
                             "a dtype conversion: new pageable memory unless nothing changes"),
@@ -84,7 +84,7 @@ EFFECTS: dict[str, EffectSchema] = {
                    "non_blocking", "async_flag"}),
         {"direction": _one_of(*DIRECTIONS), "async": _one_of(*ASYNC_MODES), "staged": _is_bool,
          "returns": _one_of("device", "host-dest"), "library": _is_str, "dest_kind_when_async": _one_of(*KINDS),
-         "remembers_stream": _is_bool, "needs_device_side": _is_bool},
+         "remembers_stream": _is_bool, "needs_device_side": _is_bool, "host_from_sequence": _is_bool},
         "a host<->device copy"),
     "sync": EffectSchema(frozenset({"target_arg"}), {"target": _one_of("device", "self", "arg")},
                          "waits for a stream or the whole device"),

@@ -119,7 +119,7 @@ x = np.ones(1024, np.float32)
     ("y = -h", "-h"),
     ("y = h.T.sum()", "h.T.sum()"),
     ("y = h[:10].sum()", "h[:10].sum()"),
-    ("y = h.reshape(32, 32)[0]", "h.reshape(32, 32)[0]"),
+    ("y = h.reshape(32, 32)[0, 1]", "h.reshape(32, 32)[0, 1]"),
 ])
 def test_each_kind_of_cpu_read_is_reported(line, at):
     src = WC + line + "\n"

@@ -124,7 +124,7 @@ class Calls:
         if isinstance(receiver, Function) and receiver.kernel:
             return receiver  # kernel.forall(n), kernel.configure(...): still the kernel
         ev.escape(node, args.values())
-        return UNKNOWN
+        return gpu_result(args.values() + [receiver])
 
     def table_method(self, receiver: Value, name: str, args: Args):
         tables = self.ev.tables
@@ -151,11 +151,15 @@ class Calls:
             return interproc.call(ev, callee, args, node, receiver_expr)
         if isinstance(callee, ClassRef):
             return interproc.construct(ev, callee, args, node)
+        if isinstance(callee, Instance):
+            method = self.member(callee, "__call__", node)  # an object called: its __call__
+            if isinstance(method, Function):
+                return interproc.call(ev, method, args, node, None)
         if callee == Obj("kernel"):
             self.launch(node, "kernel", args.values())
             return UNKNOWN
         ev.escape(node, args.values())  # an unknown call may store its arguments anywhere
-        return UNKNOWN
+        return gpu_result(args.values())
 
     def launch(self, node: cst.Call, name: str, values) -> None:
         from .domain import flatten
@@ -265,7 +269,12 @@ class Calls:
 
     def _rebind(self, receiver_expr, value: Value) -> None:
         from .transfer import rebind
-        if receiver_expr is not None:
+        if isinstance(receiver_expr, cst.IfExp):
+            # (a if c else b).append(x): one of the two got it.
+            for branch in (receiver_expr.body, receiver_expr.orelse):
+                before = self.ev.expr(branch)
+                rebind(self.ev, branch, join(before, value) if before is not UNKNOWN else value)
+        elif receiver_expr is not None:
             rebind(self.ev, receiver_expr, value)
 
     # ------------------------------------------------------------------ annotations, with
@@ -279,6 +288,14 @@ class Calls:
                 return interproc.call(self.ev, entered, Args((), {}, False), node, None)
             return value
         return UNKNOWN
+
+
+def gpu_result(values) -> Value:
+    """What an unknown callable returns when it is given torch tensors on a GPU (a model, a loss, an
+    op of some library): a tensor on the GPU. Anything else: unknown."""
+    from .domain import flatten
+    return Device("torch") if any(isinstance(v, Device) and v.library == "torch" for v in flatten(values)) \
+        else UNKNOWN
 
 
 def _unexplained(value: Value) -> bool:

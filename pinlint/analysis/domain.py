@@ -9,7 +9,7 @@ stream), because methods resolve through that provenance, never through their na
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Optional
 
 
@@ -40,9 +40,17 @@ class Host(Value):
     varies: frozenset = frozenset()  # loops whose iterations each see a different buffer (`for a in arrays`)
     contiguous: Optional[bool] = True  # False after a transpose; None when it cannot be told
     pointer: bool = False         # a raw address (cudaHostAlloc's ptr, h.ctypes): arithmetic on it reads nothing
+    ndim: Optional[int] = None    # dimensions of this view when they differ from the allocation's (a reshape)
 
     def kinds(self) -> frozenset:
         return frozenset(s.kind for s in self.sites)
+
+    def dimensions(self) -> Optional[int]:
+        if self.ndim is not None:
+            return self.ndim
+        ndims = {s.ndim for s in self.sites}
+        return ndims.pop() if len(ndims) == 1 else None
+
 
 
 def unknown_host(library: str = "numpy") -> Host:
@@ -68,7 +76,7 @@ class Stream(Value):
     """A stream object, identified by the call (or parameter) that made it. ``default`` streams never
     make copies asynchronous."""
 
-    origin: object = None
+    origin: object = field(default=None, repr=False)
     default: bool = False
     library: str = ""
 
@@ -171,7 +179,7 @@ class Context(Value):
 class Function(Value):
     """A function of the checked code; ``bound`` is the receiver of a bound method."""
 
-    node: object
+    node: object = field(repr=False)
     module: object = None       # ModuleInfo
     name: str = ""              # qualified name inside its module
     kernel: bool = False
@@ -184,7 +192,7 @@ class Function(Value):
 class ClassRef(Value):
     """A class of the checked code: calling it constructs an ``Instance``."""
 
-    node: object
+    node: object = field(repr=False)
     module: object = None
     name: str = ""
 
@@ -241,7 +249,8 @@ def join(a: Value, b: Value) -> Value:
     if isinstance(a, Host) and isinstance(b, Host):
         return Host(a.sites | b.sites, a.library if a.library == b.library else "numpy",
                     a.maybe_unknown or b.maybe_unknown, a.batch and b.batch, a.varies | b.varies,
-                    a.contiguous if a.contiguous == b.contiguous else None, a.pointer and b.pointer)
+                    a.contiguous if a.contiguous == b.contiguous else None, a.pointer and b.pointer,
+                    a.ndim if a.ndim == b.ndim else None)
     if isinstance(a, Host) and isinstance(b, Unknown):
         return replace(a, maybe_unknown=True)
     if isinstance(b, Host) and isinstance(a, Unknown):
@@ -328,9 +337,9 @@ def element_of(value: Optional[Value]) -> Value:
         for other in value.items[1:]:
             element = join(element, other)
         return element
-    if isinstance(value, Host) and not value.pointer and value.sites and \
-            all(s.ndim is not None and s.ndim >= 2 for s in value.sites):
-        return value  # the rows of a 2-D (or more) array: views of the same memory
+    if isinstance(value, Host) and not value.pointer and value.sites and (value.dimensions() or 0) >= 2:
+        # The rows of a 2-D (or more) array: views of the same memory.
+        return replace(value, ndim=value.dimensions() - 1)
     if isinstance(value, Device):
         return value
     return UNKNOWN
@@ -388,7 +397,7 @@ def interesting(value: Value) -> bool:
     stream, an object of the checked code. Calls whose arguments are all uninteresting share one
     analysis of the callee."""
     for item in flatten([value]):
-        if isinstance(item, (Host, Device, Stream, Tensor, Loader, ClassRef, Function)):
+        if isinstance(item, (Host, Device, Stream, Tensor, Loader, ClassRef, Function, DeviceSpec)):
             return True
         if isinstance(item, Instance):
             return True

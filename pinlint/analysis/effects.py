@@ -17,8 +17,8 @@ import libcst as cst
 from .. import tableschema
 from ..apitables import Api, ArgSpec
 from ..model import EventType, Kind
-from .domain import (ANYTHING, UNKNOWN, Const, Context, Device, DeviceSpec, Host, Items, Loader, Obj, Stream, Tensor,
-                     Value, flatten, join)
+from .domain import (ANYTHING, UNKNOWN, Const, Context, Device, DeviceSpec, Host, Items, Loader, Obj, Seq, Stream,
+                     Tensor, Value, flatten, join, unknown_host)
 from .dtypes import canonical_dtype, common, element_count, item_size, range_length, transposed
 from .state import STREAM
 
@@ -171,7 +171,7 @@ def _shape_info(ev, api: Api, args: Args) -> tuple:
     like = args.value(api.arg("like"))
     if isinstance(like, Host) and len(like.sites) == 1:
         site = next(iter(like.sites))
-        return site.nbytes, site.dtype, site.ndim
+        return site.nbytes, site.dtype, like.dimensions()
     dtype_spec = api.arg("dtype")
     dtype = None
     if dtype_spec is not None:
@@ -209,6 +209,10 @@ def _view(ev, api: Api, node, receiver, args: Args) -> Value:
     if isinstance(source, Host):
         result = replace(source, library=api.opt("library") or source.library,
                          pointer=api.opt("pointer", source.pointer))
+        if api.opt("shape_args"):
+            shape = args.positional[0][1] if len(args.positional) == 1 else Items(tuple(v for _, v in args.positional))
+            result = replace(result, ndim=len(shape.items) if isinstance(shape, Items) else
+                             (1 if isinstance(shape, Const) else None))
         if api.name.split(".")[-1] in _TRANSPOSING:
             result = transposed(result)
         elif result.contiguous is False:
@@ -220,6 +224,10 @@ def _view(ev, api: Api, node, receiver, args: Args) -> Value:
         flavour = api.opt("library") if api.opt("library") in ("torch",) else "numpy"
         site = ev.site(node, Kind.PAGEABLE, flavour, api.name)
         result = Host(frozenset([site]), flavour)
+    elif source is UNKNOWN and api.library in ("numpy", "torch") and not api.opt("pointer"):
+        # NumPy's and torch's views of something unknown are host arrays of unknown kind: their
+        # methods are NumPy's (astype, arithmetic make new pageable arrays), their kind unknown.
+        result = unknown_host(ev.tables.host_flavour.get(api.opt("library") or api.library, "numpy"))
     return _err_tuple(api, result)
 
 
@@ -228,12 +236,15 @@ def convert(ev, node, source: Host, target: Optional[str], api: str, always_copy
     dtypes = {s.dtype for s in source.sites}
     if not always_copy and dtypes == {target} and target is not None:
         return source  # torch `.float()` of float32, `astype(same, copy=False)`: no copy is made
-    if not always_copy and (target is None or None in dtypes or target in dtypes):
-        return UNKNOWN  # it may or may not copy
+    if target is None and not always_copy:
+        return UNKNOWN
+    maybe_same = not always_copy and (None in dtypes or target in dtypes)
     ev.event(EventType.READ, node, source, api=api)
     site = ev.site(node, Kind.PAGEABLE, source.library, display(ev, api, source.library), dtype=target,
-                   ndim=common(s.ndim for s in source.sites))
-    return Host(frozenset([site]), source.library)
+                   ndim=source.dimensions())
+    copied = Host(frozenset([site]), source.library)
+    # A dtype it may already have: either the same memory or a new pageable tensor.
+    return join(source, copied) if maybe_same else copied
 
 
 def _convert(ev, api: Api, node, receiver, args: Args) -> Value:
@@ -252,6 +263,8 @@ def _contiguous(ev, api: Api, node, receiver, args: Args) -> Value:
     source = _arg_value(api.arg("arg"), receiver, args)
     if isinstance(source, (Device, Tensor)):
         return source
+    if source is UNKNOWN and api.library in ("numpy", "torch"):
+        return unknown_host(ev.tables.host_flavour.get(api.library, "numpy"))  # a host array, kind unknown
     if not isinstance(source, Host):
         return UNKNOWN
     if source.contiguous:
@@ -383,6 +396,14 @@ def _direction_from_kind(ev, kind: Value, src: Value, dst: Value) -> tuple[Optio
     return None, UNKNOWN
 
 
+def _names_a_dtype(expr, value: Value) -> bool:
+    """``x.dtype``, a ``dtype`` variable: a dtype whose value is not known (so no device)."""
+    if isinstance(value, Const) and any(isinstance(v, str) and v.startswith("dtype:") for v in value.values):
+        return True
+    name = expr.attr.value if isinstance(expr, cst.Attribute) else (expr.value if isinstance(expr, cst.Name) else "")
+    return "dtype" in name.lower()
+
+
 def _copy(ev, api: Api, node, receiver, args: Args) -> Value:
     direction = api.opt("direction")
     if direction == "kind-arg":
@@ -407,6 +428,8 @@ def _copy(ev, api: Api, node, receiver, args: Args) -> Value:
         target = device_of(target_expr[1], ev.tables) if target_expr else None
         if target_expr is not None and target is None:
             dtype = canonical_dtype(target_expr[1], ev.tables)
+            if dtype is None and _names_a_dtype(target_expr[0], target_expr[1]):
+                return receiver if receiver is not None else UNKNOWN  # t.to(other.dtype): a conversion
             if dtype is not None:
                 if isinstance(receiver, Host):
                     return convert(ev, node, receiver, dtype, api.name, always_copy=False)  # t.to(torch.half)
@@ -421,6 +444,10 @@ def _copy(ev, api: Api, node, receiver, args: Args) -> Value:
             return receiver if receiver is not None else UNKNOWN  # .to("cpu") of a host tensor
         if direction == "d2h" and target:
             return receiver if receiver is not None else UNKNOWN
+    if api.opt("host_from_sequence") and isinstance(host, (Items, Seq)):
+        # A list or tuple is first made into a new NumPy array: pageable memory, then copied.
+        site = ev.site(node, Kind.PAGEABLE, "numpy", api.name, variant="from-sequence")
+        host = Host(frozenset([site]), "numpy")
     if api.opt("staged") and not isinstance(host, Host):
         # cupy.asarray of a device array or a Python list: no host buffer to speak of.
         return Device(api.opt("library", api.library)) if isinstance(host, (Device, Items, Const)) else UNKNOWN

@@ -186,6 +186,9 @@ class Evaluator:
         return self.attribute(base, node.attr.value, node)
 
     def attribute(self, base: Value, attr: str, node: cst.CSTNode) -> Value:
+        if attr == "dtype" and isinstance(base, Host):
+            dtypes = {s.dtype for s in base.sites}
+            return Const.of("dtype:" + (dtypes.pop() if len(dtypes) == 1 and None not in dtypes else "?"))
         if isinstance(base, Host) and attr in self.tables.view_attributes:
             if attr in ("ctypes", "ptr"):
                 return replace(base, pointer=True)  # h.ctypes.data, mem.ptr: addresses
@@ -308,6 +311,8 @@ class Evaluator:
         folded = fold(node.operator, left, right)
         if folded is not None:
             return folded
+        if isinstance(node.operator, cst.Multiply) and isinstance(left, (Items, Seq)) and isinstance(right, Const):
+            return Seq(element_of(left)) if not (isinstance(left, Items) and not left.items) else left  # [0] * n
         if isinstance(node.operator, cst.Add) and isinstance(left, (Items, Seq)) and isinstance(right, (Items, Seq)):
             self.escape(node, [left, right])  # bufs + [h]: kept in the new list
             if isinstance(left, Items) and isinstance(right, Items):
@@ -363,9 +368,10 @@ class Evaluator:
                 # A slice is a view of the same memory; only a plain h[a:b] stays contiguous.
                 plain = len(node.slice) == 1 and node.slice[0].slice.step is None
                 return base if plain else replace(base, contiguous=None)
-            ndims = {s.ndim for s in base.sites}
-            if len(node.slice) == 1 and ndims and all(n is not None and n >= 2 for n in ndims):
-                return base  # A[0] of a 2-D (or more) array is a row: a view of the same memory
+            if len(node.slice) == 1 and (base.dimensions() or 0) >= 2:
+                return replace(base, ndim=base.dimensions() - 1)  # A[0] of a 2-D array: a row, a view
+            if len(indexes) == 1 and isinstance(indexes[0], Const) and isinstance(indexes[0].single, str):
+                return replace(base, ndim=None)  # h["x"]: a field of a structured array (or an npz member)
             self.event(EventType.READ, node, base)
             return UNKNOWN
         if isinstance(base, Device) or isinstance(base, Tensor):

@@ -56,6 +56,7 @@ class Invocation:
 # ------------------------------------------------------------------------------ calls
 def call(ev, fn: Function, args, node: cst.Call, receiver_expr) -> Value:
     env, exprs = bind_parameters(ev, fn, args, receiver_expr)
+    env.update(_closure(ev, fn, env))
     outcome = _invoke(ev, fn, env, node)
     if outcome is None:
         ev.escape(node, args.values())  # beyond what the analysis follows: an unknown call
@@ -157,6 +158,46 @@ def bind_parameters(ev, fn: Function, args, receiver_expr) -> tuple[dict, dict]:
         rest = {k: v for k, (_, v) in args.keywords.items() if k not in taken}
         env[params.star_kwarg.name.value] = mapping(rest, UNKNOWN if args.star else None)
     return env, exprs
+
+
+def _closure(ev, fn: Function, env: dict) -> dict:
+    """A nested function called from the function it is defined in sees that function's variables."""
+    parent, marker, _ = fn.name.rpartition(".<locals>.")
+    if not marker or parent != ev.scope:
+        return {}
+    return {name: ev.state.env[name] for name in free_names(fn.node) if name not in env and name in ev.state.env}
+
+
+_FREE: dict = {}
+
+
+def free_names(node: cst.FunctionDef) -> frozenset:
+    """Names a function reads but never binds (its enclosing function's, or globals)."""
+    found = _FREE.get(node)
+    if found is not None:
+        return found
+    loaded: set = set()
+    bound: set = {p.name.value for p in (*node.params.posonly_params, *node.params.params,
+                                         *node.params.kwonly_params)}
+    for star in (node.params.star_arg, node.params.star_kwarg):
+        if isinstance(star, cst.Param):
+            bound.add(star.name.value)
+
+    class Visitor(cst.CSTVisitor):
+        def visit_Name(self, name: cst.Name) -> None:
+            loaded.add(name.value)
+
+        def visit_AssignTarget(self, target: cst.AssignTarget) -> None:
+            if isinstance(target.target, cst.Name):
+                bound.add(target.target.value)
+
+        def visit_FunctionDef(self, inner: cst.FunctionDef) -> bool:
+            return inner is node
+
+    node.body.visit(Visitor())
+    found = frozenset(loaded - bound)
+    _FREE[node] = found
+    return found
 
 
 def literal(node) -> Value:
@@ -382,6 +423,8 @@ def member(ev, base: Value, attr: str, node) -> Value:
         info = project.class_info(base.klass)
         found = info.lookup(attr) if info is not None else None
         if found is not None:
+            if found.kind == "nested-class":
+                return found.nested
             fn = function_value(found, bound=base)
             if found.kind == "property":
                 return call(ev, fn, _no_args(), node, None)
@@ -408,6 +451,31 @@ def member(ev, base: Value, attr: str, node) -> Value:
             return function_value(found, bound=base.receiver)
         return UNKNOWN
     return UNKNOWN
+
+
+def setter_of(ev, instance: Value, attr: str):
+    """The property setter ``obj.attr = value`` calls, if the object's class defines one."""
+    if not isinstance(instance, Instance):
+        return None
+    info = ev.module.project.class_info(instance.klass)
+    found = info.lookup(attr) if info is not None else None
+    if found is None or found.kind != "property" or found.setter is None:
+        return None
+    return Function(node=found.setter, module=found.owner.module, name=found.qualified, bound=instance,
+                    klass=found.owner, kind="method")
+
+
+def set_attribute(ev, setter: Function, instance: Instance, value: Value, node) -> Value:
+    """Run a property setter on ``instance``; the object as the setter leaves it."""
+    from .effects import Args
+    env, _ = bind_parameters(ev, setter, Args(((None, value),), {}, False), None)
+    outcome = _invoke(ev, setter, env, node)
+    if outcome is None:
+        ev.escape(node, [value])
+        return instance
+    rename = _renamer(ev, setter, node, outcome)
+    after = dict(outcome.params).get(_self_name(setter.node), instance)
+    return map_sites(after, rename) if isinstance(after, Instance) else instance
 
 
 def super_value(ev) -> Value:

@@ -10,6 +10,7 @@ tables describe) are never looked for in the tree: their behaviour is the tables
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,11 +36,13 @@ _EXCLUDED_PARTS = frozenset({"site-packages", "dist-packages", ".venv", "venv", 
 class ModuleInfo:
     """A parsed module and where it came from; positions are resolved only when a report needs one."""
 
-    def __init__(self, filename: str, module: cst.Module, path: Optional[Path] = None, text: str = "") -> None:
+    def __init__(self, filename: str, module: cst.Module, path: Optional[Path] = None, text: str = "",
+                 digest: str = "") -> None:
         self.filename = filename
         self.module = module
         self.path = path
         self.text = text
+        self.digest = digest      # sha256 of the file's bytes, for caches that depend on it
         self._positions = None
 
     def position(self, node: cst.CSTNode):
@@ -60,6 +63,7 @@ class Member:
     qualified: str
     kernel: bool = False
     nested: Optional[ClassRef] = None
+    setter: Optional[cst.FunctionDef] = None  # a property's setter: assigning the attribute calls it
 
 
 @dataclass(eq=False)
@@ -166,6 +170,7 @@ class Project:
         self._fields: dict = {}
         self._fields_running: set = set()
         self.method_names: set = set()
+        self.imports_of: dict = {}       # ModuleContext -> the project modules its code resolved
         names = sorted(tables.unknown_methods)
         self._method_pattern = re.compile(r"^\s*(?:async\s+)?def\s+(" + "|".join(map(re.escape, names)) + r")\s*\(",
                                           re.MULTILINE) if names else None
@@ -206,43 +211,31 @@ class Project:
         where = importer.info.path.parent if importer.info.path is not None else None
         key = (name, where)
         if key in self._lookups:
-            return self._lookups[key]
+            found = self._lookups[key]
+            if found is not None:
+                self.imports_of.setdefault(importer, set()).add(found)
+            return found
         found = None
-        relative = Path(*name.split("."))
-        for base in self._search_folders(importer):
-            for candidate in (base / relative.with_suffix(".py") if relative.name else None,
-                              base / relative / "__init__.py"):
-                if candidate is not None and candidate.is_file():
-                    found = self._load_path(candidate)
-                    if found is not None:
-                        break
+        for candidate in module_files(name, importer.info.path, self.root):
+            found = self._load_path(candidate)
             if found is not None:
                 break
         self._lookups[key] = found
+        if found is not None:
+            self.imports_of.setdefault(importer, set()).add(found)
         return found
 
-    def _search_folders(self, importer: ModuleContext) -> list:
-        path = importer.info.path
-        if path is None:
-            return [self.root] if self.root is not None else []
-        folders = []
-        top = path.parent
-        while (top / "__init__.py").is_file() and top.parent != top:
-            top = top.parent
-        folders.append(top)  # where the importer's top package lives
-        folder = path.parent
-        limit = self.root
-        for _ in range(6):  # the script's own folder, then its parents (samples add `..` to sys.path)
-            if folder not in folders:
-                folders.append(folder)
-            if limit is not None and (folder == limit or limit not in folder.parents):
-                break
-            if folder.parent == folder:
-                break
-            folder = folder.parent
-        if self.root is not None:
-            folders += [f for f in (self.root, self.root / "src") if f not in folders]
-        return folders
+    def dependencies(self, ctx: ModuleContext) -> list:
+        """The other modules of the tree whose code the analysis of ``ctx`` may have used: every
+        module its code (or theirs, transitively) resolved an import to."""
+        seen, todo = {ctx}, [ctx]
+        while todo:
+            for found in self.imports_of.get(todo.pop(), ()):
+                if found not in seen:
+                    seen.add(found)
+                    todo.append(found)
+        seen.discard(ctx)
+        return sorted((c for c in seen if c.info.path is not None), key=lambda c: str(c.info.path))
 
     def _load_path(self, path: Path) -> Optional[ModuleContext]:
         from ..engine import read_source
@@ -264,7 +257,9 @@ class Project:
         if parsed.module is None:
             return None
         name, is_package = self.module_name(resolved)
-        ctx = ModuleContext(self, ModuleInfo(_display(resolved), parsed.module, resolved, text), name, is_package)
+        digest = hashlib.sha256(data).hexdigest()
+        ctx = ModuleContext(self, ModuleInfo(_display(resolved), parsed.module, resolved, text, digest), name,
+                            is_package)
         self.by_path[resolved] = ctx
         self._scan_methods(text)
         return ctx
@@ -309,9 +304,14 @@ class Project:
             return found
         # `import pkg` then `pkg.sub.f()`: a submodule.
         if ctx.info.path is not None and ctx.info.path.name == "__init__.py":
-            sub = self._load_path(ctx.info.path.parent / f"{attr}.py") or \
-                self._load_path(ctx.info.path.parent / attr / "__init__.py")
+            sub = None
+            for candidate in (ctx.info.path.parent / f"{attr}.py", ctx.info.path.parent / attr / "__init__.py"):
+                if candidate.is_file():
+                    sub = self._load_path(candidate)
+                    if sub is not None:
+                        break
             if sub is not None:
+                self.imports_of.setdefault(ctx, set()).add(sub)
                 return self._module_ref(sub)
         qualified = ctx.imports.qualify(cst.Name(attr)) if ctx.imports.lookup(attr) else None
         if qualified is not None and self.tables.library_of(qualified) is None:
@@ -363,7 +363,8 @@ class Project:
             return None
         invocation.budget[0] += 1
         outcome = self.run(fn.module, fn.name, fn.node, env, pending, stream, invocation.child(fn))
-        self._outcomes[key] = outcome
+        if fn.module not in self._globals_running:  # without its module's globals it is provisional
+            self._outcomes[key] = outcome
         return outcome
 
     def baseline(self, fn: Function, invocation: Optional[Invocation] = None) -> Optional[Outcome]:
@@ -381,7 +382,8 @@ class Project:
                                Invocation(0, (fn.node,), fn, budget))
         finally:
             self._baseline_running.discard(key)
-        self._baselines[key] = outcome
+        if fn.module not in self._globals_running:  # without its module's globals it is provisional
+            self._baselines[key] = outcome
         return outcome
 
     def module_globals(self, ctx: ModuleContext) -> Optional[dict]:
@@ -420,8 +422,12 @@ class Project:
         for statement in _class_body_statements(node):
             if isinstance(statement, cst.FunctionDef):
                 kind = _method_kind(statement, ctx)
-                members[statement.name.value] = Member(statement, kind, cls, f"{cls.name}.{statement.name.value}",
-                                                       kernel=ctx.is_kernel(statement))
+                name = statement.name.value
+                if kind == "setter":
+                    if name in members and members[name].kind == "property":
+                        members[name].setter = statement
+                    continue
+                members[name] = Member(statement, kind, cls, f"{cls.name}.{name}", kernel=ctx.is_kernel(statement))
             elif isinstance(statement, cst.ClassDef):
                 nested = ctx.class_value(statement, prefix=cls.name + ".")
                 members[statement.name.value] = Member(statement, "nested-class", cls,
@@ -472,6 +478,44 @@ class Project:
         result = tuple(sorted(fields.items()))
         self._fields[cls] = result
         return result
+
+
+# ------------------------------------------------------------------------------ finding modules
+def search_folders(path: Optional[Path], root: Optional[Path]) -> list:
+    """Where ``import name`` in the file at ``path`` may find a module of the tree: the folder holding
+    the file's top package, the file's own folder and its parents (scripts run from there, and samples
+    add `..` to sys.path), the project root and its ``src``."""
+    if path is None:
+        return [root] if root is not None else []
+    folders = []
+    top = path.parent
+    while (top / "__init__.py").is_file() and top.parent != top:
+        top = top.parent
+    folders.append(top)
+    folder = path.parent
+    for _ in range(6):
+        if folder not in folders:
+            folders.append(folder)
+        if root is not None and (folder == root or root not in folder.parents):
+            break
+        if folder.parent == folder:
+            break
+        folder = folder.parent
+    if root is not None:
+        folders += [f for f in (root, root / "src") if f not in folders]
+    return folders
+
+
+def module_files(name: str, importer: Optional[Path], root: Optional[Path]):
+    """Candidate files for module ``name`` imported from the file ``importer``, best first."""
+    parts = [p for p in name.split(".") if p]
+    if not parts:
+        return
+    relative = Path(*parts)
+    for base in search_folders(importer, root):
+        for candidate in (base / relative.with_suffix(".py"), base / relative / "__init__.py"):
+            if candidate.is_file() and not (_EXCLUDED_PARTS & set(candidate.parts)):
+                yield candidate
 
 
 # ------------------------------------------------------------------------------ helpers
@@ -553,6 +597,8 @@ def _method_kind(node: cst.FunctionDef, ctx: ModuleContext) -> str:
             return "class"
         if last in ("property", "cached_property"):
             return "property"
+        if last == "setter" and name.count(".") == 1:
+            return "setter"
     return "method"
 
 

@@ -13,8 +13,8 @@ import libcst as cst
 
 from ..imports import dotted
 from ..model import EventType
-from .domain import (UNKNOWN, Const, Context, Device, Host, Items, Mapping, Seq, Stream, Value, add_element,
-                     element_of, join)
+from .domain import (UNKNOWN, Const, Context, Device, Host, Instance, Items, Mapping, Seq, Stream, Value,
+                     add_element, element_of, join)
 from .state import MUTATED, RETURN, STREAM
 
 
@@ -106,14 +106,7 @@ def assign(ev, target: cst.BaseExpression, value: Value) -> None:
         ev.bind(target.value, value)
         return
     if isinstance(target, cst.Attribute):
-        ev.escape(target, [value])  # stored on an object: it outlives this scope
-        key = dotted(target)
-        if key is not None:
-            ev.bind(key, value)
-            root = key.split(".")[0]
-            env[MUTATED + root] = Const.of(True)
-        else:
-            ev.expr(target.value)
+        _store_attribute(ev, target, value)
         return
     if isinstance(target, (cst.Tuple, cst.List)):
         _unpack(ev, target, value)
@@ -123,6 +116,48 @@ def assign(ev, target: cst.BaseExpression, value: Value) -> None:
         return
     if isinstance(target, cst.StarredElement):
         assign(ev, target.value, Seq(element_of(value)) if value is not UNKNOWN else UNKNOWN)
+
+
+def _store_attribute(ev, target: cst.Attribute, value: Value) -> None:
+    """``obj.attr = value``: a property setter runs where the class defines one; otherwise the field
+    holds the value from here on (and, stored on an object, the value outlives this scope)."""
+    from . import interproc
+    attr = target.attr.value
+    owner = ev.expr(target.value)
+    setter = interproc.setter_of(ev, owner, attr)
+    if setter is not None:
+        updated = interproc.set_attribute(ev, setter, owner, value, target)
+        _replace_object(ev, target.value, updated)
+        return
+    ev.escape(target, [value])
+    key = dotted(target)
+    if key is not None:
+        ev.store(key, value)
+    elif isinstance(owner, Instance):
+        _replace_object(ev, target.value, owner.with_fields({attr: value}))
+
+
+def _replace_object(ev, expr: cst.BaseExpression, value: Value) -> None:
+    """The object ``expr`` names is now ``value``: a name or attribute chain is rebound; an element
+    of a container (``inputs[0]``) is replaced in it (at a constant index: that element only)."""
+    key = dotted(expr)
+    if key is not None:
+        ev.store(key, value)
+        return
+    if isinstance(expr, cst.Subscript) and len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index):
+        container = ev.expr(expr.value)
+        index = ev.expr(expr.slice[0].slice.value)
+        position = index.single if isinstance(index, Const) else None
+        if isinstance(container, Items) and isinstance(position, int) and -len(container.items) <= position < \
+                len(container.items):
+            items = list(container.items)
+            items[position] = value
+            rebind(ev, expr.value, Items(tuple(items)))
+        elif isinstance(container, Seq):
+            # One element changed: at a constant index the line certainly meets the new value.
+            rebind(ev, expr.value, Seq(value if position is not None else join(container.element, value)))
+        elif isinstance(container, Mapping) and isinstance(index, Const) and index.single is not None:
+            rebind(ev, expr.value, container.with_entry(index.single, value))
 
 
 def _unpack(ev, target, value: Value) -> None:

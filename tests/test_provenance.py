@@ -1,0 +1,178 @@
+"""A method resolves through what its receiver is, never through its name alone.
+
+Other projects define classes with methods called ``copy_to_host``, ``get``, ``set``, ``to_device``
+and ``pin_memory``; on unseen public code a test helper class ``DeviceArray`` with its own
+``copy_to_host`` (which synchronizes) gave 15 false PIN001s. A receiver is a library's object only when
+the code says so: it was made by that library's call, or it is annotated with its type. On a receiver
+nothing explains, only a signature the tables mark unique to one library matches, and not when the
+checked code defines a method of that name itself.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from helpers import codes, only, row_of, rows
+
+PAGEABLE = """
+import numpy as np
+h = np.empty(1 << 20, dtype=np.float32)
+"""
+
+
+# ------------------------------------------------------------------ project classes
+@pytest.mark.parametrize("method, call", [
+    ("copy_to_host", "d.copy_to_host(h, stream=s)"),
+    ("copy_to_host", "out = d.copy_to_host(stream=s)"),
+    ("copy_to_device", "d.copy_to_device(h, stream=s)"),
+    ("get", "out = d.get(stream=s, blocking=False)"),
+    ("set", "d.set(h, stream=s)"),
+    ("to_device", "d.to_device(h, stream=s)"),
+    ("get_async", "out = d.get_async(s)"),
+    ("set_async", "d.set_async(h, s)"),
+])
+def test_a_project_class_with_the_library_s_method_name_gives_no_finding(method, call):
+    src = PAGEABLE + f"""
+class DeviceArray:
+    def __init__(self, n):
+        self.n = n
+    def {method}(self, *args, **kwargs):
+        return None
+s = object()
+d = DeviceArray(10)
+{call}
+"""
+    assert codes(src) == []
+
+
+@pytest.mark.parametrize("call", ["d.copy_to_host(h, stream=s)", "out = d.copy_to_host(stream=s)",
+                                  "d.copy_to_device(h, stream=s)", "d.set(h, stream=s)", "out = d.get_async(s)",
+                                  "d.set_async(h, s)"])
+def test_the_same_call_on_a_parameter_of_unknown_type_gives_no_finding(call):
+    src = PAGEABLE + f"""
+def upload(d, s):
+    {call}
+"""
+    assert codes(src) == []
+
+
+def test_pin_memory_of_a_project_object_in_a_loop_is_not_pin002():
+    src = """
+    import torch
+    class Frame:
+        def pin_memory(self):
+            return self
+    frames = [Frame() for _ in range(4)]
+    for f in frames:
+        g = f.pin_memory()
+    """
+    assert "PIN002" not in codes(src)
+
+
+def test_the_library_objects_are_still_found():
+    src = PAGEABLE + """
+from numba import cuda
+s = cuda.stream()
+d = cuda.device_array(1 << 20, dtype=np.float32)
+d.copy_to_host(h, stream=s)
+"""
+    assert rows(src, "PIN001") == [row_of(src, "d.copy_to_host(h")]
+
+
+# ------------------------------------------------------------------ annotations
+@pytest.mark.parametrize("annotation, imports, call", [
+    ("d: DeviceNDArray", "from numba.cuda.cudadrv.devicearray import DeviceNDArray", "d.copy_to_host(h, stream=s)"),
+    ("d: cp.ndarray", "import cupy as cp", "d.set(h, stream=s)"),
+    ("d: 'cupy.ndarray'", "import cupy", "d.set(h, stream=s)"),
+    ("d: Optional[GPUArray]", "from typing import Optional\nfrom pycuda.gpuarray import GPUArray",
+     "d.set_async(h, s)"),
+])
+def test_a_type_annotation_is_provenance(annotation, imports, call):
+    src = PAGEABLE + imports + f"""
+H = np.empty(1 << 20, dtype=np.float32)
+def upload({annotation}, s):
+    h = H
+    {call}
+"""
+    assert rows(src, "PIN001") == [row_of(src, call)]
+
+
+def test_an_annotated_host_array_parameter_is_of_unknown_kind():
+    src = """
+    import numpy as np
+    import cupy as cp
+    def upload(d: cp.ndarray, h: np.ndarray, s):
+        d.set(h, stream=s)
+    """
+    assert codes(src) == []
+
+
+# ------------------------------------------------------------------ signatures unique to one library
+def test_cupy_get_with_blocking_false_on_an_unknown_receiver_allocates_a_pageable_destination():
+    src = """
+    import cupy as cp
+    def fetch(d, s):
+        return d.get(stream=s, blocking=False)
+    """
+    f = only(src, "PIN001")
+    assert "allocates a pageable destination" in f.message
+
+
+def test_get_without_blocking_on_an_unknown_receiver_is_not_cupy_s():
+    src = """
+    import cupy as cp
+    def fetch(d, s):
+        return d.get(stream=s)
+    """
+    assert codes(src) == []
+
+
+def test_a_unique_signature_is_not_unique_where_the_checked_code_defines_the_method():
+    src = """
+    import cupy as cp
+    class Queue:
+        def get(self, stream=None, blocking=True):
+            return 1
+    def fetch(d, s):
+        return d.get(stream=s, blocking=False)
+    """
+    assert codes(src) == []
+
+
+def test_torch_non_blocking_to_cpu_of_a_tensor_of_unknown_device_is_not_a_copy():
+    # It may be a CPU batch: `.to("cpu")` then returns the tensor itself, and nothing is in flight.
+    src = """
+    import torch
+    def fetch(t):
+        h = t.to("cpu", non_blocking=True)
+        return h.sum()
+    """
+    assert codes(src) == []
+
+
+def test_what_an_unknown_model_returns_for_a_gpu_tensor_is_on_the_gpu():
+    src = """
+    import torch
+    def report(model, x):
+        y = model(x.cuda())
+        h = y.to("cpu", non_blocking=True)
+        return h.sum()
+    """
+    assert rows(src, "PIN005") == [row_of(src, "return h.sum()")]
+
+
+def test_the_unique_entries_are_few_and_each_gives_its_reason():
+    from pinlint.apitables import default_tables
+    tables = default_tables()
+    unique = {api.name: api.unknown_receiver for apis in tables.unknown_methods.values() for api in apis}
+    assert all(reason and len(reason) > 20 for reason in unique.values())
+    finding_ones = {name for name, reason in unique.items() if not reason.startswith("conservative")}
+    assert len(finding_ones) <= 6, sorted(finding_ones)
+
+
+def test_the_rule_docs_list_the_unique_signatures():
+    from pinlint.apitables import default_tables, rules_dir
+    text = (rules_dir() / "api" / "README.md").read_text(encoding="utf-8")
+    for apis in default_tables().unknown_methods.values():
+        for api in apis:
+            assert f"`{api.name}`" in text, api.name
