@@ -41,7 +41,7 @@ from urllib.request import url2pathname
 
 from . import __version__
 from .config import Config, find_config, load_config
-from .engine import fix_text, lint_text, names_gpu_library
+from .engine import fix_text, lint_text, names_gpu_library, reaches_gpu_code
 from .fixes import applicable
 from .model import Edit, Finding
 from .settings import Settings, SettingsError, resolve_selection
@@ -224,8 +224,9 @@ def analyse(uri: str, text: str, version: Optional[int], resolver: SettingsResol
                         TextIndex(text, encoding))
     if problem:
         analysis.problems.append(("error", problem))
-    if not names_gpu_library(text.encode("utf-8", "surrogatepass")):
-        return analysis
+    data = text.encode("utf-8", "surrogatepass")
+    if not names_gpu_library(data) and not reaches_gpu_code(data, path):
+        return analysis  # nothing here, nor in what it imports from the project, can report
     result = lint_text(text, analysis.filename, settings)
     analysis.findings = list(result.findings)
     if result.error:

@@ -42,8 +42,18 @@ class ModuleInfo:
         self.module = module
         self.path = path
         self.text = text
-        self.digest = digest      # sha256 of the file's bytes, for caches that depend on it
+        self._digest = digest
         self._positions = None
+
+    @property
+    def digest(self) -> str:
+        """sha256 of the file's bytes on disk, for caches whose entries rest on this module."""
+        if not self._digest and self.path is not None:
+            try:
+                self._digest = hashlib.sha256(self.path.read_bytes()).hexdigest()
+            except OSError:
+                self._digest = "unreadable"
+        return self._digest
 
     def position(self, node: cst.CSTNode):
         if self._positions is None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Callable, ClassVar, Iterator, Optional
 
@@ -41,7 +42,15 @@ class CheckContext:
         """``line 12`` in the checked file, ``utils.py:12`` in another module."""
         if module is None or module is self.module:
             return f"line {self.line_of(node)}"
-        return f"{module.filename}:{module.position(node).start.line}"
+        return f"{self.name_of(module)}:{module.position(node).start.line}"
+
+    def name_of(self, module) -> str:
+        """Another module as the reader of this file's report knows it: relative to this file."""
+        here = getattr(self.module, "path", None)
+        there = getattr(module, "path", None)
+        if here is not None and there is not None:
+            return os.path.relpath(there, here.parent)
+        return module.filename
 
     def via(self, trace: tuple) -> str:
         """`` via `upload` (helpers.py:40)`` for an event that happens in a function the reported
@@ -50,7 +59,7 @@ class CheckContext:
             return ""
         first, last = trace[0], trace[-1]
         name = first.function.rsplit(".", 1)[-1] if first.function else "a call"
-        return f" via `{name}` ({last.module.filename}:{last.module.position(last.node).start.line})"
+        return f" via `{name}` ({self.name_of(last.module)}:{last.module.position(last.node).start.line})"
 
 
 class Rule:

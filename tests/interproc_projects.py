@@ -1,0 +1,793 @@
+"""Small multi-module projects for the interprocedural tests: each a dict of files, with markers.
+
+``# expect: PINxxx`` marks the line a finding must be reported at (the copy, or the call that passes a
+buffer into a function that copies it: where the evidence meets); ``# via: PINxxx`` marks a line the
+finding's trace must pass through (the copy inside the callee). A project without ``expect`` markers
+must stay quiet. One project per pattern and library.
+"""
+
+from __future__ import annotations
+
+PROJECTS: dict = {}
+
+
+def project(name: str, **files: str) -> None:
+    PROJECTS[name] = {path.replace("__", "/").replace("_DOT_", "."): text for path, text in files.items()}
+
+
+# ------------------------------------------------------------------ parameters
+project("param-helper-pycuda", main_DOT_py='''
+import numpy as np
+import pycuda.driver as cuda
+
+def upload(dev, host, stream):
+    cuda.memcpy_htod_async(dev, host, stream)  # via: PIN001
+
+def main():
+    stream = cuda.Stream()
+    host = np.random.rand(1 << 20).astype(np.float32)
+    dev = cuda.mem_alloc(host.nbytes)
+    upload(dev, host, stream)  # expect: PIN001
+''')
+
+project("param-helper-cupy", main_DOT_py='''
+import numpy as np
+import cupy as cp
+
+def push(d, h, s):
+    d.set(h, stream=s)  # via: PIN001
+
+h = np.zeros(1 << 20, dtype=np.float32)
+push(cp.empty(1 << 20, dtype=cp.float32), h, cp.cuda.Stream(non_blocking=True))  # expect: PIN001
+''')
+
+project("param-helper-numba", main_DOT_py='''
+import numpy as np
+from numba import cuda
+
+def prices(rand, low, high):
+    return (1.0 - rand) * low + rand * high
+
+def upload(x, stream):
+    return cuda.to_device(x, stream)  # via: PIN001
+
+stream = cuda.stream()
+d = upload(prices(np.random.random(1 << 20), 5.0, 30.0), stream)  # expect: PIN001
+''')
+
+project("param-helper-cudapython", main_DOT_py='''
+import numpy as np
+from cuda.bindings import runtime as cudart
+
+def download(host, dptr, stream):
+    cudart.cudaMemcpyAsync(host.ctypes.data, dptr, host.nbytes,  # via: PIN001
+                           cudart.cudaMemcpyKind.cudaMemcpyDeviceToHost, stream)
+
+out = np.empty(1 << 20, dtype=np.float32)
+err, dptr = cudart.cudaMalloc(out.nbytes)
+err, stream = cudart.cudaStreamCreate()
+download(out, dptr, stream)  # expect: PIN001
+''')
+
+project("param-helper-torch", main_DOT_py='''
+import numpy as np
+import torch
+
+def to_gpu(t, device):
+    return t.to(device, non_blocking=True)  # via: PIN001
+
+def step(device):
+    x = torch.from_numpy(np.random.rand(256, 256).astype(np.float32))
+    return to_gpu(x, device)  # expect: PIN001
+''')
+
+project("mixed-callers-pycuda", main_DOT_py='''
+import numpy as np
+import pycuda.driver as cuda
+
+def do_inference(host_in, dev_in, stream):
+    cuda.memcpy_htod_async(dev_in, host_in, stream)  # via: PIN001
+    stream.synchronize()
+
+def fast(n):
+    h = cuda.pagelocked_empty(n, np.float32)
+    do_inference(h, cuda.mem_alloc(h.nbytes), cuda.Stream())
+
+def slow(n):
+    h = np.ones(n, np.float32)
+    do_inference(h, cuda.mem_alloc(h.nbytes), cuda.Stream())  # expect: PIN001
+''')
+
+project("caller-pinned-helper-pycuda", main_DOT_py='''
+import numpy as np
+import pycuda.driver as cuda
+
+def do_inference(host_in, host_out, dev_in, dev_out, stream):
+    cuda.memcpy_htod_async(dev_in, host_in, stream)
+    cuda.memcpy_dtoh_async(host_out, dev_out, stream)
+    stream.synchronize()
+
+def main(n):
+    h_in = cuda.pagelocked_empty(n, np.float32)
+    h_out = cuda.pagelocked_empty(n, np.float32)
+    do_inference(h_in, h_out, cuda.mem_alloc(h_in.nbytes), cuda.mem_alloc(h_out.nbytes), cuda.Stream())
+''')
+
+project("numba-pinned-context-mixed-callers", test_copies_DOT_py='''
+import numpy as np
+from numba import cuda
+
+def run_copies(A):
+    stream = cuda.stream()
+    ptr = cuda.device_array_like(A, stream=stream)
+    ptr.copy_to_device(A, stream=stream)  # via: PIN001
+    ptr.copy_to_host(A, stream=stream)
+    stream.synchronize()
+
+def test_pinned():
+    A = np.arange(2 * 1024 * 1024)
+    with cuda.pinned(A):
+        run_copies(A)
+
+def test_unpinned():
+    A = np.arange(2 * 1024 * 1024)
+    run_copies(A)  # expect: PIN001
+''')
+
+# ------------------------------------------------------------------ across modules
+project("helper-cross-module-cudapython",
+        pkg____init___DOT_py="",
+        pkg__cuda_utils_DOT_py='''
+from cuda.bindings import runtime as cudart
+
+def h2d(dev_ptr, host_arr, stream):
+    cudart.cudaMemcpyAsync(dev_ptr, host_arr.ctypes.data, host_arr.nbytes,  # via: PIN001
+                           cudart.cudaMemcpyKind.cudaMemcpyHostToDevice, stream)
+
+def d2h(host_arr, dev_ptr, stream):
+    cudart.cudaMemcpyAsync(host_arr.ctypes.data, dev_ptr, host_arr.nbytes,  # via: PIN001
+                           cudart.cudaMemcpyKind.cudaMemcpyDeviceToHost, stream)
+''',
+        pkg__infer_DOT_py='''
+import numpy as np
+from cuda.bindings import runtime as cudart
+import pkg.cuda_utils as cu
+from .cuda_utils import h2d
+
+def run(n):
+    err, stream = cudart.cudaStreamCreate()
+    x = np.ones(n, dtype=np.float32)
+    y = np.empty_like(x)
+    err, dx = cudart.cudaMalloc(x.nbytes)
+    err, dy = cudart.cudaMalloc(y.nbytes)
+    h2d(dx, x, stream)  # expect: PIN001
+    cu.d2h(y, dy, stream)  # expect: PIN001
+    cudart.cudaStreamSynchronize(stream)
+    return float(y.sum())
+''')
+
+project("helper-cross-module-pycuda",
+        helpers_DOT_py='''
+import pycuda.driver as cuda
+
+def upload(dev, host, stream):
+    cuda.memcpy_htod_async(dev, host, stream)  # via: PIN001
+''',
+        main_DOT_py='''
+import numpy as np
+import pycuda.driver as cuda
+from helpers import upload
+
+def main(n):
+    stream = cuda.Stream()
+    good = cuda.pagelocked_empty(n, np.float32)
+    bad = np.zeros(n, np.float32)
+    upload(cuda.mem_alloc(good.nbytes), good, stream)
+    upload(cuda.mem_alloc(bad.nbytes), bad, stream)  # expect: PIN001
+''')
+
+project("return-cross-module-numba",
+        data_DOT_py='''
+import numpy as np
+
+def make_inputs(n):
+    return np.random.rand(n).astype(np.float32)
+''',
+        main_DOT_py='''
+from numba import cuda
+from data import make_inputs
+
+stream = cuda.stream()
+x = make_inputs(1 << 20)
+d = cuda.to_device(x, stream=stream)  # expect: PIN001
+''')
+
+project("from-numpy-dict-helper-cross-module-torch",
+        data_utils_DOT_py='''
+import numpy as np
+import torch
+
+def load_sample(path):
+    arr = np.load(path)
+    return {"image": torch.from_numpy(arr["image"]), "label": torch.from_numpy(arr["label"]).long()}
+''',
+        serve_DOT_py='''
+import torch
+from data_utils import load_sample
+
+def predict(model, paths, device):
+    out = []
+    for p in paths:
+        sample = load_sample(p)
+        batch = {k: v.to(device, non_blocking=True) for k, v in sample.items()}  # expect: PIN001
+        out.append(model(batch["image"]))
+    return out
+''')
+
+# ------------------------------------------------------------------ holder objects
+project("holder-hostdevicemem-pycuda",
+        common_DOT_py='''
+import numpy as np
+import pycuda.driver as cuda
+
+class HostDeviceMem:
+    def __init__(self, host_mem, device_mem):
+        self.host = host_mem
+        self.device = device_mem
+
+def allocate_buffers(sizes_in, sizes_out):
+    inputs, outputs = [], []
+    for size in sizes_in:
+        host = np.empty(size, dtype=np.float32)
+        inputs.append(HostDeviceMem(host, cuda.mem_alloc(host.nbytes)))
+    for size in sizes_out:
+        host = np.empty(size, dtype=np.float32)
+        outputs.append(HostDeviceMem(host, cuda.mem_alloc(host.nbytes)))
+    return inputs, outputs, cuda.Stream()
+''',
+        infer_DOT_py='''
+import pycuda.driver as cuda
+
+def do_inference(context, inputs, outputs, stream):
+    [cuda.memcpy_htod_async(inp.device, inp.host, stream) for inp in inputs]  # via: PIN001
+    context.execute_async_v2(stream_handle=stream.handle)
+    [cuda.memcpy_dtoh_async(out.host, out.device, stream) for out in outputs]  # via: PIN001
+    stream.synchronize()
+    return [out.host for out in outputs]
+''',
+        main_DOT_py='''
+from common import allocate_buffers
+from infer import do_inference
+
+def main(context):
+    inputs, outputs, stream = allocate_buffers([3 * 224 * 224], [1000])
+    return do_inference(context, inputs, outputs, stream)  # expect: PIN001
+''')
+
+project("holder-hostdevicemem-pinned-pycuda",
+        common_DOT_py='''
+import numpy as np
+import pycuda.driver as cuda
+
+class HostDeviceMem:
+    def __init__(self, host_mem, device_mem):
+        self.host = host_mem
+        self.device = device_mem
+
+def allocate_buffers(sizes):
+    inputs = []
+    for size in sizes:
+        host = cuda.pagelocked_empty(size, np.float32)
+        inputs.append(HostDeviceMem(host, cuda.mem_alloc(host.nbytes)))
+    return inputs, cuda.Stream()
+
+def do_inference(inputs, stream):
+    [cuda.memcpy_htod_async(inp.device, inp.host, stream) for inp in inputs]
+    stream.synchronize()
+''',
+        main_DOT_py='''
+import numpy as np
+from common import allocate_buffers, do_inference
+
+def main(image):
+    inputs, stream = allocate_buffers([1 << 20])
+    for _ in range(10):
+        np.copyto(inputs[0].host, image)
+        do_inference(inputs, stream)
+''')
+
+project("holder-dataclass-self-pycuda", engine_DOT_py='''
+from dataclasses import dataclass
+import numpy as np
+import pycuda.driver as cuda
+
+@dataclass
+class Tensor:
+    name: str
+    cpu: np.ndarray
+    gpu: int
+
+class Engine:
+    def __init__(self, shapes):
+        self.stream = cuda.Stream()
+        self.out_info = []
+        for i, shape in enumerate(shapes):
+            cpu = np.empty(shape, dtype=np.float32)
+            self.out_info.append(Tensor(str(i), cpu, cuda.mem_alloc(cpu.nbytes)))
+
+    def fetch(self):
+        outputs = []
+        for info in self.out_info:
+            cuda.memcpy_dtoh_async(info.cpu, info.gpu, self.stream)  # expect: PIN001
+            outputs.append(info.cpu)
+        self.stream.synchronize()
+        return outputs
+''')
+
+project("holder-field-overwritten-subclass-pycuda",
+        model_DOT_py='''
+import numpy as np
+import pycuda.driver as cuda
+
+class HostDeviceMem:
+    def __init__(self, host, device):
+        self.host = host
+        self.device = device
+
+class Model:
+    def __init__(self, n):
+        self.stream = cuda.Stream()
+        host = cuda.pagelocked_empty(n, np.float32)
+        self.inputs = [HostDeviceMem(host, cuda.mem_alloc(host.nbytes))]
+
+    def pre_process(self, images):
+        return np.array(images, dtype=np.float32)
+
+    def model_inference(self, data):
+        self.inputs[0].host = data
+        [cuda.memcpy_htod_async(inp.device, inp.host, self.stream) for inp in self.inputs]  # via: PIN001
+''',
+        detection_DOT_py='''
+from model import Model
+
+class Detection(Model):
+    def detect(self, images):
+        data = self.pre_process(images)
+        return self.model_inference(data)  # expect: PIN001
+''')
+
+project("holder-property-setter-cudapython", runtime_DOT_py='''
+import ctypes
+import numpy as np
+from cuda.bindings import runtime as cudart
+
+class HostDeviceMem:
+    def __init__(self, size):
+        err, ptr = cudart.cudaMallocHost(size * 4)
+        self._host = np.ctypeslib.as_array(ctypes.cast(ptr, ctypes.POINTER(ctypes.c_float)), (size,))
+        err, self.device = cudart.cudaMalloc(size * 4)
+
+    @property
+    def host(self):
+        return self._host
+
+    @host.setter
+    def host(self, arr):
+        np.copyto(self._host[:arr.size], arr.flat)
+
+def run(arr):
+    err, stream = cudart.cudaStreamCreate()
+    inputs = [HostDeviceMem(1 << 20)]
+    inputs[0].host = arr.astype(np.float32)
+    for inp in inputs:
+        cudart.cudaMemcpyAsync(inp.device, inp.host.ctypes.data, inp.host.nbytes,
+                               cudart.cudaMemcpyKind.cudaMemcpyHostToDevice, stream)
+    cudart.cudaStreamSynchronize(stream)
+''')
+
+project("dict-of-lists-self-pycuda", runner_DOT_py='''
+import numpy as np
+import pycuda.driver as cuda
+
+class Runner:
+    def __init__(self, names, n):
+        self.stream = cuda.Stream()
+        self.buffer = {}
+        for name in names:
+            host = np.zeros(n, dtype=np.float32)
+            self.buffer[name] = [host, cuda.mem_alloc(host.nbytes)]
+
+    def infer(self, name):
+        cuda.memcpy_htod_async(self.buffer[name][1], self.buffer[name][0], self.stream)  # expect: PIN001
+        self.stream.synchronize()
+''')
+
+project("self-list-alias-cudapython", wrapper_DOT_py='''
+import numpy as np
+from cuda import cudart
+
+class Wrapper:
+    def __init__(self, sizes):
+        host_inputs = []
+        for size in sizes:
+            host_mem = np.empty(size, dtype=np.float32)
+            host_inputs.append(host_mem)
+        self.host_inputs = host_inputs
+        _, self.stream = cudart.cudaStreamCreate()
+        _, self.d_in = cudart.cudaMalloc(sizes[0] * 4)
+
+    def infer(self):
+        host_inputs = self.host_inputs
+        cudart.cudaMemcpyAsync(self.d_in, host_inputs[0].ctypes.data, host_inputs[0].nbytes,  # expect: PIN001
+                               cudart.cudaMemcpyKind.cudaMemcpyHostToDevice, self.stream)
+''')
+
+project("holder-dict-literal-pycuda", main_DOT_py='''
+import numpy as np
+import pycuda.driver as cuda
+
+def allocate(n):
+    host = cuda.pagelocked_empty(n, np.float32)
+    return [{"host": host, "device": cuda.mem_alloc(host.nbytes)}]
+
+def run(n):
+    stream = cuda.Stream()
+    for inp in allocate(n):
+        cuda.memcpy_htod_async(inp["device"], inp["host"], stream)
+    stream.synchronize()
+''')
+
+# ------------------------------------------------------------------ containers and loop variables
+project("comprehension-sliced-cupy", main_DOT_py='''
+import numpy as np
+import cupy as cp
+
+def upload_all(n, k):
+    s = cp.cuda.Stream(non_blocking=True)
+    hosts = [np.random.rand(n).astype(np.float32) for _ in range(k)]
+    devs = [cp.empty(n, dtype=cp.float32) for _ in range(k)]
+    for h, d in zip(hosts[1:], devs[1:]):
+        d.set(h, stream=s)  # expect: PIN001
+    s.synchronize()
+''')
+
+project("comprehension-sliced-numba", main_DOT_py='''
+import numpy as np
+from numba import cuda
+
+def split(n, k):
+    stream = cuda.stream()
+    parts = [np.zeros(n, dtype=np.float32) for _ in range(k)]
+    first, rest = parts[0], parts[1:]
+    d0 = cuda.to_device(first, stream=stream)  # expect: PIN001
+    ds = [cuda.to_device(p, stream=stream) for p in rest]  # expect: PIN001
+    stream.synchronize()
+''')
+
+project("zip-row-views-cupy", main_DOT_py='''
+import numpy as np
+import cupy as cp
+
+def rows(n, m):
+    A = np.random.rand(n, m)
+    B = np.zeros((n, m))
+    d = cp.empty(m)
+    s = cp.cuda.Stream(non_blocking=True)
+    for a, b in zip(A, B):
+        d.set(a, stream=s)  # expect: PIN001
+        d.get(stream=s, out=b, blocking=False)  # expect: PIN001
+    s.synchronize()
+''')
+
+project("zip-row-views-numba", main_DOT_py='''
+import numpy as np
+from numba import cuda
+
+def rows(n, m):
+    A = np.arange(n * m, dtype=np.float64).reshape(n, m)
+    B = np.zeros_like(A)
+    stream = cuda.stream()
+    for a, b in zip(A, B):
+        d = cuda.to_device(a, stream=stream)  # expect: PIN001
+        d.copy_to_host(b, stream=stream)  # expect: PIN001
+    stream.synchronize()
+''')
+
+project("zip-row-views-torch", main_DOT_py='''
+import torch
+
+def upload_rows(n, m, device):
+    A = torch.randn(n, m)
+    B = torch.empty(n, m)
+    dA = torch.empty(m, device=device)
+    for a, b in zip(A, B):
+        dA.copy_(a, non_blocking=True)  # via: PIN001
+        b.copy_(dA * 2, non_blocking=True)  # via: PIN001
+    torch.cuda.synchronize()
+
+upload_rows(64, 128, torch.device("cuda"))  # expect: PIN001
+''')
+
+project("star-args-tensors-torch", main_DOT_py='''
+import numpy as np
+import torch
+
+def to_device(device, *tensors):
+    moved = []
+    for x in tensors:
+        moved.append(x.to(device, non_blocking=True))  # via: PIN001
+    return moved
+
+def step(device):
+    obs = torch.from_numpy(np.random.rand(64, 128).astype(np.float32))
+    return to_device(device, obs)  # expect: PIN001
+''')
+
+project("pin-memory-per-element-loop-torch", main_DOT_py='''
+import torch
+
+def update(steps, n):
+    for _ in range(steps):
+        local = {"obs": torch.zeros(n, 4), "act": torch.zeros(n)}
+        for v in local.values():
+            v = v.pin_memory()  # expect: PIN002
+    kept = []
+    for v in {"obs": torch.zeros(n, 4)}.values():
+        kept.append(v.pin_memory())
+    return kept
+''')
+
+# ------------------------------------------------------------------ returns and PIN005
+project("return-d2h-pin005-cupy", main_DOT_py='''
+import cupy as cp
+import cupyx
+
+def fetch(d, stream):
+    out = cupyx.empty_pinned(d.shape, d.dtype)
+    d.get(stream=stream, out=out, blocking=False)
+    return out
+
+def report(n):
+    s = cp.cuda.Stream(non_blocking=True)
+    d = cp.arange(n, dtype=cp.float32)
+    host = fetch(d, s)
+    total = host.sum()  # expect: PIN005
+    s.synchronize()
+    return total
+
+def report_synced(n):
+    s = cp.cuda.Stream(non_blocking=True)
+    host = fetch(cp.arange(n, dtype=cp.float32), s)
+    s.synchronize()
+    return host.sum()
+''')
+
+project("return-d2h-pin005-torch",
+        fetching_DOT_py='''
+import torch
+
+def fetch(y):
+    return y.to("cpu", non_blocking=True)
+''',
+        main_DOT_py='''
+import torch
+from fetching import fetch
+
+def report(model, x):
+    host = fetch(model(x.cuda()))
+    return host.numpy().mean()  # expect: PIN005
+
+def report_synced(model, x):
+    host = fetch(model(x.cuda()))
+    torch.cuda.synchronize()
+    return host.numpy().mean()
+
+def cpu_batch(loader):
+    for image, _ in loader:
+        image = image.to("cpu", non_blocking=True)
+        return float(image.sum())
+''')
+
+project("return-d2h-pin005-numba", main_DOT_py='''
+import numpy as np
+from numba import cuda
+
+def fetch(d, stream):
+    out = cuda.pinned_array(d.shape, dtype=np.float32)
+    d.copy_to_host(out, stream=stream)
+    return out
+
+def run(n):
+    stream = cuda.stream()
+    d = cuda.device_array(n, dtype=np.float32, stream=stream)
+    host = fetch(d, stream)
+    print(host[0])  # expect: PIN005
+''')
+
+project("pin006-after-helper-pycuda", main_DOT_py='''
+import numpy as np
+import pycuda.driver as cuda
+
+def refill(buf, value):
+    buf[:] = value
+
+def run(n):
+    stream = cuda.Stream()
+    h = cuda.pagelocked_empty(n, np.float32)
+    d = cuda.mem_alloc(h.nbytes)
+    cuda.memcpy_htod_async(d, h, stream)
+    refill(h, 1.0)  # expect: PIN006
+    stream.synchronize()
+''')
+
+# ------------------------------------------------------------------ torch directions and batches
+project("dataloader-pinned-then-converted-torch", train_DOT_py='''
+import torch
+from torch.utils.data import DataLoader
+
+def train(model, data, device):
+    loader = DataLoader(data, batch_size=32, pin_memory=True)
+    for (imgs,) in loader:
+        x = imgs.float() / 255.0
+        x = x.to(device, non_blocking=True)  # expect: PIN001
+        y = imgs.to(device, non_blocking=True)
+        model(x, y)
+''')
+
+project("dataloader-pinned-param-torch", main_DOT_py='''
+import torch
+from torch.utils.data import DataLoader
+
+def train(loader, device):
+    for images, target in loader:
+        images = images.to(device, non_blocking=True)
+        target = target.cuda(non_blocking=True)
+
+def main(data, device):
+    train(DataLoader(data, batch_size=32, pin_memory=True), device)
+''')
+
+project("copy-direction-torch", optim_DOT_py='''
+import torch
+
+class Optimizer:
+    def __init__(self, sizes):
+        self.device = torch.device("cuda", 0)
+        self.gpu = [torch.empty(n, dtype=torch.uint8, device=self.device) for n in sizes]
+        self.cpu = [torch.empty(n, dtype=torch.uint8, device="cpu") for n in sizes]
+
+    def gather(self):
+        for dst, src in zip(self.cpu, self.gpu):
+            dst.copy_(src, non_blocking=True)  # expect: PIN001
+
+    def step(self, values, device):
+        ptrs = torch.tensor(values, dtype=torch.int64)
+        return ptrs.to(device, non_blocking=True)  # expect: PIN001
+''')
+
+project("cpu-to-cpu-copy-torch", main_DOT_py='''
+import torch
+
+class Batcher:
+    def __init__(self, n):
+        self.states = torch.zeros(n, 1, 4)
+
+    def put(self, i, state):
+        self.states[i].copy_(state)
+
+    def fill(self, states):
+        for i in range(10):
+            self.states.copy_(torch.zeros(10, 1, 4), non_blocking=True)
+''')
+
+# ------------------------------------------------------------------ PIN002 and sizes
+project("setup-loop-escape-view-cudapython", buffers_DOT_py='''
+import ctypes
+import numpy as np
+from cuda.bindings import runtime as cudart
+
+def allocate(names, nbytes):
+    host = {}
+    for name in names:
+        err, ptr = cudart.cudaHostAlloc(nbytes, cudart.cudaHostAllocDefault)
+        cptr = ctypes.cast(ptr, ctypes.POINTER(ctypes.c_float))
+        host[name] = np.ctypeslib.as_array(cptr, (nbytes // 4,))
+    raw = []
+    for _ in names:
+        err, ptr = cudart.cudaMallocHost(nbytes)
+        buf = (ctypes.c_byte * nbytes).from_address(ptr)
+        raw.append(np.ndarray((nbytes,), dtype=np.uint8, buffer=buf))
+    return host, raw
+''')
+
+project("arange-size-threshold-numba", main_DOT_py='''
+import numpy as np
+from numba import cuda
+
+def small():
+    ary = np.arange(60).reshape(2, 5, 2, 3)
+    for order in "CA":
+        cuda.to_device(ary)
+
+def large():
+    ary = np.arange(1 << 22)
+    for _ in range(4):
+        cuda.to_device(ary)  # expect: PIN007
+''')
+
+project("pin002-helper-in-loop-pycuda", main_DOT_py='''
+import numpy as np
+import pycuda.driver as cuda
+
+def upload(d, x, stream):
+    h = cuda.pagelocked_empty(x.shape, x.dtype)
+    h[:] = x
+    cuda.memcpy_htod_async(d, h, stream)
+    stream.synchronize()
+
+def run(batches):
+    stream = cuda.Stream()
+    d = cuda.mem_alloc(1 << 22)
+    for x in batches:
+        upload(d, x, stream)  # expect: PIN002
+''')
+
+# ------------------------------------------------------------------ the checked code's own methods
+project("own-methods-numba", devarray_DOT_py='''
+import numpy as np
+
+class DeviceArray:
+    def __init__(self, data):
+        self.data = data
+    def copy_to_host(self, ary=None, stream=0):
+        return np.array(self.data)
+    def copy_to_device(self, ary, stream=0):
+        self.data = np.array(ary)
+
+def to_device(ary, stream=0):
+    return DeviceArray(ary)
+
+def run(stream):
+    h = np.zeros(1024)
+    d = to_device(h, stream)
+    d.copy_to_device(h, stream=stream)
+    out = d.copy_to_host(stream=stream)
+    d.copy_to_host(h, stream=stream)
+''')
+
+project("own-methods-pycuda", engine_DOT_py='''
+import numpy as np
+import pycuda.driver as cuda
+
+class Binding:
+    def __init__(self, n):
+        self.device = cuda.mem_alloc(n * 4)
+        self._host = None
+    @property
+    def host_buffer(self):
+        if self._host is None:
+            self._host = cuda.pagelocked_empty(1024, np.float32)
+        return self._host
+    def get_async(self, stream):
+        dst = self.host_buffer
+        cuda.memcpy_dtoh_async(dst, self.device, stream)
+        return dst
+
+def run(n):
+    stream = cuda.Stream()
+    outputs = [Binding(n)]
+    return [o.get_async(stream) for o in outputs]
+''')
+
+project("own-methods-cupy", sparse_DOT_py='''
+import cupy
+
+class Matrix:
+    def __init__(self, data):
+        self.data = data
+    def get(self, stream=None, blocking=True):
+        return self.data.get(stream)
+
+def run(m, stream):
+    return m.get(stream, blocking=False)
+''')

@@ -1,0 +1,138 @@
+"""Across functions and modules: buffers through parameters, returns, holder objects, lists, dicts and
+the checked tree's own imports, reported where the evidence meets with the path as a trace.
+
+Each project of ``interproc_projects`` is written to a folder and checked as a whole with the command
+line (in this process); ``# expect:`` lines must carry exactly the findings expected there, ``# via:``
+lines must appear in a finding's trace, and nothing else may be reported.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from helpers import run_in_process, write
+from interproc_projects import PROJECTS
+
+MARK = re.compile(r"#\s*(expect|via):\s*(PIN\d{3})")
+
+
+def _write_project(root: Path, files: dict) -> dict:
+    marks: dict = {"expect": set(), "via": set()}
+    for relative, text in files.items():
+        text = textwrap.dedent(text).lstrip("\n")
+        write(root, relative, text)
+        for row, line in enumerate(text.splitlines(), 1):
+            for kind, code in MARK.findall(line):
+                marks[kind].add((relative, row, code))
+    return marks
+
+
+def _check(monkeypatch, capsys, root: Path, *extra: str) -> list:
+    code, out, err = run_in_process(monkeypatch, capsys, root, "check", "--no-cache", "--format", "json", *extra, ".")
+    assert code in (0, 1), err
+    return json.loads(out)
+
+
+@pytest.mark.parametrize("name", sorted(PROJECTS))
+def test_project(name, tmp_path, monkeypatch, capsys):
+    marks = _write_project(tmp_path, PROJECTS[name])
+    found = _check(monkeypatch, capsys, tmp_path)
+    reported = {(f["filename"], f["location"]["row"], f["code"]) for f in found}
+    assert reported == marks["expect"], [(f["filename"], f["location"]["row"], f["code"], f["message"]) for f in found]
+    traced = {(t["filename"], t["location"]["row"], f["code"]) for f in found for t in f.get("trace", [])}
+    assert marks["via"] <= traced, (marks["via"] - traced, traced)
+
+
+def test_the_trace_runs_from_the_allocation_to_the_copy(tmp_path, monkeypatch, capsys):
+    _write_project(tmp_path, PROJECTS["helper-cross-module-pycuda"])
+    [finding] = _check(monkeypatch, capsys, tmp_path)
+    steps = [(t["filename"], t["location"]["row"], t["message"]) for t in finding["trace"]]
+    assert steps[0][:2] == ("main.py", 8) and "allocated" in steps[0][2]
+    assert steps[1][:2] == ("main.py", 10) and "upload" in steps[1][2]
+    assert steps[-1][:2] == ("helpers.py", 4) and "memcpy_htod_async" in steps[-1][2]
+    assert "via `upload` (helpers.py:4)" in finding["message"]
+    assert finding["related"][0]["location"]["row"] == 8
+
+
+def test_text_output_names_the_function_the_copy_is_in(tmp_path, monkeypatch, capsys):
+    _write_project(tmp_path, PROJECTS["helper-cross-module-pycuda"])
+    code, out, err = run_in_process(monkeypatch, capsys, tmp_path, "check", "--no-cache", ".")
+    assert code == 1
+    assert "main.py:10:5: PIN001" in out and "via `upload` (helpers.py:4)" in out
+
+
+def test_a_fix_is_offered_where_the_allocation_is_in_the_reported_file(tmp_path, monkeypatch, capsys):
+    _write_project(tmp_path, PROJECTS["param-helper-cupy"])
+    [finding] = _check(monkeypatch, capsys, tmp_path)
+    assert finding["fix"] is not None and "cupyx.zeros_pinned" in finding["fix"]["message"]
+
+
+def test_noqa_at_the_reported_call_suppresses_it(tmp_path, monkeypatch, capsys):
+    files = dict(PROJECTS["helper-cross-module-pycuda"])
+    files["main.py"] = files["main.py"].replace("# expect: PIN001", "# noqa: PIN001")
+    _write_project(tmp_path, files)
+    assert _check(monkeypatch, capsys, tmp_path) == []
+
+
+def test_a_file_that_names_no_gpu_library_is_checked_when_it_calls_code_that_copies(tmp_path, monkeypatch,
+                                                                                      capsys):
+    write(tmp_path, "gpu.py", "import cupy as cp\n\ndef push(d, h, s):\n    d.set(h, stream=s)\n")
+    write(tmp_path, "app.py", "import numpy as np\nfrom gpu import push\n\n"
+                              "def main(d, s):\n    h = np.zeros(1 << 20)\n    push(d, h, s)\n")
+    # d and s are unknown here, so nothing is reported: but the file was analysed, not skipped.
+    assert _check(monkeypatch, capsys, tmp_path, "app.py") == []
+    write(tmp_path, "app.py", "import numpy as np\nimport cupy as cp\nfrom gpu import push\n\n"
+                              "h = np.zeros(1 << 20)\npush(cp.empty(1 << 20), h, cp.cuda.Stream(non_blocking=True))\n")
+    assert [f["location"]["row"] for f in _check(monkeypatch, capsys, tmp_path, "app.py")] == [6]
+
+
+# ------------------------------------------------------------------ the cache follows the summaries
+def test_the_cache_rechecks_callers_of_a_changed_module_and_nothing_else(tmp_path, monkeypatch, capsys):
+    write(tmp_path, "helpers.py", "import pycuda.driver as cuda\n\n"
+                                  "def upload(dev, host, stream):\n    cuda.memcpy_htod_async(dev, host, stream)\n")
+    write(tmp_path, "main.py", "import numpy as np\nimport pycuda.driver as cuda\nfrom helpers import upload\n\n"
+                               "h = np.zeros(1 << 20, np.float32)\nupload(cuda.mem_alloc(h.nbytes), h, cuda.Stream())\n")
+    write(tmp_path, "other.py", "import pycuda.driver as cuda\nimport numpy as np\n\n"
+                                "h = np.zeros(16)\ncuda.memcpy_htod_async(0, h, cuda.Stream())\n")
+    first = run_in_process(monkeypatch, capsys, tmp_path, "check", "--format", "json", ".")
+    assert sorted(f["filename"] for f in json.loads(first[1])) == ["main.py", "other.py"]
+
+    import pinlint.engine as engine
+    linted: list = []
+    original = engine.lint_text
+
+    def counting(text, filename, settings, result=None):
+        linted.append(Path(filename).name)
+        return original(text, filename, settings, result)
+    monkeypatch.setattr(engine, "lint_text", counting)
+    again = run_in_process(monkeypatch, capsys, tmp_path, "check", "--format", "json", ".")
+    assert linted == [] and json.loads(again[1]) == json.loads(first[1])  # all from the cache
+
+    # The helper now synchronizes first: the caller's finding goes; other.py is not checked again.
+    write(tmp_path, "helpers.py", "import pycuda.driver as cuda\n\n"
+                                  "def upload(dev, host, stream):\n    cuda.memcpy_htod(dev, host)\n")
+    third = run_in_process(monkeypatch, capsys, tmp_path, "check", "--format", "json", ".")
+    assert sorted(f["filename"] for f in json.loads(third[1])) == ["other.py"]
+    assert sorted(linted) == ["helpers.py", "main.py"]
+
+
+# ------------------------------------------------------------------ the language server
+def test_the_language_server_uses_the_project_s_modules_for_the_open_file(tmp_path):
+    from pinlint.server import SettingsResolver, analyse
+    write(tmp_path, "helpers.py", "import pycuda.driver as cuda\n\n"
+                                  "def upload(dev, host, stream):\n    cuda.memcpy_htod_async(dev, host, stream)\n")
+    # The open buffer names no GPU library itself, and is not saved yet.
+    text = ("import numpy as np\nfrom helpers import upload\n\n"
+            "def main(dev, stream):\n    h = np.zeros(1 << 20, np.float32)\n    upload(dev, h, stream)\n"
+            "    upload(dev, h, make_stream())\n\ndef make_stream():\n    import pycuda.driver as cuda\n"
+            "    return cuda.Stream()\n")
+    path = write(tmp_path, "main.py", "")
+    analysis = analyse(path.as_uri(), text, 1, SettingsResolver())
+    # memcpy_htod_async is asynchronous on any stream it is given (unless it is 0 or None).
+    assert [(f.code, f.location.row) for f in analysis.findings] == [("PIN001", 6), ("PIN001", 7)]
+    assert "via `upload` (helpers.py:4)" in analysis.findings[0].message
