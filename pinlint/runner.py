@@ -17,9 +17,10 @@ from . import __version__
 from .apitables import rules_dir
 from .engine import FileResult, FixOutcome, fix_text, lint_bytes, names_gpu_library, passes_prefilter, read_source
 from .fixes import ChangedWhileFixing, source_lines, unified_diff, write_atomically
+from .parsing import syntax_error
 from .model import Edit, Finding, Fix, Location, Related
 from .settings import Settings
-from .suppress import ALL, NOQA, comments_by_line, suppressed_codes
+from .suppress import ALL, NOQA, read_lines, suppressed_codes
 
 LINT, FIX, DIFF, ADD_NOQA = "lint", "fix", "diff", "add-noqa"
 
@@ -132,13 +133,18 @@ def _fix(job: Job, data: bytes) -> JobResult:
 
 
 def add_noqa_text(text: str, findings: list) -> tuple:
-    """(new text, codes added): ``# noqa: CODES`` at the end of each reported line, merged into a
-    ``# noqa: ...`` comment already there; a bare ``# noqa`` already covers everything."""
+    """(new text, codes added): ``# noqa: CODES`` where each reported line ends (the tokenizer's
+    end of that line: past a backslash continuation or a string spanning lines, as ruff does),
+    merged into a ``# noqa: ...`` comment already there; a bare ``# noqa`` already covers everything."""
     wanted: dict = {}
+    lines_info = read_lines(text) if findings else None
     for finding in findings:
-        if finding.code != "PIN000":
-            wanted.setdefault(finding.location.row, set()).add(finding.code)
-    comments = comments_by_line(text) if wanted else {}
+        if finding.code == "PIN000":
+            continue
+        row = lines_info.comment_row(finding.location.row)
+        if row is not None:
+            wanted.setdefault(row, set()).add(finding.code)
+    comments = lines_info.comments if wanted else {}
     lines = source_lines(text)
     added = 0
     for row, codes in sorted(wanted.items()):
@@ -176,6 +182,9 @@ def _add_noqa(job: Job, data: bytes) -> JobResult:
     text, added = add_noqa_text(source.text, result.findings)
     if not added:
         return JobResult()
+    if syntax_error(text) is not None:  # a guard: a comment never breaks a file
+        return JobResult(findings=result.findings,
+                         errors=[f"{job.name}: a noqa comment would not parse here; left unchanged"])
     try:
         write_atomically(Path(job.path), source.to_bytes(text), expected=data)
     except (OSError, UnicodeEncodeError) as exc:
