@@ -22,7 +22,7 @@ from .engine import fix_text, lint_bytes, read_source
 from .runner import ADD_NOQA, DIFF, FIX, LINT, Cache, Job, allow_deep_recursion, default_workers, run_jobs
 from .runner import clean as clean_cache
 from .report import FORMATS, display_path
-from .rule_docs import rule_doc
+from .rule_docs import SYNTAX_ERROR, rule_doc
 from .settings import Settings, SettingsError, resolve_selection
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -135,7 +135,7 @@ def _resolve(paths, select, ignore, extend_select, config_file) -> tuple:
         raise SettingsError(f"--config: {config_file}: No such file")
     where = Path(config_file) if config_file else find_config(Path((paths or ["."])[0]))
     config = load_config(where)
-    chosen = resolve_selection(list(select) if select else list(config.select),
+    chosen = resolve_selection(list(select) if select else config.select,
                                [*config.ignore, *(ignore or [])], [*config.extend_select, *(extend_select or [])])
     return config, Settings(select=chosen, pin007_min_bytes=config.pin007_min_bytes)
 
@@ -294,10 +294,11 @@ def rule(code: Optional[str] = typer.Argument(None, help="A rule code, e.g. PIN0
     """Explain a rule, or list them all."""
     if code is None or all_rules:
         typer.echo(f"{'code':<7} {'name':<29} {'fix':<10} {'default':<8} summary")
-        for item in ALL_RULES:
-            typer.echo(f"{item.code:<7} {item.name:<29} {item.fix_availability:<10} {'enabled':<8} {item.summary}")
+        for item in (SYNTAX_ERROR, *ALL_RULES):
+            default = "always" if item is SYNTAX_ERROR else "enabled"
+            typer.echo(f"{item.code:<7} {item.name:<29} {item.fix_availability:<10} {default:<8} {item.summary}")
         raise typer.Exit(EXIT_CLEAN)
-    item = RULES_BY_CODE.get(code.upper())
+    item = SYNTAX_ERROR if code.upper() == SYNTAX_ERROR.code else RULES_BY_CODE.get(code.upper())
     if item is None:
         _error(f"unknown rule {code!r}; `pinlint rule --all` lists them")
         raise typer.Exit(EXIT_ERROR)

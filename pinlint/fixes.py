@@ -17,7 +17,7 @@ import stat
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Optional, Sequence
+from typing import Callable, Iterable, Optional, Sequence
 
 import libcst as cst
 from libcst.codemod import CodemodContext
@@ -212,11 +212,53 @@ class SourceFile:
         return (b"\xef\xbb\xbf" + data) if self.bom else data
 
 
+class _Stopped(BaseException):
+    """The run stopped between writing a temporary file and renaming it."""
+
+
 class ChangedWhileFixing(OSError):
     """The file on disk is no longer the text the fix was computed from (an editor saved it)."""
 
 
+class _Stop:
+    """Whether this process may still write: a pool worker whose run was stopped (SIGTERM, the
+    parent gone) must not replace one more file. Set up by the runner in each worker."""
+
+    alive: Optional[Callable[[], bool]] = None   # the parent is still there
+    requested = False                            # a stop arrived during a write: finish it without replacing
+    writing = False
+
+
+def stop_writing_when(alive: Callable[[], bool]) -> None:
+    _Stop.alive = alive
+
+
+def request_stop() -> None:
+    """A stop signal arrived: outside a write, end now; inside one, end before its rename."""
+    if not _Stop.writing:
+        os._exit(1)
+    _Stop.requested = True
+
+
+def _may_write() -> bool:
+    return not _Stop.requested and (_Stop.alive is None or _Stop.alive())
+
+
 def write_atomically(path: Path, data: bytes, expected: Optional[bytes] = None) -> None:
+    if not _may_write():
+        os._exit(1)  # the run was stopped: this worker writes nothing more
+    _Stop.writing = True
+    try:
+        _write_atomically(path, data, expected)
+    except _Stopped:
+        os._exit(1)
+    finally:
+        _Stop.writing = False
+        if _Stop.requested:
+            os._exit(1)  # the signal came during the write: it is complete (or undone), so end now
+
+
+def _write_atomically(path: Path, data: bytes, expected: Optional[bytes] = None) -> None:
     """Replace ``path`` with ``data`` so that any reader, or a crash at any moment, sees either the
     old or the new content. Keeps the file's permission bits. With ``expected``, the file is left
     alone (``ChangedWhileFixing``) unless it still holds those bytes (or already ``data``) just
@@ -240,6 +282,8 @@ def write_atomically(path: Path, data: bytes, expected: Optional[bytes] = None) 
                 return
             if current != expected:
                 raise ChangedWhileFixing(errno.EBUSY, "the file changed while it was being fixed", named)
+        if not _may_write():
+            raise _Stopped()  # stopped while writing the temporary file: it goes, the file stays as it was
         os.replace(temporary, path)
     except BaseException:
         try:

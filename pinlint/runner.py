@@ -6,8 +6,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import signal
 import sys
 import tempfile
+import threading
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -16,7 +18,7 @@ from typing import Optional
 from . import __version__
 from .apitables import rules_dir
 from .engine import FileResult, FixOutcome, fix_text, lint_bytes, names_gpu_library, passes_prefilter, read_source
-from .fixes import ChangedWhileFixing, source_lines, unified_diff, write_atomically
+from .fixes import ChangedWhileFixing, request_stop, source_lines, stop_writing_when, unified_diff, write_atomically
 from .parsing import syntax_error
 from .model import Edit, Finding, Fix, Location, Related
 from .settings import Settings
@@ -194,12 +196,87 @@ def _add_noqa(job: Job, data: bytes) -> JobResult:
 
 # ---------------------------------------------------------------------------- many files
 def run_jobs(jobs: list, workers: int, cache: Optional["Cache"] = None) -> list:
-    """Results in the order of ``jobs``. Small runs stay in this process (a pool costs ~100 ms)."""
+    """Results in the order of ``jobs``. Small runs stay in this process (a pool costs ~100 ms).
+    SIGTERM stops the run like Ctrl-C (KeyboardInterrupt): the workers stop first, a write in
+    progress completes or is undone, and no worker outlives the run (they also die with this
+    process if it is killed outright)."""
+    try:
+        with _terminate_as_interrupt():
+            return _run(jobs, workers, cache)
+    except KeyboardInterrupt:
+        # Typer would turn this into a silent exit 130; pinlint says what happened and exits 2.
+        print("pinlint: error: interrupted", file=sys.stderr, flush=True)
+        raise SystemExit(2) from None
+
+
+def _run(jobs: list, workers: int, cache: Optional["Cache"]) -> list:
     if workers <= 1 or len(jobs) < 2 * workers:
         return [process(job, cache) for job in jobs]
     chunk = max(1, min(64, len(jobs) // (workers * 4)))
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(_process_with_cache, [(job, cache) for job in jobs], chunksize=chunk))
+    pool = ProcessPoolExecutor(max_workers=workers, initializer=_init_worker, initargs=(os.getpid(),))
+    try:
+        results = list(pool.map(_process_with_cache, [(job, cache) for job in jobs], chunksize=chunk))
+    except BaseException:
+        _stop_pool(pool)
+        raise
+    pool.shutdown()
+    return results
+
+
+class _terminate_as_interrupt:
+    """While a run lasts, SIGTERM raises KeyboardInterrupt in the main thread, so both end it the
+    same clean way; the previous handler comes back afterwards."""
+
+    def __enter__(self):
+        self.previous = None
+        if threading.current_thread() is threading.main_thread():
+            self.previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.previous is not None:
+            signal.signal(signal.SIGTERM, self.previous)
+
+
+def _raise_interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt()
+
+
+def _stop_pool(pool: ProcessPoolExecutor) -> None:
+    """Stop every worker (each ends at once, or right after the write it is in) and wait for them."""
+    for worker in list((getattr(pool, "_processes", None) or {}).values()):
+        try:
+            worker.terminate()
+        except (OSError, AttributeError):
+            pass
+    pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _init_worker(parent: int) -> None:
+    """A pool worker: Ctrl-C goes to the whole process group, but the parent stops the run; SIGTERM
+    (from the parent, or from the kernel when the parent dies) ends the worker without cutting a
+    write short; and before each write the worker checks that its parent is still there."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, lambda signum, frame: request_stop())
+    _die_with_parent()
+    if os.getppid() != parent:
+        os._exit(1)  # the parent died before the line above took effect
+    stop_writing_when(lambda: os.getppid() == parent)
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    """Linux: have the kernel send SIGTERM to this process when its parent dies (prctl)."""
+    if not sys.platform.startswith("linux"):
+        return  # elsewhere the parent-liveness check before each write stops the writing
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
 
 
 def _process_with_cache(item) -> JobResult:

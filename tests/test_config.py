@@ -516,7 +516,7 @@ def test_show_settings_reflects_command_line_overrides_and_checks_nothing(tmp_pa
     write(tmp_path, "both.py", BOTH)
     proc = pinlint(tmp_path, "check", "--show-settings", "--select", "PIN001,PIN002", "--ignore", "PIN002", ".")
     shown = _settings(proc)
-    assert shown["select"] == "PIN001"
+    assert shown["select"] == "PIN000, PIN001"  # PIN000 cannot be deselected
     assert "both.py" not in proc.stdout
 
 
