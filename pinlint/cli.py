@@ -215,6 +215,8 @@ def _run_stdin(name: str, config, settings, output_format, exit_zero, fix, unsaf
     data = sys.stdin.buffer.read()
     ignored = config.ignored_codes(name)
     settings = replace(settings, select=settings.select - ignored) if ignored else settings
+    if name.endswith(".ipynb"):
+        return _run_stdin_notebook(data, name, settings, output_format, exit_zero, fix, unsafe)
     if fix:
         try:
             source = read_source(data)
@@ -241,6 +243,25 @@ def _run_stdin(name: str, config, settings, output_format, exit_zero, fix, unsaf
         _error(result.error)
         return EXIT_ERROR
     return EXIT_FINDINGS if result.findings and not exit_zero else EXIT_CLEAN
+
+
+def _run_stdin_notebook(data: bytes, name: str, settings, output_format, exit_zero, fix, unsafe) -> int:
+    """A notebook's JSON on stdin: lint its cells; with --fix, print the fixed notebook (as ruff does)."""
+    from .notebooks import check_notebook
+    outcome = check_notebook(data, name, settings, fix=fix, unsafe=unsafe)
+    if fix:
+        sys.stdout.buffer.write(outcome.fixed if outcome.fixed is not None else data)
+    elif output_format is OutputFormat.text:
+        FORMATS["text"](outcome.findings, sys.stdout)
+    else:
+        FORMATS[output_format.value](outcome.findings, sys.stdout)
+    for message in outcome.warnings:
+        _warning(message)
+    for message in outcome.errors:
+        _error(message)
+    if outcome.errors:
+        return EXIT_ERROR
+    return EXIT_FINDINGS if outcome.findings and not exit_zero else EXIT_CLEAN
 
 
 def _print_settings(config: Config, settings: Settings) -> None:
