@@ -80,11 +80,11 @@ def _read(path: Path) -> dict:
         raise SettingsError(f"{path}: not valid TOML ({exc})")
 
 
-def _pinlint_table(path: Path) -> Optional[dict]:
-    """pinlint's settings in ``path``: ``[tool.pinlint]``, or in a pinlint.toml the top-level keys
-    (other tools' ``[tool.X]`` tables are theirs); None for a pyproject.toml without the table.
-    A value of the wrong shape is an error naming the file and the key."""
-    data = _read(path)
+def _pinlint_table(path: Path, data: Optional[dict] = None) -> Optional[dict]:
+    """pinlint's settings in ``path`` (read unless ``data`` holds it): ``[tool.pinlint]``, or in a
+    pinlint.toml the top-level keys (other tools' ``[tool.X]`` tables are theirs); None for a
+    pyproject.toml without the table. A value of the wrong shape is an error naming the file and the key."""
+    data = _read(path) if data is None else data
     tool = data.get("tool")
     if tool is not None and not isinstance(tool, dict):
         raise SettingsError(f"{path}: `tool` must be a table, not {tool!r}")
@@ -121,11 +121,12 @@ def find_config(start: Path) -> Optional[Path]:
                 continue
             if name == "pinlint.toml":
                 return candidate
-            tool = _read(candidate).get("tool", {})
+            data = _read(candidate)
+            tool = data.get("tool", {})
             if not isinstance(tool, dict):
                 odd = odd or SettingsError(f"{candidate}: `tool` must be a table, not {tool!r}")
                 continue
-            if _pinlint_table(candidate) is not None:
+            if _pinlint_table(candidate, data) is not None:
                 return candidate
     if odd is not None:
         raise odd

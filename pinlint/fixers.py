@@ -22,6 +22,8 @@ class FixContext:
 
     def __init__(self, module: cst.Module, text: str, facts: FileFacts, tables: Tables, bindings: dict, parents,
                  qualify=lambda node: None) -> None:
+        # ``bindings`` (the file's imports, flat) is kept for the callers; names are spelled through
+        # the scope-aware Namer, since an import binds a name only in its own scope.
         self.qualify = qualify
         self.module = module
         self.facts = facts
