@@ -142,7 +142,7 @@ def process_notebook(job, data: bytes):
     if outcome.text == program.text:
         return report
     new_text = _dump(from_program(outcome.text, program, notebook), text)
-    report.applied, report.changed = outcome.applied, 1
+    report.applied, report.changed, report.fixed = outcome.applied, 1, outcome.fixed
     if job.mode == DIFF:
         report.diff = unified_diff(text, new_text, job.name)
         return report
