@@ -483,3 +483,27 @@ def test_statistics_refuses_what_it_cannot_count(project, run, other):
     code, out, err = run(project, "check", "--statistics", *other, ".")
     assert code == 2 and out == ""
     assert err.startswith("pinlint: error: --statistics") and err.count("\n") == 1
+
+
+def test_statistics_marks_rules_fixable_in_part():
+    fixed = Fix("safe", "m", (Edit("x", Location(1, 1), Location(1, 2)),))
+    unsafe = Fix("unsafe", "m", (Edit("x", Location(1, 1), Location(1, 2)),))
+    findings = [Finding("PIN001", "m", "a.py", Location(1, 1), Location(1, 2), fix=fixed),
+                Finding("PIN001", "m", "a.py", Location(2, 1), Location(2, 2)),
+                Finding("PIN005", "m", "a.py", Location(3, 1), Location(3, 2), fix=unsafe)]
+    out = io.StringIO()
+    write_report(findings, out, ReportOptions(statistics=True, quiet=True))
+    assert out.getvalue() == "2\tPIN001\t[~] pageable-async-copy\n1\tPIN005\t[ ] async-d2h-read-before-sync\n"
+    out = io.StringIO()
+    write_report(findings, out, ReportOptions(statistics=True, quiet=True, unsafe=True))
+    assert out.getvalue().splitlines()[1] == "1\tPIN005\t[*] async-d2h-read-before-sync"
+
+
+def test_the_cache_keeps_the_trace(tmp_path):
+    from pinlint.runner import Cache
+    from pinlint.settings import Settings
+    cache = Cache.open(tmp_path)
+    key = cache.key(b"program", Settings())
+    cache.put(key, [TRACED])
+    [restored] = cache.get(key, "app.py")
+    assert restored.trace == TRACED.trace and restored.related == TRACED.related
