@@ -420,33 +420,32 @@ def _exit_code(outcome: Outcome, request: CheckRequest) -> int:
 
 
 # ---------------------------------------------------------------------------- --watch
-def _watch(request: CheckRequest, watcher=None) -> int:
+def _watch(request: CheckRequest) -> int:
     """Check, then check again each time a Python file, notebook or configuration file changes, until
     Ctrl-C (exit 0)."""
-    if watcher is None:
-        try:
-            import watchfiles
-        except ImportError:
-            error(WATCH_MISSING)
-            return EXIT_ERROR
-        watcher = watchfiles.watch
-        watch_filter = watchfiles.PythonFilter(extra_extensions=(".pyi", ".ipynb", ".toml"))
-    else:
-        watch_filter = None
-    paths = [p for p in (request.paths or ["."])]
+    try:
+        import watchfiles
+    except ImportError:
+        error(WATCH_MISSING)
+        return EXIT_ERROR
+    paths = list(request.paths or ["."])
     missing = [p for p in paths if not os.path.exists(p)]
     if missing:
         error(f"{missing[0]}: No such file or directory")
         return EXIT_ERROR
-    _check_once(request)
     talk = not (request.quiet or request.silent)
-    if talk:
-        print("pinlint: watching for file changes (Ctrl-C to stop)", file=sys.stderr)
-    for changes in watcher(*paths, watch_filter=watch_filter, raise_interrupt=False):
-        if talk:
-            print(f"pinlint: {len(changes)} file change{'s' if len(changes) != 1 else ''}; checking again",
-                  file=sys.stderr)
+    watched = watchfiles.PythonFilter(extra_extensions=(".pyi", ".ipynb", ".toml"))
+    try:  # Ctrl-C ends the watch, whether it comes while waiting (watchfiles stops) or while checking
         _check_once(request)
+        if talk:
+            print("pinlint: watching for file changes (Ctrl-C to stop)", file=sys.stderr)
+        for changes in watchfiles.watch(*paths, watch_filter=watched, raise_interrupt=False):
+            if talk:
+                print(f"pinlint: {len(changes)} file change{'s' if len(changes) != 1 else ''}; checking again",
+                      file=sys.stderr)
+            _check_once(request)
+    except KeyboardInterrupt:
+        pass
     return EXIT_CLEAN
 
 
