@@ -3,7 +3,6 @@ extra), until Ctrl-C."""
 
 from __future__ import annotations
 
-import queue
 import signal
 import subprocess
 import sys
@@ -58,29 +57,28 @@ def test_watch_for_real_until_ctrl_c(tmp_path):
     bad = write(tmp_path, "bad.py", BAD)
     proc = subprocess.Popen([sys.executable, "-m", "pinlint", "check", "--watch", "--no-cache", "."], cwd=tmp_path,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    lines: queue.Queue = queue.Queue()
-    readers = [threading.Thread(target=lambda s=stream: [lines.put(line) for line in s], daemon=True)
+    seen: list = []  # lines of both streams; the two readers may add them in either order
+    readers = [threading.Thread(target=lambda s=stream: [seen.append(line) for line in s], daemon=True)
                for stream in (proc.stdout, proc.stderr)]
     for reader in readers:
         reader.start()
 
-    def wait_for(text: str, seconds: float = 60) -> None:
+    def wait_for(text: str, seconds: float = 60) -> bool:
         deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            try:
-                if text in lines.get(timeout=0.2):
-                    return
-            except queue.Empty:
-                continue
-        raise AssertionError(f"no {text!r} within {seconds} s")
+        while not any(text in line for line in list(seen)):
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.05)
+        return True
 
     try:
-        wait_for("Found 1 error.")
-        wait_for("watching for file changes")
-        time.sleep(0.5)  # let the watcher settle before the change it must see
-        bad.write_text(CLEAN, encoding="utf-8")
-        wait_for("checking again")
-        wait_for("All checks passed!")
+        assert wait_for("Found 1 error.") and wait_for("watching for file changes"), seen
+        # The watcher starts just after saying so: save again until it has seen a save (a loaded machine).
+        for _ in range(30):
+            bad.write_text(CLEAN, encoding="utf-8")
+            if wait_for("checking again", seconds=2):
+                break
+        assert wait_for("All checks passed!"), seen
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=30) == 0
     finally:
