@@ -359,8 +359,9 @@ def _report(outcome: Outcome, request: CheckRequest) -> int:
             print(f"Would fix {outcome.applied} error{'s' if outcome.applied != 1 else ''} in {outcome.changed} "
                   f"file{'s' if outcome.changed != 1 else ''}." if outcome.changed else "No fixes available.",
                   file=sys.stderr)
-    elif outcome.fixed_text is not None:
-        _write_output(request, outcome.fixed_text)  # stdin --fix: the fixed source, and nothing else
+    elif outcome.fixed_text is not None:  # stdin --fix: the fixed source is the output, and nothing else
+        if not _write_output(request, outcome.fixed_text):
+            return EXIT_ERROR
         if request.show_fixes and outcome.applied and not quiet:
             from .formats.text import write_fix_only
             write_fix_only(outcome.findings, sys.stderr, replace(options, color=False))
@@ -381,7 +382,8 @@ def _report(outcome: Outcome, request: CheckRequest) -> int:
 
 
 def _write_output(request: CheckRequest, content) -> bool:
-    """To --output-file (its folders made as needed), or to stdout unless --silent."""
+    """To --output-file (its folders made as needed), or to stdout: a report unless --silent, a fixed
+    source from stdin always (it is the data an editor waits for, not a report)."""
     if request.output_file:
         path = Path(request.output_file)
         try:
