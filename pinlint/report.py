@@ -93,3 +93,9 @@ def finding_to_json(finding: Finding) -> dict:
     """A finding as ruff's JSON shape plus pinlint's ``related`` and ``trace`` (the cache stores this too)."""
     from .formats.json_format import finding_to_json as convert
     return convert(finding)
+
+
+def sarif_log(findings: list, options: Optional[ReportOptions] = None) -> dict:
+    """The SARIF log of ``findings`` as a dict (for callers that add to it before writing)."""
+    from .formats.sarif import sarif_log as build
+    return build(findings, options or ReportOptions(format="sarif"))
