@@ -175,3 +175,40 @@ def load_config(path: Optional[Path]) -> Config:
         respect_gitignore=values.get("respect-gitignore", True),
         pin007_min_bytes=values.get("pin007-min-bytes", 64 * 1024),
     )
+
+
+# ---------------------------------------------------------------------------- --config KEY=VALUE
+_FIELDS = {  # key -> (Config field, conversion)
+    "select": ("select", tuple),
+    "ignore": ("ignore", tuple),
+    "extend-select": ("extend_select", tuple),
+    "per-file-ignores": ("per_file_ignores",
+                         lambda v: tuple((p, tuple(sorted(resolve_selection(c)))) for p, c in v.items())),
+    "exclude": ("exclude", tuple),
+    "extend-exclude": ("extend_exclude", tuple),
+    "respect-gitignore": ("respect_gitignore", bool),
+    "pin007-min-bytes": ("pin007_min_bytes", int),
+}
+
+
+def apply_overrides(config: Config, overrides: dict, source: str = "--config") -> Config:
+    """Settings given on the command line (``--config KEY=VALUE``, ``--per-file-ignores``...) on top of
+    the configuration file's: each key checked as in a file, errors naming ``source``."""
+    from dataclasses import replace
+    changes: dict = {}
+    for key, value in overrides.items():
+        if key not in _KEYS:
+            hint = difflib.get_close_matches(key, _KEYS, n=1)
+            raise SettingsError(f"{source}: unknown key `{key}`" + (f" (did you mean `{hint[0]}`?)" if hint else
+                                f"; known keys: {', '.join(_KEYS)}"))
+        description, valid = _KEYS[key]
+        if not valid(value):
+            raise SettingsError(f"{source}: `{key}` must be {description}, not {value!r}")
+        if key in ("select", "ignore", "extend-select"):
+            _check_codes(Path(source), key, value)
+        elif key == "per-file-ignores":
+            for pattern, codes in value.items():
+                _check_codes(Path(source), f"per-file-ignores.{pattern}", codes)
+        field_name, convert = _FIELDS[key]
+        changes[field_name] = convert(value)
+    return replace(config, **changes)

@@ -347,6 +347,7 @@ class NotebookOutcome:
     warnings: list = field(default_factory=list)
     fixed: Optional[bytes] = None     # the fixed notebook's bytes, when a fix changed it
     applied: int = 0
+    fixed_codes: dict = field(default_factory=dict)  # findings fixed per code (for --show-fixes)
 
 
 def _unreadable(name: str, error: NotebookError) -> NotebookOutcome:
@@ -379,6 +380,7 @@ def check_notebook(data: bytes, name: str, settings, fix: bool = False, unsafe: 
     text = data.decode("utf-8-sig")
     report.fixed = (b"\xef\xbb\xbf" if data.startswith(b"\xef\xbb\xbf") else b"") + _dump(updated, text).encode("utf-8")
     report.applied = outcome.applied
+    report.fixed_codes = getattr(outcome, "fixed", {})
     return report
 
 
@@ -391,7 +393,7 @@ def process_notebook(job, data: bytes):
     report = JobResult(findings=outcome.findings, errors=outcome.errors, warnings=outcome.warnings)
     if outcome.fixed is None:
         return report
-    report.applied, report.changed = outcome.applied, 1
+    report.applied, report.changed, report.fixed = outcome.applied, 1, outcome.fixed_codes
     if job.mode == DIFF:
         report.diff = unified_diff(data.decode("utf-8-sig"), outcome.fixed.decode("utf-8-sig"), job.name)
         return report

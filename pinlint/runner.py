@@ -44,6 +44,7 @@ class JobResult:
     applied: int = 0       # findings resolved by fixes (or noqa comments added)
     changed: int = 0       # 1 when the file was (or would be) rewritten
     diff: str = ""
+    fixed: dict = field(default_factory=dict)  # code -> findings the fixes resolved (for --show-fixes)
 
 
 # ---------------------------------------------------------------------------- one file
@@ -118,7 +119,7 @@ def _fix(job: Job, data: bytes) -> JobResult:
                        warnings=[outcome.result.warning] if outcome.result and outcome.result.warning else [])
     if outcome.text == source.text:
         return report
-    report.applied, report.changed = outcome.applied, 1
+    report.applied, report.changed, report.fixed = outcome.applied, 1, outcome.fixed
     if job.mode == DIFF:
         report.diff = unified_diff(source.text, outcome.text, job.name)
         return report
@@ -309,14 +310,15 @@ class Cache:
     fingerprint: str
 
     @staticmethod
-    def open(root: Path) -> "Cache":
-        directory = root / ".pinlint_cache" / __version__
+    def open(root: Path, folder: Optional[Path] = None) -> "Cache":
+        """The cache in ``folder`` (--cache-dir), by default ``.pinlint_cache/`` in the project root."""
+        directory = (folder if folder is not None else root / ".pinlint_cache") / __version__
         return Cache(directory, f"{__version__}:{_tables_fingerprint()}")
 
     def key(self, data: bytes, settings: Settings) -> str:
         digest = hashlib.sha256(data)
         digest.update(f"|{self.fingerprint}|{sorted(settings.select)}|{settings.pin007_min_bytes}|"
-                      f"{settings.render_fixes}".encode())
+                      f"{settings.render_fixes}|{settings.ignore_noqa}".encode())
         return digest.hexdigest()
 
     def get(self, key: str, filename: str) -> Optional[list]:
@@ -364,9 +366,12 @@ def _finding_from_json(data: dict, filename: str) -> Finding:
             Edit(e["content"], _location(e["location"]), _location(e["end_location"])) for e in data["fix"]["edits"]))
     related = tuple(Related(r["message"], filename, _location(r["location"]), _location(r["end_location"]))
                     for r in data.get("related", []))
+    trace = tuple(Related(t["message"], t["filename"], _location(t["location"]),
+                          _location(t.get("end_location", t["location"]))) for t in data.get("trace", []))
     extra = data.get("_extra", {})
     return Finding(code=data["code"], message=data["message"], filename=filename, location=_location(data["location"]),
-                   end_location=_location(data["end_location"]), fix=fix, related=related, url=data.get("url"),
+                   end_location=_location(data["end_location"]), fix=fix, related=related, trace=trace,
+                   url=data.get("url"),
                    nbytes=extra.get("nbytes"), direction=extra.get("direction", ""), pooled=extra.get("pooled", False))
 
 

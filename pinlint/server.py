@@ -51,7 +51,7 @@ SAFE_KIND = "quickfix"
 UNSAFE_KIND = "quickfix.pinlint.unsafe"
 FIX_ALL_KIND = "source.fixAll.pinlint"
 FIX_ALL_TITLE = "pinlint: fix all safe fixes"
-MISSING_PYGLS = "pinlint server needs pygls: pip install 'pinlint[lsp]'"
+MISSING_PYGLS = "pinlint server needs pygls: pip install 'cuda-pinlint[lsp]'"
 PYTHON_SUFFIXES = (".py", ".pyi")
 PYTHON_LANGUAGES = ("python", "")
 

@@ -22,6 +22,7 @@ class Settings:
     select: frozenset = field(default_factory=lambda: frozenset(ALL_CODES))
     pin007_min_bytes: int = 64 * 1024
     render_fixes: bool = True   # compute each fix's text edits (JSON, SARIF, editors); text output needs none
+    ignore_noqa: bool = False   # --ignore-noqa: report findings that `# noqa` comments suppress
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "select", frozenset(self.select) | ALWAYS)

@@ -29,7 +29,7 @@ def gpu_problem() -> Optional[str]:
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["unknown error"])[-1]
         if "ModuleNotFoundError" in last:
-            return "CuPy is not installed (pip install 'pinlint[gpu]')"
+            return "CuPy is not installed (pip install 'cuda-pinlint[gpu]')"
         return f"no CUDA device is usable ({last[:160]})"
     if done.stdout.strip() in ("", "0"):
         return "no CUDA device is visible"
@@ -73,7 +73,7 @@ def run_verify(paths, output_format, plot, repeats, warmup, sizes, timeout, esti
         try:
             report.write_plot(rows, plot)
         except ImportError:
-            return _error("--plot needs matplotlib (pip install matplotlib)")
+            return _error("--plot needs matplotlib (pip install 'cuda-pinlint[plot]')")
     return EXIT_REFUTED if any(failed(row) for row in rows) else EXIT_OK
 
 
