@@ -1,14 +1,19 @@
 """Runs one fixture variant in this (fresh) process and prints its timings and result as JSON.
 
-    python -m pinlint.verify.runner PATH SIZE REPEATS WARMUP
+    python -m pinlint.verify.runner PATH SIZE REPEATS WARMUP [--record] [--kernels]
 
-Kept free of pinlint imports beyond the standard library so the measured process loads only the
-fixture's own libraries.
+With ``--record`` the CUPTI recorder of ``pinlint trace`` is installed before the fixture is
+loaded, and each timed run's copies, pinned allocations, frees (and with ``--kernels`` kernels)
+are printed with it, so the harness can judge a claim by the copy or allocation itself.
+
+Kept free of pinlint imports beyond the standard library (and the recorder, which is standard
+library plus CUPTI) so the measured process loads only the fixture's own libraries.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import runpy
 import sys
 import time
@@ -27,19 +32,76 @@ def summarize(result):
             "hash": __import__("hashlib").sha256(np.ascontiguousarray(array).tobytes()).hexdigest()}
 
 
+class Collector:
+    """The recorder's sink in verify: every event of one run, kept raw (a run makes few)."""
+
+    def __init__(self, program: str, cap: int = 100_000) -> None:
+        self.program = os.path.realpath(program)
+        self.cap = cap
+        self.events: list = []
+
+    def add(self, event) -> None:
+        if len(self.events) < self.cap:
+            self.events.append(event)
+
+    def take(self) -> dict:
+        from pinlint.trace.events import Copy, HostAlloc, HostFree, Kernel
+
+        events, self.events = self.events, []
+        line = lambda site: site.line if site.filename == self.program else 0  # noqa: E731
+        return {
+            "copies": [[line(e.site), e.api, e.direction, e.host_kind, e.nbytes, e.device_ns, e.host_ns, e.blocking]
+                       for e in events if isinstance(e, Copy)],
+            "allocs": [[line(e.site), e.api, e.nbytes, e.flags, e.host_ns, e.registered]
+                       for e in events if isinstance(e, HostAlloc)],
+            "frees": [[line(e.site), e.host_ns] for e in events if isinstance(e, HostFree)],
+            "kernels": [sum(1 for e in events if isinstance(e, Kernel)),
+                        sum(e.device_ns for e in events if isinstance(e, Kernel))],
+        }
+
+
+def _recorder(path: str, kernels: bool):
+    from pinlint.trace.cupti_glue import Hooks
+    from pinlint.trace.recorder import Recorder
+
+    collector = Collector(path)
+    return collector, Hooks(Recorder(collector), kernels=kernels)
+
+
 def main(argv) -> int:
     path, size, repeats, warmup = argv[0], int(argv[1]), int(argv[2]), int(argv[3])
+    hooks = collector = None
+    recorder_error = None
+    if "--record" in argv[4:]:
+        try:
+            collector, hooks = _recorder(path, "--kernels" in argv[4:])
+        except Exception as exc:  # noqa: BLE001 - timings still come back, without the recorder
+            recorder_error = f"{type(exc).__name__}: {exc}"
     namespace = runpy.run_path(path, run_name="pinlint_fixture")
     run = namespace["run"]
     result = None
     for _ in range(warmup):
         result = run(size)
-    times = []
+    if hooks is not None:
+        hooks.flush()
+        collector.take()  # module level and warm-up: not measured
+    times, runs = [], []
     for _ in range(repeats):
         start = time.perf_counter()
         result = run(size)  # fixtures synchronize before they return
         times.append((time.perf_counter() - start) * 1e3)
-    print("PINLINT-RESULT " + json.dumps({"times_ms": times, "result": summarize(result)}))
+        if hooks is not None:
+            hooks.flush()
+            runs.append(collector.take())
+    data = {"times_ms": times, "result": summarize(result)}
+    if hooks is not None:
+        data["runs"] = runs
+        errors = dict(hooks.recorder.errors)
+        if errors:
+            data["recorder_errors"] = errors
+    if recorder_error:
+        data["recorder_error"] = recorder_error
+    print("PINLINT-RESULT " + json.dumps(data))
     return 0
 
 
