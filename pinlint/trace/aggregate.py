@@ -35,6 +35,44 @@ def site_from_json(data) -> Site:
     return Site(str(data[0]), int(data[1]), str(data[2]), bool(data[3]))
 
 
+class Runs:
+    """The distinct executions of a line that made its copies or allocations (``lines.LineRuns``);
+    unknown where line events are not available."""
+
+    def __init__(self) -> None:
+        self.ids: set = set()
+        self.known = True
+        self.capped = False
+
+    def add(self, run: int) -> None:
+        if run < 0:
+            self.known = False
+        elif len(self.ids) < MAX_BUFFERS:
+            self.ids.add(run)
+        else:
+            self.capped = self.capped or run not in self.ids
+
+    @property
+    def executions(self) -> Optional[int]:
+        """How many times the line ran while it made copies (a lower bound past the cap), or None."""
+        return len(self.ids) if self.known and self.ids else None
+
+    def merge(self, other: "Runs") -> None:
+        self.known = self.known and other.known
+        offset = max(self.ids, default=-1) + 1  # another process's executions are other executions
+        for run in other.ids:
+            self.add(run + offset)
+
+    @classmethod
+    def from_executions(cls, executions) -> "Runs":
+        runs = cls()
+        if executions is None:
+            runs.known = False
+        else:
+            runs.ids = set(range(int(executions)))
+        return runs
+
+
 @dataclass
 class CopyLine:
     site: Site
@@ -43,6 +81,7 @@ class CopyLine:
     host_kind: str
     library: str = ""
     blocking: bool = False  # the library synchronized inside the same call
+    default_stream: bool = False
     count: int = 0
     nbytes: int = 0
     device_ns: Stat = field(default_factory=Stat)
@@ -52,14 +91,15 @@ class CopyLine:
     callers: set = field(default_factory=set)
     buffers: set = field(default_factory=set)
     buffers_capped: bool = False
+    runs: Runs = field(default_factory=lambda: Runs())
 
     @property
     def key(self) -> tuple:
-        return (self.site, self.api, self.direction, self.host_kind, self.library, self.blocking)
+        return (self.site, self.api, self.direction, self.host_kind, self.library, self.blocking, self.default_stream)
 
     @property
     def asynchronous(self) -> bool:
-        return "Async" in self.api and not self.blocking
+        return "Async" in self.api and not self.blocking and not self.default_stream
 
     def add(self, copy: Copy) -> None:
         self.count += 1
@@ -69,6 +109,7 @@ class CopyLine:
         if copy.device_ns > 0:
             self.gbps.add(copy.nbytes / copy.device_ns)  # bytes per ns = GB/s
         _bounded_add(self.streams, copy.stream)
+        self.runs.add(copy.run)
         for caller in copy.callers:
             _bounded_add(self.callers, caller)
         if copy.host_ptr:
@@ -88,10 +129,12 @@ class CopyLine:
                 _bounded_add(mine, item)
         self.buffers |= other.buffers  # addresses of different processes: an upper bound
         self.buffers_capped = self.buffers_capped or other.buffers_capped
+        self.runs.merge(other.runs)
 
     def to_dict(self) -> dict:
         return {"site": site_to_json(self.site), "api": self.api, "direction": self.direction,
-                "host_kind": self.host_kind, "library": self.library, "blocking": self.blocking, "count": self.count, "bytes": self.nbytes,
+                "host_kind": self.host_kind, "library": self.library, "blocking": self.blocking,
+                "default_stream": self.default_stream, "executions": self.runs.executions, "count": self.count, "bytes": self.nbytes,
                 "device_ns": self.device_ns.to_dict(), "host_ns": self.host_ns.to_dict(),
                 "gbps": self.gbps.to_dict(), "streams": sorted(self.streams),
                 "callers": sorted([list(c) for c in self.callers]),
@@ -100,11 +143,13 @@ class CopyLine:
     @classmethod
     def from_dict(cls, data: dict) -> "CopyLine":
         line = cls(site_from_json(data["site"]), data["api"], data["direction"], data["host_kind"],
-                   data.get("library", ""), bool(data.get("blocking")), int(data["count"]), int(data["bytes"]),
+                   data.get("library", ""), bool(data.get("blocking")), bool(data.get("default_stream")),
+                   int(data["count"]), int(data["bytes"]),
                    Stat.from_dict(data["device_ns"]), Stat.from_dict(data["host_ns"]), Stat.from_dict(data["gbps"]),
                    set(data.get("streams", ())), {(c[0], int(c[1])) for c in data.get("callers", ())})
         line.buffers = set(range(int(data.get("buffers", 0))))  # only the number survives the file
         line.buffers_capped = bool(data.get("buffers_capped"))
+        line.runs = Runs.from_executions(data.get("executions"))
         return line
 
 
@@ -122,6 +167,7 @@ class AllocLine:
     freed: int = 0
     transfers: Counter = field(default_factory=Counter)  # copies per freed buffer (capped) -> buffers
     callers: set = field(default_factory=set)
+    runs: Runs = field(default_factory=lambda: Runs())
 
     @property
     def key(self) -> tuple:
@@ -132,6 +178,7 @@ class AllocLine:
         self.nbytes += alloc.nbytes
         self.largest = max(self.largest, alloc.nbytes)
         self.host_ns.add(alloc.host_ns)
+        self.runs.add(alloc.run)
         for caller in alloc.callers:
             _bounded_add(self.callers, caller)
 
@@ -142,23 +189,26 @@ class AllocLine:
         self.host_ns.merge(other.host_ns)
         self.freed += other.freed
         self.transfers.update(other.transfers)
+        self.runs.merge(other.runs)
         for item in other.callers:
             _bounded_add(self.callers, item)
 
     def to_dict(self) -> dict:
         return {"site": site_to_json(self.site), "api": self.api, "registered": self.registered, "flags": self.flags,
                 "library": self.library, "count": self.count, "bytes": self.nbytes, "largest": self.largest,
-                "host_ns": self.host_ns.to_dict(), "freed": self.freed,
+                "host_ns": self.host_ns.to_dict(), "freed": self.freed, "executions": self.runs.executions,
                 "transfers_per_buffer": {str(k): v for k, v in sorted(self.transfers.items())},
                 "callers": sorted([list(c) for c in self.callers])}
 
     @classmethod
     def from_dict(cls, data: dict) -> "AllocLine":
-        return cls(site_from_json(data["site"]), data["api"], bool(data["registered"]), int(data["flags"]),
-                   data.get("library", ""), bool(data.get("blocking")), int(data["count"]), int(data["bytes"]), int(data.get("largest", 0)),
+        line = cls(site_from_json(data["site"]), data["api"], bool(data["registered"]), int(data["flags"]),
+                   data.get("library", ""), int(data["count"]), int(data["bytes"]), int(data.get("largest", 0)),
                    Stat.from_dict(data["host_ns"]), int(data.get("freed", 0)),
                    Counter({int(k): int(v) for k, v in data.get("transfers_per_buffer", {}).items()}),
                    {(c[0], int(c[1])) for c in data.get("callers", ())})
+        line.runs = Runs.from_executions(data.get("executions"))
+        return line
 
 
 @dataclass
@@ -259,13 +309,12 @@ class Aggregator:
     def add(self, event) -> None:
         self.events += 1
         if isinstance(event, Copy):
-            key = (event.site, event.api, event.direction, event.host_kind, event.library, event.blocking)
+            key = (event.site, event.api, event.direction, event.host_kind, event.library, event.blocking,
+                   event.default_stream)
             line = self._line(self.copies, key, "copies",
                               lambda site: CopyLine(site, event.api, event.direction, event.host_kind, event.library,
-                                                    event.blocking))
+                                                    event.blocking, event.default_stream))
             line.add(event)
-            if event.host_ptr and event.host_kind == "pinned":
-                self.ledger.used(event.host_ptr)
         elif isinstance(event, HostAlloc):
             key = (event.site, event.api, event.registered, event.flags, event.library)
             line = self._line(self.allocs, key, "allocations",
@@ -283,6 +332,10 @@ class Aggregator:
             name = event.name if (event.name in self.kernels_by_name
                                   or len(self.kernels_by_name) < MAX_KERNEL_NAMES) else "<other kernels>"
             self.kernels_by_name[name] += event.device_ns
+
+    def touched(self, pointer: int) -> None:
+        """A copy call named ``pointer``: one more transfer for the live pinned buffer holding it."""
+        self.ledger.used(pointer)
 
     def _line(self, table: dict, key: tuple, what: str, make):
         line = table.get(key)

@@ -28,20 +28,23 @@ class _Session:
         from .aggregate import Aggregator
         from .cupti_glue import Hooks
         from .frames import Attributor
-        from .lines import ExecutedLines
+        from .lines import ExecutedLines, LineRuns
         from .recorder import Recorder
 
         self.out_dir = out_dir
         self.started_ns = time.perf_counter_ns()
         self.attributor = Attributor()
         self.aggregate = Aggregator()
-        self.recorder = Recorder(self.aggregate, self.attributor)
+        self.runs = LineRuns()
+        self.recorder = Recorder(self.aggregate, self.attributor, line_runs=self.runs)
         self.hooks = Hooks(self.recorder, kernels=kernels)
         self.executed = ExecutedLines(self.attributor)
         self.executed.start()
+        self.runs.start()
 
     def finish(self) -> None:
         self.executed.stop()
+        self.runs.stop()
         self.hooks.close()
         write(self.out_dir, {"status": "ok", **self.summary()})
 

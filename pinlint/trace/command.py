@@ -70,8 +70,9 @@ def analyse(traced, config, check: bool, min_repeats: int):
     observations = observe(traced.aggregate, thresholds, suppressions)
     rows = None
     if check:
-        findings = static_findings(files_that_ran(traced), config)
-        rows = join(findings, observations, traced.aggregate, traced.executed)
+        files = files_that_ran(traced)
+        rows = join(static_findings(files, config), observations, traced.aggregate, traced.executed, set(files),
+                    thresholds)
     return Result(traced, observations, rows)
 
 

@@ -15,6 +15,8 @@ MEMORY_KINDS = {0: "unknown", 1: "pageable", 2: "pinned", 3: "device", 4: "array
 DIRECTIONS = {1: "h2d", 2: "d2h"}
 # CU_MEMHOSTALLOC_* (the runtime's cudaHostAlloc* flags have the same values).
 PORTABLE, DEVICEMAP, WRITECOMBINED = 1, 2, 4
+# Stream handles that name a default stream: NULL, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD.
+DEFAULT_STREAMS = frozenset({0, 1, 2})
 # CUpti_ActivityKind values the recorder reads.
 ACTIVITY_MEMCPY, ACTIVITY_CONCURRENT_KERNEL = 1, 10
 
@@ -53,11 +55,15 @@ class Copy:
     library: str = ""   # top-level package of the Python frame the user called, when there is one
     callers: tuple = ()  # ((filename, line), ...): the user's frames further out, innermost first
     blocking: bool = False  # the same Python call synchronized right after (``get()``, ``.item()``)
+    default_stream: bool = False  # issued on the default stream (NULL, legacy or per-thread)
+    run: int = -1       # which execution of its line made it (-1: not counted)
 
     @property
     def asynchronous(self) -> bool:
-        """An asynchronous driver call that the library did not make blocking itself."""
-        return "Async" in self.api and not self.blocking
+        """Asynchronous by intent: an asynchronous driver call on a stream of the program's own,
+        which the library did not make blocking itself. (On the default stream a copy is ordered
+        after everything else, and CUDA's "async" asks for nothing the caller relies on.)"""
+        return "Async" in self.api and not self.blocking and not self.default_stream
 
 
 @dataclass(frozen=True)
@@ -74,6 +80,7 @@ class HostAlloc:
     t_ns: int = 0       # host clock at the call's end (for live pinned bytes over time)
     library: str = ""
     callers: tuple = ()
+    run: int = -1       # which execution of its line made it (-1: not counted)
 
 
 @dataclass(frozen=True)

@@ -17,11 +17,11 @@ from typing import Optional
 from .events import UNATTRIBUTED, Site
 
 _PINLINT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-_USER_PSEUDO_FILES = ("<string>", "<stdin>")  # python -c, python - < file: the user's code
 
 
 def library_roots() -> tuple:
-    """Folders whose files are not the user's: the standard library, every site folder, pinlint."""
+    """Folders whose files are not the user's: the standard library, every site folder, any folder
+    on sys.path that packages were installed into, pinlint."""
     roots = {_PINLINT}
     for name in ("stdlib", "platstdlib", "purelib", "platlib"):
         path = sysconfig.get_paths().get(name)
@@ -34,7 +34,18 @@ def library_roots() -> tuple:
     user_site = getattr(site, "getusersitepackages", lambda: None)()
     if user_site:
         roots.add(user_site)
+    roots.update(p for p in sys.path if _holds_installs(p))
     return tuple(sorted(os.path.realpath(r) + os.sep for r in roots if r))
+
+
+def _holds_installs(folder: str) -> bool:
+    """A folder pip installed into (``pip install --target``, a PYTHONPATH of wheels): it holds
+    ``*.dist-info`` folders. A project's own checkout does not (editable installs put theirs in
+    site-packages)."""
+    try:
+        return bool(folder) and any(name.endswith(".dist-info") for name in os.listdir(folder))
+    except OSError:
+        return False
 
 
 class Attributor:
@@ -46,6 +57,10 @@ class Attributor:
         self.cwd = cwd or os.getcwd()  # relative code file names are relative to the start folder
         self._files: dict = {}    # co_filename -> absolute path, or None for library code
         self._sites: dict = {}    # (path, line, function, user) -> Site (one object per line)
+        # `python -c CODE` and `python - < file` run the user's code as <string> and <stdin>; elsewhere
+        # <string> is generated code (dataclasses, namedtuples), not the user's.
+        main = sys.argv[0] if sys.argv else ""
+        self.pseudo = {"-c": ("<string>",), "-": ("<stdin>",), "": ("<stdin>",)}.get(main, ())
 
     def user_file(self, filename: str) -> Optional[str]:
         """The absolute path of a user file, or None when ``filename`` is library code."""
@@ -59,7 +74,7 @@ class Attributor:
 
     def _classify(self, filename: str) -> Optional[str]:
         if filename.startswith("<"):
-            return filename if filename in _USER_PSEUDO_FILES else None
+            return filename if filename in self.pseudo else None
         path = os.path.realpath(os.path.join(self.cwd, filename))
         parts = path.split(os.sep)
         if "site-packages" in parts or "dist-packages" in parts:
@@ -76,7 +91,8 @@ class Attributor:
         return found
 
     def locate(self, frame) -> tuple:
-        """(site, library, callers) for the stack that starts at ``frame`` (the innermost frame)."""
+        """(site, library, callers, user frame) for the stack that starts at ``frame`` (the innermost
+        frame); the user frame is None when no frame is the user's."""
         innermost_library = None
         called = None  # the outermost library frame seen so far: the one the user's line called
         while frame is not None:
@@ -84,16 +100,21 @@ class Attributor:
             path = self.user_file(code.co_filename)
             if path is not None:
                 return (self.site(path, frame.f_lineno, code.co_name, True), _package(called),
-                        self._callers(frame.f_back))
+                        self._callers(frame.f_back), frame)
             if innermost_library is None:
                 innermost_library = frame
             called = frame
             frame = frame.f_back
         if innermost_library is None:
-            return UNATTRIBUTED, "", ()
+            return UNATTRIBUTED, "", (), None
         code = innermost_library.f_code
         return (self.site(code.co_filename, innermost_library.f_lineno, code.co_name, False),
-                _package(innermost_library), ())
+                _package(innermost_library), (), None)
+
+    def user_frame(self, frame):
+        while frame is not None and self.user_file(frame.f_code.co_filename) is None:
+            frame = frame.f_back
+        return frame
 
     def _callers(self, frame) -> tuple:
         found = []

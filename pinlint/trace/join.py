@@ -14,7 +14,8 @@ from typing import Optional
 
 from .aggregate import Aggregator
 from .events import DEVICEMAP, WRITECOMBINED
-from .observe import PROBLEMS, Observation, alloc_figures, alloc_lines_at, copy_figures, copy_lines_at
+from .observe import (PROBLEMS, Observation, Thresholds, alloc_figures, alloc_lines_at, copy_figures, copy_lines_at,
+                      repeated)
 from .units import duration, size
 
 CONFIRMED = "confirmed"
@@ -44,9 +45,10 @@ class JoinRow:
         return self.status in FAILING
 
 
-def join(findings: list, observations: list, aggregate: Aggregator, executed: Optional[dict]) -> list:
-    rows = [_judge(f, aggregate, executed) for f in findings if f.code != "PIN000"]
-    checked = {f.filename for f in findings} | set(_checked_files(findings, executed))
+def join(findings: list, observations: list, aggregate: Aggregator, executed: Optional[dict],
+         checked: set, thresholds: Thresholds = Thresholds()) -> list:
+    """``findings``: the static analysis of the files in ``checked`` (the user's files that ran)."""
+    rows = [_judge(f, aggregate, executed, thresholds) for f in findings if f.code != "PIN000"]
     for observation in observations:
         if not observation.problem or not observation.site.user:
             continue
@@ -56,10 +58,6 @@ def join(findings: list, observations: list, aggregate: Aggregator, executed: Op
             rows.append(JoinRow(MISSED, observation.code, observation.site.filename, observation.site.line, 1,
                                 observation.message, "no static finding on this line", observation.figures))
     return sorted(rows, key=lambda r: (r.filename, r.row, r.code, r.status))
-
-
-def _checked_files(findings: list, executed: Optional[dict]) -> list:
-    return list(executed) if executed else []
 
 
 def _in_checked(observation: Observation, checked: set) -> bool:
@@ -90,12 +88,12 @@ def _never_ran(finding, executed: Optional[dict]) -> JoinRow:
     return _row(finding, NOT_EXERCISED, why)
 
 
-def _judge(finding, aggregate: Aggregator, executed: Optional[dict]) -> JoinRow:
+def _judge(finding, aggregate: Aggregator, executed: Optional[dict], thresholds: Thresholds) -> JoinRow:
     lines = _span(finding)
     if finding.code in ("PIN001", "PIN007"):
         return _judge_copy(finding, lines, aggregate, executed)
     if finding.code == "PIN002":
-        return _judge_alloc(finding, lines, aggregate, executed)
+        return _judge_alloc(finding, lines, aggregate, executed, thresholds)
     if finding.code in ("PIN003", "PIN004"):
         return _judge_flags(finding, aggregate, executed)
     copies = copy_lines_at(aggregate, lines)
@@ -118,7 +116,9 @@ def _judge_copy(finding, lines: set, aggregate: Aggregator, executed: Optional[d
                   f"{size(figures['bytes'])} at {_rate(figures)}, the calls held the host "
                   f"{duration(figures['host_ns_total'])}")
         if finding.code == "PIN001" and not any(c.asynchronous for c in pageable):
-            detail += f"; the library made the copy blocking ({', '.join(figures['apis'])})"
+            why = "it ran on the default stream" if all(c.default_stream for c in pageable if not c.blocking) \
+                else "the library made it blocking"
+            detail += f"; {why} ({', '.join(figures['apis'])})"
         return _row(finding, CONFIRMED, detail, figures)
     figures = copy_figures(copies)
     kinds = ", ".join(figures["host_kinds"])
@@ -132,7 +132,8 @@ def _judge_copy(finding, lines: set, aggregate: Aggregator, executed: Optional[d
                                        f"{_rate(figures)})", figures)
 
 
-def _judge_alloc(finding, lines: set, aggregate: Aggregator, executed: Optional[dict]) -> JoinRow:
+def _judge_alloc(finding, lines: set, aggregate: Aggregator, executed: Optional[dict],
+                 thresholds: Thresholds) -> JoinRow:
     allocs = alloc_lines_at(aggregate, lines)
     if not _ran(lines, executed, bool(allocs)):
         return _never_ran(finding, executed)
@@ -140,11 +141,14 @@ def _judge_alloc(finding, lines: set, aggregate: Aggregator, executed: Optional[
         return _row(finding, CONTRADICTED, "the line ran without a pinned allocation or registration: "
                                            "the allocator served it from memory it already held")
     figures = alloc_figures(allocs)
-    if figures["count"] >= 2:
-        return _row(finding, CONFIRMED, f"{figures['count']} pinned allocations, {size(figures['bytes'])}: "
+    what = "registrations" if figures["registered"] else "allocations"
+    if repeated(allocs, thresholds):
+        return _row(finding, CONFIRMED, f"{figures['count']} pinned {what}, {size(figures['bytes'])}: "
                                         f"{duration(figures['host_ns_total'])} in the calls", figures)
-    return _row(finding, CONTRADICTED, "only one pinned allocation was made on this line: the allocator reuses its "
-                                       "memory (a pool or cache), or the loop ran once", figures)
+    count = figures["count"]
+    return _row(finding, CONTRADICTED, f"only {count} pinned {what[:-1] if count == 1 else what} on this line: the "
+                                       "allocator reuses its memory (a pool or cache), or the loop ran fewer than "
+                                       f"{thresholds.min_repeats} times", figures)
 
 
 def _judge_flags(finding, aggregate: Aggregator, executed: Optional[dict]) -> JoinRow:

@@ -15,7 +15,7 @@ from typing import Optional
 from .frames import Attributor
 
 MAX_FILES = 10_000
-_TOOL_IDS = (4, 3)  # ids no standard tool claims (0-2 and 5 are named in sys.monitoring)
+_TOOL_IDS = (4, 3)  # ids no standard tool claims (0-2 and 5 are named in sys.monitoring); LineRuns takes the other
 
 
 class ExecutedLines:
@@ -63,3 +63,61 @@ class ExecutedLines:
         if not self.started:
             return None
         return {path: sorted(lines) for path, lines in self.lines.items()}
+
+
+class LineRuns:
+    """How many times each line of a function that made a CUDA call has run (Python 3.12+).
+
+    A function is watched (local LINE events on its code object only) from its first copy or
+    pinned allocation on; a copy then carries the count of its line. Thirty copies made by one
+    call (``model.to("cuda")``, ``torch.save``) share one count; a line run thirty times in a loop
+    has thirty. That is what tells a loop's repeated copies (PIN007) from one call copying many
+    buffers.
+    """
+
+    def __init__(self) -> None:
+        self.counts: dict = {}   # (code, line) -> times the line started
+        self.watched: set = set()
+        self.tool: Optional[int] = None
+
+    def start(self, tool_ids=(3, 4)) -> bool:
+        monitoring = getattr(sys, "monitoring", None)
+        if monitoring is None:
+            return False
+        for tool in tool_ids:
+            try:
+                monitoring.use_tool_id(tool, "pinlint-trace-runs")
+            except ValueError:
+                continue
+            self.tool = tool
+            monitoring.register_callback(tool, monitoring.events.LINE, self._line)
+            return True
+        return False
+
+    def _line(self, code, line: int):
+        key = (code, line)
+        self.counts[key] = self.counts.get(key, 0) + 1
+
+    def run_of(self, frame) -> int:
+        if self.tool is None:
+            return -1
+        code = frame.f_code
+        if code not in self.watched:
+            self.watched.add(code)
+            try:
+                sys.monitoring.set_local_events(self.tool, code, sys.monitoring.events.LINE)
+            except ValueError:
+                pass
+        return self.counts.get((code, frame.f_lineno), 0)
+
+    def stop(self) -> None:
+        if self.tool is not None:
+            monitoring = sys.monitoring
+            for code in self.watched:
+                try:
+                    monitoring.set_local_events(self.tool, code, 0)
+                except ValueError:
+                    pass
+            monitoring.register_callback(self.tool, monitoring.events.LINE, None)
+            monitoring.free_tool_id(self.tool)
+            self.tool = None

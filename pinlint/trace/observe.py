@@ -1,8 +1,11 @@
 """What the run showed, in pinlint's codes.
 
-Problems (they make the exit status 1): PIN001, a pageable host buffer in an asynchronous copy;
-PIN007, pageable memory copied ``min_repeats`` times or more from one line; PIN002, ``min_repeats``
-or more pinned allocations or registrations on one line. Copies smaller than ``min_bytes``
+Problems (they make the exit status 1): PIN001, a pageable host buffer in an asynchronous copy
+(an asynchronous driver call on a stream of the program's own that the library did not make
+blocking); PIN007, pageable memory copied by a line that ran ``min_repeats`` times or more (one call
+that copies many buffers, ``model.to("cuda")``, is one run); PIN002, pinned allocations or
+registrations made by a line that ran ``min_repeats`` times or more. Where line events are not
+available (Python < 3.12) the number of copies or allocations stands in for the runs. Copies smaller than ``min_bytes``
 (median) are shown in the tables but not reported, as PIN007's static threshold does: they are
 latency-bound and pinning buys little. Context (never a problem by itself): write-combined
 allocations (PIN003: a CPU read of them is slow on most platforms) and mapped ones (PIN004).
@@ -60,7 +63,20 @@ def copy_figures(lines: list) -> dict:
             "host_ns_median": statistics.median(host) if host else None,
             "device_ns_total": sum(l.device_ns.total for l in lines),
             "buffers": max((len(l.buffers) for l in lines), default=0),
+            "executions": executions(lines),
             "libraries": sorted({l.library for l in lines if l.library})}
+
+
+def executions(lines: list):
+    """How many times the line ran while making these records (None when not counted)."""
+    if not lines or any(l.runs.executions is None for l in lines):
+        return None
+    return len(set().union(*(l.runs.ids for l in lines)))
+
+
+def repeated(lines: list, thresholds: "Thresholds") -> bool:
+    runs = executions(lines)
+    return (runs if runs is not None else sum(l.count for l in lines)) >= thresholds.min_repeats
 
 
 def alloc_figures(lines: list) -> dict:
@@ -70,7 +86,7 @@ def alloc_figures(lines: list) -> dict:
             "flags": sorted({l.flags for l in lines}), "registered": any(l.registered for l in lines),
             "host_ns_total": sum(l.host_ns.total for l in lines),
             "host_ns_median": statistics.median(host) if host else None,
-            "freed": sum(l.freed for l in lines)}
+            "freed": sum(l.freed for l in lines), "executions": executions(lines)}
 
 
 def _callers(lines: list) -> frozenset:
@@ -97,7 +113,7 @@ def _copy_observations(aggregate: Aggregator, thresholds: Thresholds) -> list:
             figures = copy_figures(asynchronous)
             found.append(Observation("PIN001", site, _pin001_message(figures), figures, _callers(asynchronous)))
             continue
-        if sum(l.count for l in lines) >= thresholds.min_repeats and _large(lines, thresholds):
+        if repeated(lines, thresholds) and _large(lines, thresholds):
             figures = copy_figures(lines)
             found.append(Observation("PIN007", site, _pin007_message(figures), figures, _callers(lines)))
     return found
@@ -123,9 +139,14 @@ def _pin001_message(f: dict) -> str:
             f"({duration(f['host_ns_median'] or 0)} each)")
 
 
+def _times(f: dict) -> str:
+    runs = f.get("executions")
+    return f"; the line ran {runs} times" if runs is not None else ""
+
+
 def _pin007_message(f: dict) -> str:
     buffers = f" from {f['buffers']} distinct buffer{'s' if f['buffers'] != 1 else ''}" if f["buffers"] else ""
-    return (f"pageable host memory copied {f['count']} times from this line ({_direction(f)}{buffers}): "
+    return (f"pageable host memory copied {f['count']} times from this line ({_direction(f)}{buffers}{_times(f)}): "
             f"{size(f['bytes'])} at {_gbps(f)}, {duration(f['device_ns_total'])} of copy time, "
             f"the calls held the host {duration(f['host_ns_total'])}")
 
@@ -137,7 +158,7 @@ def _alloc_observations(aggregate: Aggregator, thresholds: Thresholds) -> list:
     found = []
     for site, lines in by_site.items():
         figures = alloc_figures(lines)
-        if figures["count"] >= thresholds.min_repeats:
+        if repeated(lines, thresholds):
             found.append(Observation("PIN002", site, _pin002_message(figures), figures, _callers(lines)))
         for code, wanted in (("PIN003", _write_combined), ("PIN004", _mapped)):
             chosen = [l for l in lines if wanted(l)]
@@ -157,7 +178,7 @@ def _mapped(line: AllocLine) -> bool:
 
 def _pin002_message(f: dict) -> str:
     what = "pinned registrations" if f["registered"] else "pinned allocations"
-    return (f"{f['count']} {what} on this line ({', '.join(f['apis'])}), {size(f['bytes'])} in all: "
+    return (f"{f['count']} {what} on this line{_times(f)} ({', '.join(f['apis'])}), {size(f['bytes'])} in all: "
             f"{duration(f['host_ns_total'])} in the calls ({duration(f['host_ns_median'] or 0)} each); "
             f"{f['freed']} freed during the run")
 

@@ -14,8 +14,8 @@ import time
 from collections import Counter
 from typing import Callable, Optional
 
-from .events import (ACTIVITY_CONCURRENT_KERNEL, ACTIVITY_MEMCPY, DIRECTIONS, MEMORY_KINDS, UNATTRIBUTED, Copy,
-                     HostAlloc, HostFree, Kernel)
+from .events import (ACTIVITY_CONCURRENT_KERNEL, ACTIVITY_MEMCPY, DEFAULT_STREAMS, DIRECTIONS, MEMORY_KINDS,
+                     UNATTRIBUTED, Copy, HostAlloc, HostFree, Kernel)
 from .frames import Attributor
 
 ENTER, EXIT = 0, 1  # CUpti_ApiCallbackSite
@@ -51,8 +51,10 @@ class Recorder:
     """Joins API calls with their activity records and hands each finished event to ``sink.add``."""
 
     def __init__(self, sink, attributor: Optional[Attributor] = None, params: Optional[Callable] = None,
-                 memory=None, clock: Callable = time.perf_counter_ns, max_waiting: int = 200_000) -> None:
+                 memory=None, clock: Callable = time.perf_counter_ns, max_waiting: int = 200_000,
+                 line_runs=None) -> None:
         self.sink = sink
+        self.line_runs = line_runs    # .run_of(frame): which execution of its line a frame is in
         self.attributor = attributor or Attributor()
         self.params = params          # (function name, params pointer) -> the call's parameters, or None
         self.memory = memory or _Memory()
@@ -83,12 +85,13 @@ class Recorder:
         if self.memory.status(cbdata.function_return_value) != 0:
             self.counts["failed calls"] += 1
             return
-        site, library, callers = self.attributor.locate(frame)
+        site, library, callers, user = self.attributor.locate(frame)
         with self.lock:
+            run = self.line_runs.run_of(user) if self.line_runs is not None and user is not None else -1
             if kind == COPY:
-                self._copy_called(cbdata, now - started, site, library, callers, frame)
+                self._copy_called(cbdata, now - started, site, library, callers, user, run)
             elif kind in (ALLOC, REGISTER):
-                self._allocated(cbdata, kind, now - started, now, site, library, callers)
+                self._allocated(cbdata, kind, now - started, now, site, library, callers, run)
             else:
                 params = self._params(cbdata)
                 self.sink.add(HostFree(site, cbdata.function_name, getattr(params, "p", 0) or 0, now - started, now))
@@ -98,13 +101,19 @@ class Recorder:
             return None
         return self.params(cbdata.function_name, cbdata.function_params)
 
-    def _copy_called(self, cbdata, host_ns, site, library, callers, frame) -> None:
+    def _copy_called(self, cbdata, host_ns, site, library, callers, user, run) -> None:
         params = self._params(cbdata)
         h2d_ptr = _first(params, "src_host", "src")
         d2h_ptr = _first(params, "dst_host", "dst")
-        call = [site, cbdata.function_name, host_ns, library, callers, h2d_ptr, d2h_ptr, False]
-        if frame is not None:
-            self._last_copy[threading.get_ident()] = (call, id(frame), frame.f_lasti)
+        stream = getattr(params, "h_stream", None)
+        default_stream = stream is not None and int(stream) in DEFAULT_STREAMS
+        call = [site, cbdata.function_name, host_ns, library, callers, h2d_ptr, d2h_ptr, False, default_stream, run]
+        touched = getattr(self.sink, "touched", None)
+        if touched is not None:  # now, while the buffer is live (its record may come after it is freed)
+            for pointer in {h2d_ptr, d2h_ptr} - {0}:
+                touched(pointer)
+        if user is not None:
+            self._last_copy[threading.get_ident()] = (call, _call_of(user))
         record = self._early.pop(cbdata.correlation_id, None)
         if record is not None:
             self._emit_copy(call, record)
@@ -115,14 +124,17 @@ class Recorder:
         self._waiting[cbdata.correlation_id] = call
 
     def _synchronized(self, frame) -> None:
-        """A synchronize inside the same Python call as the copy just before it (the same frame at
-        the same instruction) makes that copy blocking: CuPy's ``get()``, torch's ``.item()`` and
-        ``.cpu()`` issue an asynchronous copy and wait for it themselves."""
+        """A synchronize made by the same call of the user's code as the copy just before it (the
+        same frame at the same instruction) makes that copy blocking: CuPy's ``get()``, torch's
+        ``.item()`` and ``.cpu()`` issue an asynchronous copy and wait for it themselves."""
         last = self._last_copy.pop(threading.get_ident(), None)
-        if last is not None and frame is not None and last[1:] == (id(frame), frame.f_lasti):
+        if last is None:
+            return
+        user = self.attributor.user_frame(frame)
+        if user is not None and last[1] == _call_of(user):
             last[0][7] = True
 
-    def _allocated(self, cbdata, kind, host_ns, now, site, library, callers) -> None:
+    def _allocated(self, cbdata, kind, host_ns, now, site, library, callers, run) -> None:
         params = self._params(cbdata)
         nbytes = getattr(params, "bytesize", 0) or 0
         flags = getattr(params, "flags_", 0) or 0
@@ -131,7 +143,7 @@ class Recorder:
         else:
             ptr = getattr(params, "p", 0) or 0
         self.sink.add(HostAlloc(site, cbdata.function_name, nbytes, flags, host_ns, ptr, kind == REGISTER, now,
-                                library, callers))
+                                library, callers, run))
 
     # ------------------------------------------------------------------ activity records
     def on_activity(self, record) -> None:
@@ -162,9 +174,10 @@ class Recorder:
         if call is None:  # no callback saw the call (a graph replay, a copy made before the recorder)
             self.sink.add(Copy(UNATTRIBUTED, "", direction, host_kind, nbytes, device_ns, 0, stream))
             return
-        site, api, host_ns, library, callers, h2d_ptr, d2h_ptr, blocking = call
+        site, api, host_ns, library, callers, h2d_ptr, d2h_ptr, blocking, default_stream, run = call
         self.sink.add(Copy(site, api, direction, host_kind, nbytes, device_ns, host_ns, stream,
-                           h2d_ptr if direction == "h2d" else d2h_ptr, library, callers, blocking))
+                           h2d_ptr if direction == "h2d" else d2h_ptr, library, callers, blocking, default_stream,
+                           run))
 
     def finish(self) -> None:
         """After the last flush: copies whose record never came are counted, early records kept."""
@@ -183,6 +196,11 @@ class Recorder:
             method(*args)
         except BaseException as exc:  # noqa: BLE001 - nothing may escape into CUPTI
             self.errors[f"{type(exc).__name__}: {exc}"[:200]] += 1
+
+
+def _call_of(frame) -> tuple:
+    """Which call a frame is making: the frame, its code and the instruction."""
+    return (id(frame), frame.f_code, frame.f_lasti)
 
 
 def _first(params, *names) -> int:

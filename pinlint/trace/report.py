@@ -60,6 +60,12 @@ def _table(out: TextIO, header: tuple, rows: list) -> None:
             out.write("  ".join("-" * w for w in widths) + "\n")
 
 
+def _mode(line) -> str:
+    if line.blocking:
+        return " (blocking)"
+    return " (default stream)" if line.default_stream and "Async" in line.api else ""
+
+
 def _gbps(stat) -> str:
     return f"{stat.median:.1f}" if stat.count else "-"
 
@@ -76,7 +82,7 @@ def write_text(result: Result, out: TextIO) -> None:
         out.write("\nCopies, per line (held: time the call kept the host; device: the copy itself)\n")
         _table(out, ("line", "api", "dir", "host", "n", "bytes", "GB/s", "held total", "held median",
                      "device total"),
-               [(where(l.site), l.api + (" (blocking)" if l.blocking else ""), l.direction, l.host_kind, l.count,
+               [(where(l.site), l.api + _mode(l), l.direction, l.host_kind, l.count,
                  size(l.nbytes), _gbps(l.gbps), duration(l.host_ns.total), duration(l.host_ns.median),
                  duration(l.device_ns.total)) for l in copies])
     if allocs:
@@ -126,13 +132,15 @@ def as_json(result: Result) -> dict:
     run, agg = result.run, result.run.aggregate
     copies = [{**_location(l.site.filename, l.site.line), "user_code": l.site.user, "api": l.api,
                "direction": l.direction, "host_kind": l.host_kind, "asynchronous": l.asynchronous,
-               "blocking": l.blocking, "library": l.library, "count": l.count, "bytes": l.nbytes,
+               "blocking": l.blocking, "default_stream": l.default_stream, "executions": l.runs.executions,
+               "library": l.library, "count": l.count, "bytes": l.nbytes,
                "device_ns": _stat(l.device_ns), "host_ns": _stat(l.host_ns), "gbps": _stat(l.gbps),
                "streams": sorted(l.streams), "buffers": len(l.buffers), "buffers_capped": l.buffers_capped}
               for l in agg.copies.values()]
     allocs = [{**_location(l.site.filename, l.site.line), "user_code": l.site.user, "api": l.api,
                "registered": l.registered, "flags": l.flags, "library": l.library, "count": l.count,
                "bytes": l.nbytes, "largest": l.largest, "host_ns": _stat(l.host_ns), "freed": l.freed,
+               "executions": l.runs.executions,
                "transfers_per_freed_buffer": {str(k): v for k, v in sorted(l.transfers.items())}}
               for l in agg.allocs.values()]
     frees = [{**_location(l.site.filename, l.site.line), "api": l.api, "count": l.count, "host_ns": _stat(l.host_ns)}
