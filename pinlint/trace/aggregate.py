@@ -99,7 +99,7 @@ class CopyLine:
 
     @property
     def asynchronous(self) -> bool:
-        return "Async" in self.api and not self.blocking and not self.default_stream
+        return "Async" in self.api and not self.blocking
 
     def add(self, copy: Copy) -> None:
         self.count += 1

@@ -55,15 +55,15 @@ class Copy:
     library: str = ""   # top-level package of the Python frame the user called, when there is one
     callers: tuple = ()  # ((filename, line), ...): the user's frames further out, innermost first
     blocking: bool = False  # the same Python call synchronized right after (``get()``, ``.item()``)
-    default_stream: bool = False  # issued on the default stream (NULL, legacy or per-thread)
+    default_stream: bool = False  # issued on the default stream (NULL, legacy or per-thread): shown, not judged
     run: int = -1       # which execution of its line made it (-1: not counted)
 
     @property
     def asynchronous(self) -> bool:
-        """Asynchronous by intent: an asynchronous driver call on a stream of the program's own,
-        which the library did not make blocking itself. (On the default stream a copy is ordered
-        after everything else, and CUDA's "async" asks for nothing the caller relies on.)"""
-        return "Async" in self.api and not self.blocking and not self.default_stream
+        """An asynchronous driver call that the library did not make blocking itself. On the
+        default stream too: ``d.set(h)`` in CuPy and ``non_blocking=True`` in torch are
+        asynchronous there, and from pageable memory they hold the host all the same."""
+        return "Async" in self.api and not self.blocking
 
 
 @dataclass(frozen=True)

@@ -55,8 +55,12 @@ def join(findings: list, observations: list, aggregate: Aggregator, executed: Op
         if observation.site.filename not in checked and not _in_checked(observation, checked):
             continue
         if not any(f.code in MATCHES[observation.code] and _span(f) & observation.lines for f in findings):
+            detail = "no static finding on this line"
+            if observation.code == "PIN001" and observation.figures.get("default_stream"):
+                detail += ("; the copy ran on the default stream, and static PIN001 reports only a copy whose "
+                           "code asks for asynchrony (a stream, non_blocking=True, blocking=False, *_async)")
             rows.append(JoinRow(MISSED, observation.code, observation.site.filename, observation.site.line, 1,
-                                observation.message, "no static finding on this line", observation.figures))
+                                observation.message, detail, observation.figures))
     return sorted(rows, key=lambda r: (r.filename, r.row, r.code, r.status))
 
 
@@ -116,9 +120,7 @@ def _judge_copy(finding, lines: set, aggregate: Aggregator, executed: Optional[d
                   f"{size(figures['bytes'])} at {_rate(figures)}, the calls held the host "
                   f"{duration(figures['host_ns_total'])}")
         if finding.code == "PIN001" and not any(c.asynchronous for c in pageable):
-            why = "it ran on the default stream" if all(c.default_stream for c in pageable if not c.blocking) \
-                else "the library made it blocking"
-            detail += f"; {why} ({', '.join(figures['apis'])})"
+            detail += f"; the library made the copy blocking ({', '.join(figures['apis'])})"
         return _row(finding, CONFIRMED, detail, figures)
     figures = copy_figures(copies)
     kinds = ", ".join(figures["host_kinds"])

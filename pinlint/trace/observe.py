@@ -1,8 +1,9 @@
 """What the run showed, in pinlint's codes.
 
 Problems (they make the exit status 1): PIN001, a pageable host buffer in an asynchronous copy
-(an asynchronous driver call on a stream of the program's own that the library did not make
-blocking); PIN007, pageable memory copied by a line that ran ``min_repeats`` times or more (one call
+(an asynchronous driver call that the library did not make blocking, on any stream; the message
+says when it was the default stream, where the static rule asks the code to show an
+asynchronous intent); PIN007, pageable memory copied by a line that ran ``min_repeats`` times or more (one call
 that copies many buffers, ``model.to("cuda")``, is one run); PIN002, pinned allocations or
 registrations made by a line that ran ``min_repeats`` times or more. Where line events are not
 available (Python < 3.12) the number of copies or allocations stands in for the runs. Copies smaller than ``min_bytes``
@@ -64,6 +65,7 @@ def copy_figures(lines: list) -> dict:
             "device_ns_total": sum(l.device_ns.total for l in lines),
             "buffers": max((len(l.buffers) for l in lines), default=0),
             "executions": executions(lines),
+            "default_stream": all(l.default_stream for l in lines),
             "libraries": sorted({l.library for l in lines if l.library})}
 
 
@@ -133,7 +135,8 @@ def _gbps(figures: dict) -> str:
 
 
 def _pin001_message(f: dict) -> str:
-    return (f"pageable host memory in an asynchronous {_direction(f)} copy ({', '.join(f['apis'])}): "
+    where = " on the default stream" if f.get("default_stream") else ""
+    return (f"pageable host memory in an asynchronous {_direction(f)} copy{where} ({', '.join(f['apis'])}): "
             f"{f['count']} cop{'y' if f['count'] == 1 else 'ies'}, {size(f['bytes'])}, {_gbps(f)}; "
             f"the call held the host {duration(f['host_ns_total'])} in all "
             f"({duration(f['host_ns_median'] or 0)} each)")
