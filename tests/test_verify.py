@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import os
 import json
 import subprocess
 import sys
@@ -353,17 +354,36 @@ def test_a_measured_row_shows_the_recorded_metric_in_every_format():
     assert data["recorded"]["metric"] == "host held per copy" and data["recorded"]["bad"] == [40.0, 44.0]
 
 
-def test_the_runner_collects_each_runs_events_in_a_compact_form(tmp_path):
+def test_the_runner_splits_events_into_runs_by_device_and_host_clocks(tmp_path):
     from pinlint.trace.events import Copy, HostAlloc, HostFree, Kernel, Site
     from pinlint.verify.runner import Collector
     program = tmp_path / "f.py"
     collector = Collector(str(program))
     here, elsewhere = Site(str(program), 7), Site("/lib/x.py", 3, "", False)
-    for event in (Copy(here, "cuMemcpyHtoDAsync_v2", "h2d", "pageable", 8, 2, 3, blocking=True),
-                  HostAlloc(elsewhere, "cuMemHostAlloc", 16, 4, 5, registered=False), HostFree(here, "cuMemFreeHost", 1, 6),
-                  Kernel("k", 9), Kernel("k", 1)):
+    for event in (Copy(here, "cuMemcpyHtoDAsync_v2", "h2d", "pageable", 8, 2, 3, blocking=True, start_ns=150),
+                  Copy(here, "cuMemcpyHtoDAsync_v2", "h2d", "pinned", 8, 2, 3, start_ns=50),  # a warm-up copy
+                  HostAlloc(elsewhere, "cuMemHostAlloc", 16, 4, 5, t_ns=1500), HostFree(here, "cuMemFreeHost", 1, 6,
+                                                                                          t_ns=2500),
+                  Kernel("k", 9, 120), Kernel("k", 1, 180), Kernel("k", 4, 250)):
         collector.add(event)
-    taken = collector.take()
-    assert taken == {"copies": [[7, "cuMemcpyHtoDAsync_v2", "h2d", "pageable", 8, 2, 3, True]],
-                     "allocs": [[0, "cuMemHostAlloc", 16, 4, 5, False]], "frees": [[7, 6]], "kernels": [2, 10]}
-    assert collector.take()["copies"] == []
+    first, second = collector.runs([((100, 200), (1000, 2000)), ((200, 300), (2000, 3000))])
+    assert first == {"copies": [[7, "cuMemcpyHtoDAsync_v2", "h2d", "pageable", 8, 2, 3, True]],
+                     "allocs": [[0, "cuMemHostAlloc", 16, 4, 5, False]], "frees": [], "kernels": [2, 10]}
+    assert second == {"copies": [], "allocs": [], "frees": [[7, 6]], "kernels": [1, 4]}
+
+
+def test_the_runner_records_each_timed_run_with_the_recorder(tmp_path, monkeypatch):
+    """A fresh process with the recorder over a stand-in CUPTI: the warm-up is left out and each
+    timed run has its own copies, on the fixture's own line."""
+    fake = Path(__file__).resolve().parent / "fake_cupti" / "site-packages"
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(fake), str(Path(harness.__file__).parents[2])]))
+    program = tmp_path / "toy.py"
+    program.write_text("from cupti import cupti as gpu\nSIZES = [2]\n"
+                       "def run(n):\n"
+                       "    for _ in range(n):\n"
+                       "        gpu.fake_copy('h2d', 1, 4096, device_ns=500)\n"
+                       "    return 1.0\n")
+    outcome = harness.measure(program, 2, repeats=3, warmup=1, timeout=60, record=True)
+    assert len(outcome.runs) == 3
+    assert all([c[0] for c in run["copies"]] == [5, 5] for run in outcome.runs)
+    assert outcome.runs[0]["copies"][0][3:6] == ["pageable", 4096, 500]

@@ -17,6 +17,10 @@ from . import events
 from .recorder import ENTER, EXIT, Recorder, classify
 
 BUFFER_BYTES = 8 << 20
+# CUPTI then hands over the records of a buffer at least once a second. The next record needs a new
+# buffer, which CUPTI asks for inside whatever CUDA call comes next: that one call's host time grows
+# by the allocation (about a millisecond; seen in verify, where a forced flush after every run did
+# the same to every run's first copy). ``pinlint verify`` turns the period off.
 FLUSH_PERIOD_MS = 1000
 
 
@@ -32,7 +36,8 @@ def _params_class_name(function_name: str) -> str:
 class Hooks:
     """The installed callbacks; holding this object keeps everything CUPTI points at alive."""
 
-    def __init__(self, recorder: Recorder, kernels: bool = False) -> None:
+    def __init__(self, recorder: Recorder, kernels: bool = False,
+                 flush_period_ms: Optional[int] = FLUSH_PERIOD_MS) -> None:
         try:
             from cupti import cupti
         except ImportError as exc:
@@ -68,10 +73,11 @@ class Hooks:
                     pass  # a callback id this CUPTI lists but cannot enable
         if not self.enabled:
             raise CuptiUnavailable("CUPTI enabled none of the driver callbacks the recorder needs")
-        try:
-            cupti.activity_flush_period(FLUSH_PERIOD_MS)  # bounded waiting lists on long runs
-        except cupti.cuptiError:
-            pass
+        if flush_period_ms:
+            try:
+                cupti.activity_flush_period(flush_period_ms)  # bounded waiting lists on long runs
+            except cupti.cuptiError:
+                pass
 
     def _check_constants(self) -> None:
         cupti = self.cupti
@@ -104,6 +110,10 @@ class Hooks:
         except ValueError:  # called from a thread with no Python frames
             frame = None
         self.recorder.guarded(self.recorder.on_api, cbdata, frame)
+
+    def timestamp(self) -> int:
+        """CUPTI's clock, the one activity records are stamped with."""
+        return int(self.cupti.get_timestamp())
 
     def flush(self) -> None:
         """Deliver every buffered record now (the recorder's lock must not be held here)."""

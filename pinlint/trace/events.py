@@ -57,6 +57,7 @@ class Copy:
     blocking: bool = False  # the same Python call synchronized right after (``get()``, ``.item()``)
     default_stream: bool = False  # issued on the default stream (NULL, legacy or per-thread): shown, not judged
     run: int = -1       # which execution of its line made it (-1: not counted)
+    start_ns: int = 0   # when the copy started on the device (CUPTI's clock)
 
     @property
     def asynchronous(self) -> bool:
@@ -98,3 +99,4 @@ class HostFree:
 class Kernel:
     name: str
     device_ns: int
+    start_ns: int = 0   # CUPTI's clock

@@ -151,11 +151,11 @@ class Recorder:
         if kind == ACTIVITY_MEMCPY:
             self._memcpy(record)
         elif kind == ACTIVITY_CONCURRENT_KERNEL:
-            self.sink.add(Kernel(str(record.name), record.end - record.start))
+            self.sink.add(Kernel(str(record.name), record.end - record.start, record.start))
 
     def _memcpy(self, record) -> None:
         fields = (record.correlation_id, record.copy_kind, record.src_kind, record.dst_kind, record.bytes,
-                  record.end - record.start, record.stream_id)
+                  record.end - record.start, record.stream_id, record.start)
         with self.lock:
             if fields[1] not in DIRECTIONS:
                 self._waiting.pop(fields[0], None)
@@ -168,16 +168,16 @@ class Recorder:
             self._emit_copy(call, fields)
 
     def _emit_copy(self, call, fields) -> None:
-        _, copy_kind, src_kind, dst_kind, nbytes, device_ns, stream = fields
+        _, copy_kind, src_kind, dst_kind, nbytes, device_ns, stream, start = fields
         direction = DIRECTIONS[copy_kind]
         host_kind = MEMORY_KINDS.get(src_kind if direction == "h2d" else dst_kind, "unknown")
         if call is None:  # no callback saw the call (a graph replay, a copy made before the recorder)
-            self.sink.add(Copy(UNATTRIBUTED, "", direction, host_kind, nbytes, device_ns, 0, stream))
+            self.sink.add(Copy(UNATTRIBUTED, "", direction, host_kind, nbytes, device_ns, 0, stream, start_ns=start))
             return
         site, api, host_ns, library, callers, h2d_ptr, d2h_ptr, blocking, default_stream, run = call
         self.sink.add(Copy(site, api, direction, host_kind, nbytes, device_ns, host_ns, stream,
                            h2d_ptr if direction == "h2d" else d2h_ptr, library, callers, blocking, default_stream,
-                           run))
+                           run, start))
 
     def finish(self) -> None:
         """After the last flush: copies whose record never came are counted, early records kept."""

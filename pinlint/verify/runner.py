@@ -33,7 +33,11 @@ def summarize(result):
 
 
 class Collector:
-    """The recorder's sink in verify: every event of one run, kept raw (a run makes few)."""
+    """The recorder's sink in verify: every event, kept raw (a fixture makes few), and split into
+    timed runs afterwards. Copies and kernels fall into a run by their device start (CUPTI's
+    clock), allocations and frees by the host clock at their end. Nothing is flushed between runs:
+    a flush makes CUPTI ask for a new buffer inside the next CUDA call, which would add its
+    allocation to that call's host time."""
 
     def __init__(self, program: str, cap: int = 100_000) -> None:
         self.program = os.path.realpath(program)
@@ -44,20 +48,28 @@ class Collector:
         if len(self.events) < self.cap:
             self.events.append(event)
 
-    def take(self) -> dict:
+    def runs(self, windows: list) -> list:
+        """One compact record per window ``((device start, end), (host start, end))``."""
         from pinlint.trace.events import Copy, HostAlloc, HostFree, Kernel
 
-        events, self.events = self.events, []
+        def inside(value, window):
+            return window[0] <= value <= window[1]
+
         line = lambda site: site.line if site.filename == self.program else 0  # noqa: E731
-        return {
-            "copies": [[line(e.site), e.api, e.direction, e.host_kind, e.nbytes, e.device_ns, e.host_ns, e.blocking]
-                       for e in events if isinstance(e, Copy)],
-            "allocs": [[line(e.site), e.api, e.nbytes, e.flags, e.host_ns, e.registered]
-                       for e in events if isinstance(e, HostAlloc)],
-            "frees": [[line(e.site), e.host_ns] for e in events if isinstance(e, HostFree)],
-            "kernels": [sum(1 for e in events if isinstance(e, Kernel)),
-                        sum(e.device_ns for e in events if isinstance(e, Kernel))],
-        }
+        out = []
+        for device, host in windows:
+            copies = [e for e in self.events if isinstance(e, Copy) and inside(e.start_ns, device)]
+            kernels = [e for e in self.events if isinstance(e, Kernel) and inside(e.start_ns, device)]
+            out.append({
+                "copies": [[line(e.site), e.api, e.direction, e.host_kind, e.nbytes, e.device_ns, e.host_ns,
+                            e.blocking] for e in copies],
+                "allocs": [[line(e.site), e.api, e.nbytes, e.flags, e.host_ns, e.registered]
+                           for e in self.events if isinstance(e, HostAlloc) and inside(e.t_ns, host)],
+                "frees": [[line(e.site), e.host_ns] for e in self.events
+                          if isinstance(e, HostFree) and inside(e.t_ns, host)],
+                "kernels": [len(kernels), sum(e.device_ns for e in kernels)],
+            })
+        return out
 
 
 def _recorder(path: str, kernels: bool):
@@ -65,7 +77,7 @@ def _recorder(path: str, kernels: bool):
     from pinlint.trace.recorder import Recorder
 
     collector = Collector(path)
-    return collector, Hooks(Recorder(collector), kernels=kernels)
+    return collector, Hooks(Recorder(collector), kernels=kernels, flush_period_ms=None)
 
 
 def main(argv) -> int:
@@ -82,20 +94,19 @@ def main(argv) -> int:
     result = None
     for _ in range(warmup):
         result = run(size)
-    if hooks is not None:
-        hooks.flush()
-        collector.take()  # module level and warm-up: not measured
-    times, runs = [], []
+    times, windows = [], []
     for _ in range(repeats):
+        device_start = hooks.timestamp() if hooks is not None else 0
+        host_start = time.perf_counter_ns()
         start = time.perf_counter()
         result = run(size)  # fixtures synchronize before they return
         times.append((time.perf_counter() - start) * 1e3)
-        if hooks is not None:
-            hooks.flush()
-            runs.append(collector.take())
+        windows.append(((device_start, hooks.timestamp() if hooks is not None else 0),
+                        (host_start, time.perf_counter_ns())))
     data = {"times_ms": times, "result": summarize(result)}
     if hooks is not None:
-        data["runs"] = runs
+        hooks.flush()  # once, after the timed runs
+        data["runs"] = collector.runs(windows)
         errors = dict(hooks.recorder.errors)
         if errors:
             data["recorder_errors"] = errors
