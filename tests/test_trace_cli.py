@@ -172,3 +172,19 @@ def test_a_loop_of_copies_is_pin007_and_one_call_copying_many_buffers_is_not(mon
     assert {c["location"]["row"]: (c["count"], c["executions"], c["blocking"]) for c in data["copies"]} == \
         {2: (5, 1, True), 4: (3, 3, True)}
     assert [(o["code"], o["location"]["row"]) for o in data["observations"]] == [("PIN007", 4)] and code == 1
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="line events (sys.monitoring) need Python 3.12")
+def test_a_line_that_starts_copying_late_is_still_counted(monkeypatch, capfd, tmp_path):
+    """Lines of a watched function that make no copy are switched off; one that starts copying in a
+    later iteration is switched back on, so each of its runs counts."""
+    (tmp_path / "late.py").write_text(
+        "from cupti import cupti as gpu\n"
+        "def f():\n"
+        "    for i in range(4):\n"
+        "        gpu.fake_copy('h2d', 2, 4096)\n"
+        "        if i >= 2: gpu.fake_copy('d2h', 2, 4096)\n"
+        "f()\n")
+    code, out, _ = pinlint(monkeypatch, capfd, tmp_path, "trace", "--format", "json", "--", sys.executable, "late.py")
+    data = json.loads(out)
+    assert {c["location"]["row"]: (c["count"], c["executions"]) for c in data["copies"]} == {4: (4, 4), 5: (2, 2)}

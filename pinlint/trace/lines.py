@@ -1,10 +1,12 @@
-"""Which lines of the user's files ran (Python 3.12+, ``sys.monitoring``).
+"""Which lines of the user's files ran, and how often the lines that made CUDA calls ran
+(Python 3.12+, ``sys.monitoring``).
 
-Each code location reports once and is then disabled, so the cost is one callback per line of
-code that runs, not per execution. It lets ``--check`` tell a static finding whose line never ran
-("not exercised") from one whose line ran without the copy it predicts. On older Pythons, and
-when every free tool id is taken (a coverage tool is running), nothing is recorded and the join
-falls back to the lines that made CUDA calls.
+Library code costs one callback per code object: a global PY_START event, disabled for that code
+object at once. A user code object gets local LINE events, each line reporting once and then
+disabled. So ``--check`` can tell a static finding whose line never ran ("not exercised") from
+one whose line ran without the copy it predicts. On older Pythons, and when every free tool id is
+taken (a coverage tool is running), nothing is recorded and the join falls back to the lines that
+made CUDA calls.
 """
 
 from __future__ import annotations
@@ -36,10 +38,16 @@ class ExecutedLines:
                 continue
             self.tool = tool
             self.started = True
+            monitoring.register_callback(tool, monitoring.events.PY_START, self._started)
             monitoring.register_callback(tool, monitoring.events.LINE, self._line)
-            monitoring.set_events(tool, monitoring.events.LINE)
+            monitoring.set_events(tool, monitoring.events.PY_START)
             return True
         return False
+
+    def _started(self, code, offset: int):
+        if self.attributor.user_file(code.co_filename) is not None:
+            sys.monitoring.set_local_events(self.tool, code, sys.monitoring.events.LINE)
+        return sys.monitoring.DISABLE
 
     def _line(self, code, line: int):
         path = self.attributor.user_file(code.co_filename)
@@ -55,7 +63,8 @@ class ExecutedLines:
         if self.tool is not None:
             monitoring = sys.monitoring
             monitoring.set_events(self.tool, 0)
-            monitoring.register_callback(self.tool, monitoring.events.LINE, None)
+            for event in (monitoring.events.PY_START, monitoring.events.LINE):
+                monitoring.register_callback(self.tool, event, None)
             monitoring.free_tool_id(self.tool)
             self.tool = None
 
@@ -66,17 +75,20 @@ class ExecutedLines:
 
 
 class LineRuns:
-    """How many times each line of a function that made a CUDA call has run (Python 3.12+).
+    """How many times each line that made a CUDA call has run (Python 3.12+).
 
     A function is watched (local LINE events on its code object only) from its first copy or
     pinned allocation on; a copy then carries the count of its line. Thirty copies made by one
     call (``model.to("cuda")``, ``torch.save``) share one count; a line run thirty times in a loop
     has thirty. That is what tells a loop's repeated copies (PIN007) from one call copying many
-    buffers.
+    buffers. The function's other lines are disabled the first time they run, so a loop pays for
+    its copying lines only; a disabled line that starts copying later is switched back on.
     """
 
     def __init__(self) -> None:
-        self.counts: dict = {}   # (code, line) -> times the line started
+        self.counts: dict = {}     # (code, line) -> times the line started
+        self.counted: set = set()  # (code, line) that made a CUDA call
+        self.disabled: set = set()
         self.watched: set = set()
         self.tool: Optional[int] = None
 
@@ -96,19 +108,29 @@ class LineRuns:
 
     def _line(self, code, line: int):
         key = (code, line)
-        self.counts[key] = self.counts.get(key, 0) + 1
+        if key in self.counted:
+            self.counts[key] = self.counts.get(key, 0) + 1
+            return None
+        self.disabled.add(key)
+        return sys.monitoring.DISABLE
 
     def run_of(self, frame) -> int:
         if self.tool is None:
             return -1
         code = frame.f_code
-        if code not in self.watched:
-            self.watched.add(code)
-            try:
-                sys.monitoring.set_local_events(self.tool, code, sys.monitoring.events.LINE)
-            except ValueError:
-                pass
-        return self.counts.get((code, frame.f_lineno), 0)
+        key = (code, frame.f_lineno)
+        if key not in self.counted:
+            self.counted.add(key)
+            if code not in self.watched:
+                self.watched.add(code)
+                try:
+                    sys.monitoring.set_local_events(self.tool, code, sys.monitoring.events.LINE)
+                except ValueError:
+                    pass
+            elif key in self.disabled:
+                self.disabled.discard(key)
+                sys.monitoring.restart_events()  # this line was switched off before it copied
+        return self.counts.get(key, 0)
 
     def stop(self) -> None:
         if self.tool is not None:

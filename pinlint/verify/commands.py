@@ -70,7 +70,9 @@ def run_verify(paths, output_format, plot, repeats, warmup, sizes, timeout, esti
         return _error("no fixtures found (a fixture starts with '# pinlint-expect: PINxxx')")
 
     def progress(row) -> None:
-        typer.echo(f"  {row.code} {row.fixture.path.name}: {row.verdict.verdict}", err=True)
+        # The figures too: a run stopped before the table is written still leaves its numbers here.
+        detail = f" ({row.verdict.detail})" if row.verdict.detail else ""
+        typer.echo(f"  {row.code} {row.fixture.path.name}: {row.verdict.verdict}{detail}", err=True)
 
     rows = harness.verify(fixtures, repeats, warmup, sizes, timeout, progress, processes, record)
     writer = {"text": report.write_table, "json": report.write_json, "markdown": report.write_markdown}[output_format]

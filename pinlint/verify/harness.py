@@ -51,6 +51,8 @@ class Row:
 
     def as_dict(self) -> dict:
         return {"recorded": self.measure.as_dict() if self.measure else None,
+                "bad_runs": list(self.bad.runs) if self.bad else None,
+                "fixed_runs": list(self.fixed.runs) if self.fixed else None,
             "rule": self.code, "fixture": str(self.fixture.path), "size": self.size,
             "metric": "result" if self.code in METRIC else "median run time (ms)",
             "bad_ms": self.bad.median if self.bad else None, "fixed_ms": self.fixed.median if self.fixed else None,
