@@ -64,6 +64,7 @@ def test_repeated_pinned_allocations_are_pin002_and_flags_are_context():
     assert [(o.code, o.site.line, o.problem) for o in observed] == [
         ("PIN002", 12, True), ("PIN003", 20, False), ("PIN004", 20, False)]  # bit 4 of a registration is I/O memory
     assert "3 pinned allocations on this line; the line ran 3 times" in observed[0].message
+    assert codes(aggregate(alloc(flags=2, nbytes=4))) == []  # a 4-byte mapped flag buffer is no context
 
 
 def test_noqa_silences_an_observation():

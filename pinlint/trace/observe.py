@@ -9,7 +9,8 @@ registrations made by a line that ran ``min_repeats`` times or more. Where line 
 available (Python < 3.12) the number of copies or allocations stands in for the runs. Copies smaller than ``min_bytes``
 (median) are shown in the tables but not reported, as PIN007's static threshold does: they are
 latency-bound and pinning buys little. Context (never a problem by itself): write-combined
-allocations (PIN003: a CPU read of them is slow on most platforms) and mapped ones (PIN004).
+allocations (PIN003: a CPU read of them is slow on most platforms) and mapped ones (PIN004), of
+``min_bytes`` or more.
 A ``# noqa: CODE`` on the line silences an observation as it silences a static finding.
 """
 
@@ -164,7 +165,8 @@ def _alloc_observations(aggregate: Aggregator, thresholds: Thresholds) -> list:
         if repeated(lines, thresholds):
             found.append(Observation("PIN002", site, _pin002_message(figures), figures, _callers(lines)))
         for code, wanted in (("PIN003", _write_combined), ("PIN004", _mapped)):
-            chosen = [l for l in lines if wanted(l)]
+            # Context only where it could matter: torch keeps a 4-byte mapped flag buffer, for one.
+            chosen = [l for l in lines if wanted(l) and l.largest >= thresholds.min_bytes]
             if chosen:
                 f = alloc_figures(chosen)
                 found.append(Observation(code, site, _context_message(code, f), f, _callers(chosen)))
