@@ -131,11 +131,3 @@ def _package(frame) -> str:
         return ""
     name = frame.f_globals.get("__name__") or ""
     return name.split(".", 1)[0]
-
-
-def current_frame(depth: int = 1):
-    """The caller's caller's frame, or None where the stack is not that deep (a callback from C)."""
-    try:
-        return sys._getframe(depth + 1)
-    except ValueError:
-        return None

@@ -14,8 +14,8 @@ from typing import Optional
 
 from .aggregate import Aggregator
 from .events import DEVICEMAP, WRITECOMBINED
-from .observe import (PROBLEMS, Observation, Thresholds, alloc_figures, alloc_lines_at, copy_figures, copy_lines_at,
-                      repeated)
+from .observe import (DEFAULT_THRESHOLDS, Observation, Thresholds, alloc_figures, alloc_lines_at, copy_figures,
+                      copy_lines_at, repeated)
 from .units import duration, size
 
 CONFIRMED = "confirmed"
@@ -46,7 +46,7 @@ class JoinRow:
 
 
 def join(findings: list, observations: list, aggregate: Aggregator, executed: Optional[dict],
-         checked: set, thresholds: Thresholds = Thresholds()) -> list:
+         checked: set, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> list:
     """``findings``: the static analysis of the files in ``checked`` (the user's files that ran)."""
     rows = [_judge(f, aggregate, executed, thresholds) for f in findings if f.code != "PIN000"]
     for observation in observations:
@@ -181,5 +181,3 @@ def summary(rows: list) -> dict:
         counts[row.status] += 1
     return counts
 
-
-__all__ = ["JoinRow", "join", "summary", "PROBLEMS"]

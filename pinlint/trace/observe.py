@@ -21,7 +21,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Optional
 
-from .aggregate import Aggregator, AllocLine, CopyLine
+from .aggregate import Aggregator, AllocLine
 from .events import DEVICEMAP, WRITECOMBINED, Site, flag_names
 from .units import duration, size
 
@@ -50,6 +50,9 @@ class Observation:
 class Thresholds:
     min_repeats: int = 3
     min_bytes: int = 64 * 1024
+
+
+DEFAULT_THRESHOLDS = Thresholds()
 
 
 def copy_figures(lines: list) -> dict:
@@ -96,7 +99,7 @@ def _callers(lines: list) -> frozenset:
     return frozenset(c for l in lines for c in l.callers)
 
 
-def observe(aggregate: Aggregator, thresholds: Thresholds = Thresholds(), suppressed=None) -> list:
+def observe(aggregate: Aggregator, thresholds: Thresholds = DEFAULT_THRESHOLDS, suppressed=None) -> list:
     """Observations sorted by file and line; ``suppressed(code, site)`` drops noqa'd ones."""
     found = _copy_observations(aggregate, thresholds) + _alloc_observations(aggregate, thresholds)
     if suppressed is not None:
@@ -110,7 +113,7 @@ def _copy_observations(aggregate: Aggregator, thresholds: Thresholds) -> list:
         if line.host_kind == "pageable":
             groups[(line.site, line.direction)].append(line)
     found = []
-    for (site, direction), lines in groups.items():
+    for (site, _direction), lines in groups.items():
         asynchronous = [l for l in lines if l.asynchronous]
         if asynchronous and _large(asynchronous, thresholds):
             figures = copy_figures(asynchronous)
@@ -213,5 +216,3 @@ def _touches(line, lines: set) -> bool:
         return True
     return any(caller in lines for caller in line.callers)
 
-
-__all__ = ["Observation", "Thresholds", "observe", "copy_lines_at", "alloc_lines_at", "CopyLine"]

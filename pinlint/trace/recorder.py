@@ -39,7 +39,9 @@ class _Memory:
     @staticmethod
     def pointer(address: int) -> int:
         import ctypes
-        return ctypes.c_void_p.from_address(address).value or 0 if address else 0
+        if not address:
+            return 0
+        return ctypes.c_void_p.from_address(address).value or 0
 
     @staticmethod
     def status(address: int) -> int:

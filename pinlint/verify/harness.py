@@ -157,7 +157,7 @@ def measure(program: Path, size: int, repeats: int, warmup: int, timeout: float,
         stdout, stderr = child.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         _kill_group(child)
-        raise RuntimeError(f"timed out after {timeout:.0f} s")
+        raise RuntimeError(f"timed out after {timeout:.0f} s") from None
     finally:
         _kill_group(child)  # anything it left running
     line = next((l for l in stdout.splitlines() if l.startswith("PINLINT-RESULT ")), None)
@@ -171,7 +171,7 @@ def measure(program: Path, size: int, repeats: int, warmup: int, timeout: float,
         return Outcome(tuple(float(t) for t in data["times_ms"]), dict(data["result"]),
                        runs=tuple(data.get("runs") or ()))
     except (ValueError, KeyError, TypeError) as exc:
-        raise RuntimeError(f"unreadable result line ({type(exc).__name__})")
+        raise RuntimeError(f"unreadable result line ({type(exc).__name__})") from None
 
 
 def measure_pair(bad: Path, fixed: Path, size: int, repeats: int, warmup: int, timeout: float,
