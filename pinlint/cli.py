@@ -220,11 +220,36 @@ def verify(
     timeout: float = typer.Option(300.0, "--timeout", help="Seconds before one process of a variant is an error."),
     estimate: Optional[str] = typer.Option(None, "--estimate", help="Measure what each finding in this file costs."),
     default_bytes: int = typer.Option(64 << 20, "--default-bytes", help="Buffer size when the code's is not constant."),
+    recorder: Optional[bool] = typer.Option(None, "--recorder/--no-recorder",
+                                            help="Judge copy and allocation claims by CUPTI's records "
+                                                 "(default: where CUPTI is installed)."),
 ) -> None:
     """Run fixtures and their fixes on this machine's GPU and report the measured difference."""
     from .verify import commands
     raise typer.Exit(commands.run_verify(paths, output_format, plot, repeats, warmup, sizes, timeout, estimate,
-                                         default_bytes, processes))
+                                         default_bytes, processes, recorder))
+
+
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True,
+                                "allow_interspersed_args": False})
+def trace(
+    ctx: typer.Context,
+    check: bool = typer.Option(False, "--check", help="Also lint the files that ran and join both: each static "
+                                                      "finding confirmed, contradicted or not exercised."),
+    output_format: str = typer.Option("text", "--format", help="text, json or sarif."),
+    output_file: Optional[str] = typer.Option(None, "--output-file", "-o", help="Write the report here, not to stdout."),
+    plot: Optional[str] = typer.Option(None, "--plot", help="Draw host-held time and GB/s per line into this PNG."),
+    kernels: bool = typer.Option(False, "--kernels", help="Also record kernels (count and device time)."),
+    min_repeats: int = typer.Option(3, "--min-repeats", min=2,
+                                    help="Copies or pinned allocations from one line that count as repeated "
+                                         "(PIN007, PIN002)."),
+) -> None:
+    """Run a program under CUPTI: every copy and pinned allocation it made, per source line.
+
+    pinlint trace [OPTIONS] -- COMMAND [ARGS...]   (or: pinlint trace script.py ARGS)
+    """
+    from .trace.command import run_trace
+    raise typer.Exit(run_trace(list(ctx.args), check, output_format, output_file, plot, kernels, min_repeats))
 
 
 @app.command()
