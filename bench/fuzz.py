@@ -23,7 +23,8 @@ a worker process that dies (a segfault in a native parser) is a ``crash`` of the
 
 Prints: programs fuzzed, the share with findings and with fixes applied, findings per code,
 crashes, internal errors, spurious PIN000s, valid programs left unchecked (skipped with a
-warning), unparsable fixes, non-converging fixes, non-local edits, hangs and slow programs, and
+warning), unparsable fixes, non-converging fixes, non-local edits, unbound names, new load-time
+imports, broken noqa comments, hangs and slow programs, and
 the seconds taken. Exits 1 when any problem was found.
 """
 
@@ -50,7 +51,8 @@ import fuzzing  # noqa: E402 - after the path above
 
 HANG = "hang"
 PROBLEM_ORDER = [fuzzing.CRASH, fuzzing.INTERNAL, fuzzing.SPURIOUS_PIN000, fuzzing.UNCHECKED, fuzzing.UNPARSABLE,
-                 fuzzing.NON_CONVERGING, fuzzing.NON_LOCAL, HANG, fuzzing.SLOW]
+                 fuzzing.NON_CONVERGING, fuzzing.NON_LOCAL, fuzzing.UNBOUND, fuzzing.NEW_IMPORT, fuzzing.BROKEN_NOQA,
+                 HANG, fuzzing.SLOW]
 
 
 class _Alarm(Exception):

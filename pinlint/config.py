@@ -17,7 +17,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 from .checks import ALL_CODES
-from .settings import SettingsError, resolve_selection
+from .settings import ALWAYS, SettingsError, resolve_selection
 
 CONFIG_FILES = ("pinlint.toml", "pyproject.toml")
 
@@ -25,7 +25,7 @@ CONFIG_FILES = ("pinlint.toml", "pyproject.toml")
 @dataclass(frozen=True)
 class Config:
     path: Optional[Path] = None                # the file the settings came from (None: defaults)
-    select: tuple = ()
+    select: Optional[tuple] = None             # None: not configured (every rule); () selects none
     ignore: tuple = ()
     extend_select: tuple = ()
     per_file_ignores: tuple = ()               # ((glob, (codes...)), ...)
@@ -71,33 +71,65 @@ _KEYS = {
 }
 
 
-def _pinlint_table(path: Path) -> Optional[dict]:
+def _read(path: Path) -> dict:
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
         raise SettingsError(f"{path}: cannot read the configuration ({exc})")
     except tomllib.TOMLDecodeError as exc:
         raise SettingsError(f"{path}: not valid TOML ({exc})")
+
+
+def _pinlint_table(path: Path, data: Optional[dict] = None) -> Optional[dict]:
+    """pinlint's settings in ``path`` (read unless ``data`` holds it): ``[tool.pinlint]``, or in a
+    pinlint.toml the top-level keys (other tools' ``[tool.X]`` tables are theirs); None for a
+    pyproject.toml without the table. A value of the wrong shape is an error naming the file and the key."""
+    data = _read(path) if data is None else data
+    tool = data.get("tool")
+    if tool is not None and not isinstance(tool, dict):
+        raise SettingsError(f"{path}: `tool` must be a table, not {tool!r}")
+    table = (tool or {}).get("pinlint")
+    if table is not None and not isinstance(table, dict):
+        raise SettingsError(f"{path}: `tool.pinlint` must be a table, not {table!r}")
     if path.name == "pyproject.toml":
-        table = data.get("tool", {}).get("pinlint")
-        return table if table is not None else None
-    return data.get("tool", {}).get("pinlint", data)
+        return table
+    outside = sorted(key for key in data if key != "tool")
+    if table is None:
+        return {key: data[key] for key in outside}
+    if outside:
+        raise SettingsError(f"{path}: {', '.join(f'`{key}`' for key in outside)} outside [tool.pinlint] "
+                            f"{'is' if len(outside) == 1 else 'are'} not read; move {'it' if len(outside) == 1 else 'them'} "
+                            "into that table")
+    return table
 
 
 def find_config(start: Path) -> Optional[Path]:
-    """The nearest pinlint.toml, or pyproject.toml with a [tool.pinlint] table, from ``start`` up."""
+    """The nearest pinlint.toml, or pyproject.toml with a [tool.pinlint] table, from ``start`` up.
+    A pyproject.toml whose ``tool`` is no table is not taken for pinlint's: the search goes on, and
+    its error is raised only when no configuration is found above it."""
     try:
         directory = start.resolve()
         if directory.is_file() or not directory.exists():
             directory = directory.parent
     except (OSError, RuntimeError):  # a symlink loop, a folder we may not read
         directory = Path.cwd()
+    odd: Optional[SettingsError] = None
     for folder in (directory, *directory.parents):
         for name in CONFIG_FILES:
             candidate = folder / name
-            if candidate.is_file():
-                if name == "pinlint.toml" or _pinlint_table(candidate) is not None:
-                    return candidate
+            if not candidate.is_file():
+                continue
+            if name == "pinlint.toml":
+                return candidate
+            data = _read(candidate)
+            tool = data.get("tool", {})
+            if not isinstance(tool, dict):
+                odd = odd or SettingsError(f"{candidate}: `tool` must be a table, not {tool!r}")
+                continue
+            if _pinlint_table(candidate, data) is not None:
+                return candidate
+    if odd is not None:
+        raise odd
     return None
 
 
@@ -133,13 +165,50 @@ def load_config(path: Optional[Path]) -> Config:
         _check_codes(path, f"per-file-ignores.{pattern}", codes)
     return Config(
         path=path,
-        select=tuple(values.get("select", ())),
+        select=tuple(values["select"]) if "select" in values else None,
         ignore=tuple(values.get("ignore", ())),
         extend_select=tuple(values.get("extend-select", ())),
-        per_file_ignores=tuple((p, tuple(sorted(resolve_selection(codes))))
+        per_file_ignores=tuple((p, tuple(sorted(resolve_selection(codes) - ALWAYS)))
                                for p, codes in values.get("per-file-ignores", {}).items()),
         exclude=tuple(values["exclude"]) if "exclude" in values else None,
         extend_exclude=tuple(values.get("extend-exclude", ())),
         respect_gitignore=values.get("respect-gitignore", True),
         pin007_min_bytes=values.get("pin007-min-bytes", 64 * 1024),
     )
+
+
+# ---------------------------------------------------------------------------- --config KEY=VALUE
+_FIELDS = {  # key -> (Config field, conversion)
+    "select": ("select", tuple),
+    "ignore": ("ignore", tuple),
+    "extend-select": ("extend_select", tuple),
+    "per-file-ignores": ("per_file_ignores",
+                         lambda v: tuple((p, tuple(sorted(resolve_selection(c)))) for p, c in v.items())),
+    "exclude": ("exclude", tuple),
+    "extend-exclude": ("extend_exclude", tuple),
+    "respect-gitignore": ("respect_gitignore", bool),
+    "pin007-min-bytes": ("pin007_min_bytes", int),
+}
+
+
+def apply_overrides(config: Config, overrides: dict, source: str = "--config") -> Config:
+    """Settings given on the command line (``--config KEY=VALUE``, ``--per-file-ignores``...) on top of
+    the configuration file's: each key checked as in a file, errors naming ``source``."""
+    from dataclasses import replace
+    changes: dict = {}
+    for key, value in overrides.items():
+        if key not in _KEYS:
+            hint = difflib.get_close_matches(key, _KEYS, n=1)
+            raise SettingsError(f"{source}: unknown key `{key}`" + (f" (did you mean `{hint[0]}`?)" if hint else
+                                f"; known keys: {', '.join(_KEYS)}"))
+        description, valid = _KEYS[key]
+        if not valid(value):
+            raise SettingsError(f"{source}: `{key}` must be {description}, not {value!r}")
+        if key in ("select", "ignore", "extend-select"):
+            _check_codes(Path(source), key, value)
+        elif key == "per-file-ignores":
+            for pattern, codes in value.items():
+                _check_codes(Path(source), f"per-file-ignores.{pattern}", codes)
+        field_name, convert = _FIELDS[key]
+        changes[field_name] = convert(value)
+    return replace(config, **changes)

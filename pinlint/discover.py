@@ -17,6 +17,7 @@ DEFAULT_EXCLUDE = (
     ".ruff_cache", ".pinlint_cache", ".ipynb_checkpoints", ".direnv", "*.egg-info",
 )
 PYTHON_SUFFIXES = (".py", ".pyi", ".ipynb")
+NO_FILES = "No Python files found under the given path(s)"
 
 
 @dataclass
@@ -152,7 +153,18 @@ def discover(paths: Iterable[str], root: Optional[Path] = None, exclude: Iterabl
             _add_path(raw, result, excluder, add, force_exclude)
         except OSError as exc:  # a name too long, a folder that cannot be entered...
             result.errors.append(f"{raw}: {exc.strerror or exc}")
+    if not result.files and not result.errors:
+        result.warnings.append(NO_FILES)
     return result
+
+
+def is_excluded(path: str, root: Optional[Path] = None, exclude: Iterable[str] = DEFAULT_EXCLUDE,
+                respect_gitignore: bool = True) -> bool:
+    """Whether excludes (and .gitignore) cover ``path`` or a folder above it (``--force-exclude`` for a
+    name that need not exist, such as ``--stdin-filename``'s)."""
+    excluder = _Excluder(root or Path.cwd(), exclude, respect_gitignore)
+    candidate = Path(path)
+    return excluder.excluded(candidate, False) or any(excluder.excluded(p, True) for p in excluder.under_root(candidate))
 
 
 def _add_path(raw: str, result: Discovery, excluder: "_Excluder", add, force_exclude: bool) -> None:

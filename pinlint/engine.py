@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import re
 import tokenize
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
@@ -285,7 +286,7 @@ def _check_module(module: cst.Module, text: str, filename: str, settings: Settin
         for report in rule.check(facts, ctx):
             span = position(report.node)
             rows = (span.start.line, span.end.line)
-            if suppressions.suppressed(rule.code, rows):
+            if not settings.ignore_noqa and suppressions.suppressed(rule.code, rows):
                 continue
             here = (Location(span.start.line, span.start.column + 1), Location(span.end.line, span.end.column + 1))
             plan = fixable(report.fix)
@@ -342,6 +343,7 @@ class FixOutcome:
     changed: int = 0          # 1 when the text differs from the original
     result: Optional[FileResult] = None  # the findings left in the final text
     error: Optional[str] = None
+    fixed: dict = field(default_factory=dict)  # code -> findings of that code the fixes resolved
 
 
 def fix_text(text: str, filename: str, settings: Settings, unsafe: bool) -> FixOutcome:
@@ -350,10 +352,12 @@ def fix_text(text: str, filename: str, settings: Settings, unsafe: bool) -> FixO
     findings the fixes resolved (one fix can resolve several: PIN001 and PIN007 at one allocation)."""
     outcome = FixOutcome(text)
     initial: Optional[int] = None
+    first: Counter = Counter()
     for _ in range(MAX_FIX_PASSES):
         result = lint_text(outcome.text, filename, settings)
         outcome.result = result
-        initial = len(result.findings) if initial is None else initial
+        if initial is None:
+            initial, first = len(result.findings), Counter(f.code for f in result.findings)
         plans = [f.plan for f in result.findings if applicable(f.plan, unsafe)]
         if not plans or result.module is None:
             break
@@ -371,6 +375,7 @@ def fix_text(text: str, filename: str, settings: Settings, unsafe: bool) -> FixO
         outcome.result = lint_text(outcome.text, filename, settings)
     if outcome.text != text:
         outcome.applied = max(1, initial - len(outcome.result.findings))
+        outcome.fixed = dict(first - Counter(f.code for f in outcome.result.findings))
     return outcome
 
 

@@ -22,19 +22,24 @@ class FixContext:
 
     def __init__(self, module: cst.Module, text: str, facts: FileFacts, tables: Tables, bindings: dict, parents,
                  qualify=lambda node: None) -> None:
+        # ``bindings`` (the file's imports, flat) is kept for the callers; names are spelled through
+        # the scope-aware Namer, since an import binds a name only in its own scope.
         self.qualify = qualify
         self.info = facts.info
         self.module = module
         self.facts = facts
         self.tables = tables
-        self.namer = Namer(bindings, text)
         self._parents = parents  # callable: () -> {node: parent}
         self._parent_map = None
+        self.namer = Namer(module, self.parent_map)
 
-    def parent(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
+    def parent_map(self) -> dict:
         if self._parent_map is None:
             self._parent_map = self._parents()
-        return self._parent_map.get(node)
+        return self._parent_map
+
+    def parent(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
+        return self.parent_map().get(node)
 
     def statement_of(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
         """The statement (simple line or compound statement) that contains ``node``."""
@@ -94,7 +99,7 @@ def pin_allocation(site: Site, copy: Event, fx: FixContext) -> Optional[Plan]:
             keyword=cst.Name("dtype"), value=cst.Name(twin["default_dtype"]),
             equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
                                   whitespace_after=cst.SimpleWhitespace("")))]
-    spelled, imports = fx.namer.spell(twin["to"], _preferred(twin.get("import")))
+    spelled, imports = fx.namer.spell(twin["to"], _preferred(twin.get("import")), at=call)
     if spelled is None:
         return None
     new_call = call.with_changes(func=expression(spelled), args=new_args)
@@ -314,7 +319,7 @@ def insert_sync(copy: Event, access: Event, fx: FixContext) -> Optional[Plan]:
         text = f"{fx.code(stream)}.{templates['stream_method']}()"  # the stream is in scope already
     else:
         key = "stream_call" if stream is not None else "device_call"
-        spelled, imports = fx.namer.spell(templates[key].format(module=module))
+        spelled, imports = fx.namer.spell(templates[key].format(module=module), at=anchor)
         if spelled is None:
             return None
         text = f"{spelled}({fx.code(stream) if stream is not None else ''})"

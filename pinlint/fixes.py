@@ -15,9 +15,9 @@ import os
 import re
 import stat
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Optional, Sequence
+from typing import Callable, Iterable, Optional, Sequence
 
 import libcst as cst
 from libcst.codemod import CodemodContext
@@ -35,7 +35,7 @@ class Plan:
     replace: tuple = ()          # ((node, new node), ...)
     insert_before: tuple = ()    # ((statement, (new statements...)), ...)
     remove: tuple = ()           # (statement, ...)
-    imports: tuple = ()          # ((module, name or None, asname or None), ...) for AddImportsVisitor
+    imports: tuple = ()          # NewImport, ... (a plain (module, name, asname) goes to the module's top)
     group: object = None         # plans sharing a group apply one per pass (one sync per racing copy)
 
     def targets(self) -> list:
@@ -47,17 +47,52 @@ def applicable(plan: Optional[Plan], unsafe: bool) -> bool:
 
 
 # ------------------------------------------------------------------ applying plans to a module
+@dataclass(frozen=True)
+class NewImport:
+    """An import a fix adds, and where: in the scope and under the guard where the file already
+    imports that library (DESIGN.md "Fixes"), so no module imports anything new at load time."""
+
+    module: str
+    name: Optional[str] = None
+    asname: Optional[str] = None
+    after: Optional[cst.CSTNode] = None    # a line importing the same library: the new one goes right below it
+    before: Optional[cst.CSTNode] = None   # the first statement of a function: the new one goes above it
+    # neither: the library is imported in the module's leading imports; libcst's AddImportsVisitor adds it there
+
+    def code(self) -> str:
+        if self.name is None:
+            return f"import {self.module}" + (f" as {self.asname}" if self.asname else "")
+        return f"from {self.module} import {self.name}" + (f" as {self.asname}" if self.asname else "")
+
+
+def _new_imports(plans: Sequence[Plan]) -> list:
+    out = []
+    for plan in plans:
+        for spec in plan.imports:
+            out.append(spec if isinstance(spec, NewImport) else NewImport(*spec))
+    return out
+
+
 class _Apply(cst.CSTTransformer):
     def __init__(self, plans: Sequence[Plan]) -> None:
         super().__init__()
         self.replace: dict = {}
         self.before: dict = {}
+        self.after: dict = {}
         self.remove: set = set()
         for plan in plans:
             self.replace.update(dict(plan.replace))
             for statement, new in plan.insert_before:
                 self.before.setdefault(statement, []).extend(new)
             self.remove.update(plan.remove)
+        placed: set = set()
+        for spec in _new_imports(plans):
+            anchor = spec.after if spec.after is not None else spec.before
+            if anchor is None or (id(anchor), spec.code()) in placed:
+                continue
+            placed.add((id(anchor), spec.code()))
+            line = cst.parse_statement(spec.code())
+            (self.after if spec.after is not None else self.before).setdefault(anchor, []).append(line)
 
     def on_leave(self, original, updated):
         updated = super().on_leave(original, updated)
@@ -68,16 +103,17 @@ class _Apply(cst.CSTTransformer):
             for old, new in zip(original.body, updated.body):
                 inserted = list(self.before.get(old, ()))
                 if inserted and hasattr(new, "leading_lines"):
-                    # Blank lines above the anchor now go above what is inserted; its comments stay with it.
+                    # What is above the anchor's last blank line (blank lines, a section's comment, a
+                    # notebook's cell boundary) now goes above what is inserted; the comments right
+                    # above the anchor stay with it.
                     lines = list(new.leading_lines)
-                    blanks = 0
-                    while blanks < len(lines) and lines[blanks].comment is None:
-                        blanks += 1
-                    inserted[0] = inserted[0].with_changes(leading_lines=[*lines[:blanks], *inserted[0].leading_lines])
-                    new = new.with_changes(leading_lines=lines[blanks:])
+                    split = max((i + 1 for i, line in enumerate(lines) if line.comment is None), default=0)
+                    inserted[0] = inserted[0].with_changes(leading_lines=[*lines[:split], *inserted[0].leading_lines])
+                    new = new.with_changes(leading_lines=lines[split:])
                 body.extend(inserted)
                 if old not in self.remove:
                     body.append(new)
+                body.extend(self.after.get(old, ()))
             if not body and isinstance(updated, cst.IndentedBlock):
                 body = [cst.SimpleStatementLine([cst.Pass()])]
             return updated.with_changes(body=body)
@@ -86,11 +122,11 @@ class _Apply(cst.CSTTransformer):
 
 def apply_plans(module: cst.Module, plans: Sequence[Plan]) -> str:
     fixed = module.visit(_Apply(plans))
-    imports = [spec for plan in plans for spec in plan.imports]
-    if imports:
+    top = [spec for spec in _new_imports(plans) if spec.after is None and spec.before is None]
+    if top:
         context = CodemodContext()
-        for module_name, obj, asname in imports:
-            AddImportsVisitor.add_needed_import(context, module_name, obj, asname)
+        for spec in top:
+            AddImportsVisitor.add_needed_import(context, spec.module, spec.name, spec.asname)
         fixed = AddImportsVisitor(context).transform_module(fixed)
     return fixed.code
 
@@ -176,11 +212,53 @@ class SourceFile:
         return (b"\xef\xbb\xbf" + data) if self.bom else data
 
 
+class _Stopped(BaseException):
+    """The run stopped between writing a temporary file and renaming it."""
+
+
 class ChangedWhileFixing(OSError):
     """The file on disk is no longer the text the fix was computed from (an editor saved it)."""
 
 
+class _Stop:
+    """Whether this process may still write: a pool worker whose run was stopped (SIGTERM, the
+    parent gone) must not replace one more file. Set up by the runner in each worker."""
+
+    alive: Optional[Callable[[], bool]] = None   # the parent is still there
+    requested = False                            # a stop arrived during a write: finish it without replacing
+    writing = False
+
+
+def stop_writing_when(alive: Callable[[], bool]) -> None:
+    _Stop.alive = alive
+
+
+def request_stop() -> None:
+    """A stop signal arrived: outside a write, end now; inside one, end before its rename."""
+    if not _Stop.writing:
+        os._exit(1)
+    _Stop.requested = True
+
+
+def _may_write() -> bool:
+    return not _Stop.requested and (_Stop.alive is None or _Stop.alive())
+
+
 def write_atomically(path: Path, data: bytes, expected: Optional[bytes] = None) -> None:
+    if not _may_write():
+        os._exit(1)  # the run was stopped: this worker writes nothing more
+    _Stop.writing = True
+    try:
+        _write_atomically(path, data, expected)
+    except _Stopped:
+        os._exit(1)
+    finally:
+        _Stop.writing = False
+        if _Stop.requested:
+            os._exit(1)  # the signal came during the write: it is complete (or undone), so end now
+
+
+def _write_atomically(path: Path, data: bytes, expected: Optional[bytes] = None) -> None:
     """Replace ``path`` with ``data`` so that any reader, or a crash at any moment, sees either the
     old or the new content. Keeps the file's permission bits. With ``expected``, the file is left
     alone (``ChangedWhileFixing``) unless it still holds those bytes (or already ``data``) just
@@ -204,6 +282,8 @@ def write_atomically(path: Path, data: bytes, expected: Optional[bytes] = None) 
                 return
             if current != expected:
                 raise ChangedWhileFixing(errno.EBUSY, "the file changed while it was being fixed", named)
+        if not _may_write():
+            raise _Stopped()  # stopped while writing the temporary file: it goes, the file stays as it was
         os.replace(temporary, path)
     except BaseException:
         try:
@@ -224,45 +304,109 @@ def statement(code: str) -> cst.SimpleStatementLine:
     return parsed
 
 
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
+# The library a module belongs to, for placing its imports: `cupyx` ships with CuPy.
+_LIBRARY_OF_ROOT = {"cupyx": "cupy"}
 
 
-@dataclass
+def library_of(qualified: str) -> str:
+    root = qualified.split(".")[0]
+    return _LIBRARY_OF_ROOT.get(root, root)
+
+
 class Namer:
-    """How to spell a qualified name in a file: through an existing import when there is one,
-    else through an import the fix adds (with a local name not already used in the file)."""
+    """How to spell a qualified name at a place in a file: through an import that is bound there,
+    else through an import the fix adds in the scope and under the guard where the file imports
+    that library (DESIGN.md "Fixes"); None when neither can be done safely."""
 
-    bindings: dict                 # local name -> qualified name (from the file's imports)
-    code: str                      # the file's text, to see which names are taken
-    added: list = field(default_factory=list)
+    def __init__(self, module: cst.Module, parents) -> None:
+        self._module = module
+        self._parents = parents   # callable: () -> {node: parent}
+        self._index = None
 
-    def spell(self, qualified: str, preferred_import: Optional[tuple] = None) -> tuple:
-        """(expression text, imports to add) for ``qualified`` (e.g. "cupyx.empty_pinned")."""
+    @property
+    def index(self):
+        if self._index is None:
+            from .scopes import ScopeIndex
+            self._index = ScopeIndex(self._module, self._parents)
+        return self._index
+
+    def spell(self, qualified: str, preferred_import: Optional[tuple] = None, at: Optional[cst.CSTNode] = None) -> tuple:
+        """(expression text, imports to add) for ``qualified`` (e.g. "cupyx.empty_pinned") used at
+        node ``at``; (None, ()) when it cannot be spelled there without risk."""
+        index = self.index
+        at = at if at is not None else self._module
         best = None
-        for local, target in self.bindings.items():
-            if qualified == target or qualified.startswith(target + "."):
-                if best is None or len(target) > len(self.bindings[best]):
-                    best = local
+        for scope, binding in index.imports():
+            target = binding.target
+            if (qualified == target or qualified.startswith(target + ".")) and \
+                    (best is None or len(target) > len(best.target)) and index.refers_to(binding.name, target, at):
+                best = binding
         if best is not None:
-            rest = qualified[len(self.bindings[best]):]
-            return best + rest, ()
-        module, _, attr = qualified.rpartition(".")
+            return best.name + qualified[len(best.target):], ()
+        place = self._placement(library_of(qualified), at)
+        if place is None:
+            return None, ()
+        after, before = place
         if preferred_import is not None:
             from_module, name, asname = preferred_import
             local = asname or name or from_module.split(".")[0]
-            if not self._taken(local):
-                spelled = local + qualified[len((from_module + "." + name) if name else from_module):]
-                return spelled, (preferred_import,)
+            bound = (from_module + "." + name) if name else (from_module if asname else local)
+            if (qualified == bound or qualified.startswith(bound + ".")) and index.free_for(local, bound):
+                return local + qualified[len(bound):], (NewImport(from_module, name, asname, after, before),)
         root = qualified.split(".")[0]
-        if self._taken(root) and self.bindings.get(root) != root:
+        if not index.free_for(root, root):
             return None, ()  # the root name means something else here: no safe spelling
-        return qualified, ((module, None, None),)
+        return qualified, (NewImport(qualified.rpartition(".")[0] or root, None, None, after, before),)
 
-    def _taken(self, name: str) -> bool:
-        """Bound by an import, or assigned, defined or used as a loop/with/except target anywhere."""
-        if name in self.bindings:
-            return True
-        n = re.escape(name)
-        pattern = (rf"(?<![.\w]){n}\s*(?:=(?!=)|:[^=\n]*=)|\b(?:def|class|as|for|global|nonlocal)\s+{n}\b"
-                   rf"|(?<![.\w]){n}\s*,[^=\n]*=(?!=)")
-        return re.search(pattern, self.code) is not None
+    def _placement(self, library: str, at: cst.CSTNode) -> Optional[tuple]:
+        """(after, before) for a new import of ``library`` used at ``at``: right below a line that
+        imports the library where it is visible (the innermost function first), at the module's top
+        when the library is among its leading imports, at the start of the function around ``at``
+        when the file imports the library nowhere in sight (the function runs only once the library
+        is loaded: it handles that library's arrays); None at module level without such an import."""
+        index = self.index
+        runs = [(s, b) for s, b in index.imports() if library_of(b.target) == library]
+        function = index.function_of(at)
+        for scope in index.scope_of(at).chain():
+            if scope.is_module:
+                break
+            if not isinstance(scope.node, cst.FunctionDef):
+                continue
+            for owner, binding in runs:
+                if owner is scope and index.dominates(binding.statement, at):
+                    return binding.statement, None
+        at_module = [b for s, b in runs if s.is_module and b.statement is not None and
+                     (function is not None or index.dominates(b.statement, at))]
+        leading = _leading_imports(self._module)
+        if any(b.statement in leading for b in at_module):
+            return None, None
+        if at_module:
+            unguarded = [b for b in at_module if index.parent(b.statement) is self._module]
+            return (unguarded or at_module)[0].statement, None
+        if function is None or not isinstance(function.body, cst.IndentedBlock):
+            return None
+        body = list(function.body.body)
+        if _is_docstring(body[0]):
+            return (body[0], None) if len(body) == 1 else (None, body[1])
+        return None, body[0]
+
+
+def _is_docstring(statement: cst.CSTNode) -> bool:
+    return isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1 and \
+        isinstance(statement.body[0], cst.Expr) and isinstance(statement.body[0].value, (cst.SimpleString,
+                                                                                         cst.ConcatenatedString))
+
+
+def _leading_imports(module: cst.Module) -> set:
+    """The import lines where libcst's AddImportsVisitor adds imports: the module's first run of
+    one-import lines, after a docstring."""
+    body = list(module.body)
+    start = 1 if body and _is_docstring(body[0]) and isinstance(body[0].body[0].value, cst.SimpleString) else 0
+    leading: set = set()
+    for statement in body[start:]:
+        if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1 and \
+                isinstance(statement.body[0], (cst.Import, cst.ImportFrom)):
+            leading.add(statement)
+        else:
+            break
+    return leading

@@ -172,6 +172,10 @@ class Finding:
     direction: str = field(default="", compare=False, repr=False)
     pooled: bool = field(default=False, compare=False, repr=False)  # the buffer comes from a pooling allocator
     cell: Optional[int] = None  # in a notebook: the cell (1-based, counting every cell) the rows refer to
+    # The interprocedural path from the allocation to the finding: Related-like steps (message, filename,
+    # location, end_location), rendered as JSON `trace` and SARIF `codeFlows`; empty when the evidence
+    # stays in one function.
+    trace: tuple = ()
 
     def sort_key(self):
         return (self.filename, self.cell or 0, self.location.row, self.location.column, self.code)

@@ -1,12 +1,26 @@
 """Jupyter notebooks: the code cells are linted as one program (cells run in order and share names),
 findings name their cell and the line in it, and fixes are written back into the cells, leaving
-outputs, metadata and the JSON layout as they were."""
+outputs, metadata and the JSON layout as they were.
+
+Two things here must never be fooled by what a user writes in a cell:
+- Cell boundaries in the joined program are comment lines carrying a random token that occurs in no
+  cell, so a cell containing ``# %%pinlint-cell 1%%`` (or anything else) is just text.
+- IPython syntax (``!ls``, ``files = !ls``, ``%time f()``, ``x?``) is found by IPython's own
+  ``TransformerManager`` when IPython is installed, else by a tokenizer-aware stand-in that looks
+  only at the start of logical lines (a ``% n`` or ``!= b`` continuing a bracket is Python, and so
+  is a ``?`` inside a string). Its lines become IPython's Python equivalent in the program and are
+  written back exactly as they were; a fix that would touch them is not applied.
+"""
 
 from __future__ import annotations
 
+import difflib
+import io
 import json
 import re
-from dataclasses import dataclass, replace
+import secrets
+import tokenize
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Optional
 
@@ -14,12 +28,20 @@ from .engine import fix_text, lint_text, names_gpu_library
 from .fixes import unified_diff, write_atomically
 from .model import Finding, Location
 
-_MARKER = "# %%pinlint-cell {index}%%"
-_MARKER_RE = re.compile(r"^# %%pinlint-cell (\d+)%%$")
-_MAGIC_RE = re.compile(r"^\s*([%!]|\?|.*\?$)")
-_MAGIC_TOKEN = "# %%pinlint-magic {index}%%"
-_MAGIC_TOKEN_RE = re.compile(r"^(\s*)# %%pinlint-magic (\d+)%%$")
 _PYTHON_CELL_MAGICS = frozenset({"%%time", "%%timeit", "%%capture", "%%prun"})
+
+
+class NotebookError(ValueError):
+    """The file is not a notebook pinlint can read: reported as PIN000 for that file."""
+
+
+@dataclass
+class _Cell:
+    index: int                 # in the notebook
+    lines: list                # program lines, as put into the joined program
+    origin: list               # per program line: the IPython hunk it stands for, or None
+    hunks: list                # original lines of each hunk of IPython syntax
+    rows: list                 # per program line: the 1-based line in the cell it comes from
 
 
 @dataclass
@@ -27,68 +49,267 @@ class Program:
     """The code cells joined into one Python text, and how to map it back."""
 
     text: str
-    cells: list            # indices (in the notebook) of the code cells, in order
-    starts: list           # first line (1-based) of each cell's code in ``text``
-    magics: list           # original magic lines, by token index
+    token: str
+    cells: list = field(default_factory=list)   # _Cell, in order
+    rows: list = field(default_factory=list)    # per program row (0-based): (notebook cell index, line in cell)
 
     def locate(self, row: int) -> tuple:
         """(cell index in the notebook, 1-based line within the cell) of a program row."""
-        position = max((i for i, start in enumerate(self.starts) if start <= row), default=0)
-        return self.cells[position], row - self.starts[position] + 1
+        if not self.rows:
+            return 0, row
+        return self.rows[min(max(row, 1), len(self.rows)) - 1]
+
+    def marker(self, position: int) -> str:
+        return f"# pinlint-cell-{self.token}-{position}"
+
+
+# ---------------------------------------------------------------------------- reading the JSON
+def read_notebook(data: bytes) -> dict:
+    """The notebook, checked to have the shape pinlint reads (NotebookError with the reason if not)."""
+    try:
+        notebook = json.loads(data.decode("utf-8-sig"))
+    except UnicodeDecodeError as exc:
+        raise NotebookError(f"Notebook is not UTF-8 text: {exc.reason}")
+    except ValueError as exc:
+        raise NotebookError(f"Notebook is not valid JSON: {exc}")
+    except RecursionError:
+        raise NotebookError("Notebook is not valid JSON: nested too deeply to read")
+    if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
+        raise NotebookError("Notebook has no list of cells")
+    for number, cell in enumerate(notebook["cells"], 1):
+        if not isinstance(cell, dict) or not isinstance(cell.get("cell_type", None), str):
+            raise NotebookError(f"Notebook cell {number} is not a cell (an object with a `cell_type`)")
+        if cell["cell_type"] == "code":
+            source = cell.get("source", "")
+            if not (isinstance(source, str) or isinstance(source, list) and all(isinstance(s, str) for s in source)):
+                raise NotebookError(f"Notebook cell {number}: `source` is neither text nor a list of text")
+    return notebook
 
 
 def _source(cell: dict) -> str:
     source = cell.get("source", "")
-    return "".join(source) if isinstance(source, list) else str(source)
+    return "".join(source) if isinstance(source, list) else source
 
 
-def to_program(notebook: dict) -> Program:
+# ---------------------------------------------------------------------------- IPython syntax
+def _transformer():
+    try:
+        from IPython.core.inputtransformer2 import TransformerManager
+    except Exception:  # noqa: BLE001 - IPython is optional; any failure to import it means the stand-in
+        return None
+    return TransformerManager()
+
+
+_TRANSFORMER: list = []
+
+
+def to_python(source: str, use_ipython: Optional[bool] = None) -> str:
+    """The cell as the Python IPython would run (IPython's own rules, or the stand-in)."""
+    if use_ipython is not False:
+        if not _TRANSFORMER:
+            _TRANSFORMER.append(_transformer())
+        manager = _TRANSFORMER[0]
+        if manager is not None:
+            try:
+                return manager.transform_cell(source)
+            except Exception:  # noqa: BLE001 - IPython gave up on this cell: the stand-in reads it
+                pass
+    return _standin(source)
+
+
+def _complete(text: str) -> bool:
+    """The text ends a logical line: not inside brackets, a string or after a backslash."""
+    try:
+        for _ in tokenize.generate_tokens(io.StringIO(text).readline):
+            pass
+    except tokenize.TokenError as exc:
+        return "EOF in multi-line" not in str(exc.args[0] if exc.args else exc)
+    except (SyntaxError, IndentationError):
+        return True
+    return True
+
+
+def _tokens(text: str) -> Optional[list]:
+    try:
+        return list(tokenize.generate_tokens(io.StringIO(text).readline))
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return None
+
+
+_QUIET = (tokenize.NEWLINE, tokenize.NL, tokenize.ENDMARKER, tokenize.INDENT, tokenize.DEDENT)
+
+
+def _help_request(line: str) -> bool:
+    """``obj?`` / ``obj??``: the logical line ends in ``?`` outside any string or comment."""
+    stripped = line.rstrip()
+    if not stripped.endswith("?"):
+        return False
+    tokens = _tokens(stripped.rstrip("?") + "\n")
+    if not tokens:
+        return False
+    significant = [t for t in tokens if t.type not in _QUIET]
+    return bool(significant) and significant[-1].type not in (tokenize.COMMENT, tokenize.STRING)
+
+
+def _ipython_assignment(stripped: str) -> Optional[str]:
+    """``files = !ls`` / ``t = %timeit f()``: the target, else None."""
+    target, equal, value = stripped.partition("=")
+    if not equal or not value.lstrip()[:1] in ("!", "%") or value.startswith("="):
+        return None
+    names = [part.strip() for part in target.split(",")]
+    if not all(name.isidentifier() for name in names):
+        return None
+    return target.strip()
+
+
+def _standin(source: str) -> str:
+    """IPython's escapes (``!``, ``%``, ``?`` at the start of a logical line, ``x = !cmd``, ``x?``)
+    replaced by a Python call, line for line; a line continuing a bracket, a string or a backslash
+    is never one of them."""
+    lines = source.split("\n")
+    out: list = []
+    pending: list = []       # the lines of an unfinished logical line
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        stripped = line.lstrip()
+        indent = line[:len(line) - len(stripped)]
+        if not pending and stripped[:1] in ("!", "%", "?") or not pending and _ipython_assignment(stripped):
+            target = _ipython_assignment(stripped)
+            out.append(indent + (f"{target} = get_ipython()" if target else "get_ipython()"))
+            while line.rstrip().endswith("\\") and index + 1 < len(lines):  # IPython joins these lines
+                index += 1
+                line = lines[index]
+                out.append("")
+            index += 1
+            continue
+        pending.append(line)
+        if _complete("\n".join(pending) + "\n"):
+            if len(pending) == 1 and _help_request(line):
+                out.append(indent + "get_ipython()")
+            else:
+                out.extend(pending)
+            pending = []
+        index += 1
+    out.extend(pending)
+    return "\n".join(out)
+
+
+def _split(source: str, use_ipython: Optional[bool]) -> Optional[tuple]:
+    """(program lines, origins, hunks, rows) of one cell; None for a cell that is not Python."""
+    original = source.split("\n")
+    first = next((i for i, line in enumerate(original) if line.strip()), None)
     lines: list = []
-    cells, starts, magics = [], [], []
+    origin: list = []
+    hunks: list = []
+    rows: list = []
+    start = 0
+    if first is not None and original[first].lstrip().startswith("%%"):
+        if original[first].split()[0] not in _PYTHON_CELL_MAGICS:
+            return None  # %%bash, %%writefile...: not Python
+        hunks.append(original[:first + 1])  # the magic's line stands in the program as a blank one
+        lines.append("")
+        origin.append(0)
+        rows.append(first + 1)
+        start = first + 1
+    body = original[start:]
+    python = to_python("\n".join(body), use_ipython).split("\n")
+    if python[-1:] == [""] and body[-1:] != [""]:
+        python.pop()  # IPython ends what it returns with a newline
+    matcher = difflib.SequenceMatcher(a=body, b=python, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            for offset in range(i2 - i1):
+                lines.append(body[i1 + offset])
+                origin.append(None)
+                rows.append(start + i1 + offset + 1)
+            continue
+        hunks.append(body[i1:i2])
+        for line in python[j1:j2] or [""]:
+            lines.append(line)
+            origin.append(len(hunks) - 1)
+            rows.append(start + i1 + 1)
+    return lines, origin, hunks, rows
+
+
+# ---------------------------------------------------------------------------- joining and splitting
+def to_program(notebook: dict, use_ipython: Optional[bool] = None) -> Program:
+    sources = [_source(c) for c in notebook.get("cells", []) if c.get("cell_type") == "code"]
+    token = secrets.token_hex(8)
+    while any(token in s for s in sources):
+        token = secrets.token_hex(8)
+    program = Program("", token)
+    text: list = []
     for index, cell in enumerate(notebook.get("cells", [])):
         if cell.get("cell_type") != "code":
             continue
-        first = _source(cell).lstrip().split("\n", 1)[0]
-        if first.startswith("%%") and first.split()[0] not in _PYTHON_CELL_MAGICS:
-            continue  # %%bash, %%writefile...: not Python
-        cells.append(index)
-        lines.append(_MARKER.format(index=index))
-        starts.append(len(lines) + 1)
-        for line in _source(cell).split("\n"):
-            if _MAGIC_RE.match(line):
-                indent = line[:len(line) - len(line.lstrip())]
-                lines.append(indent + _MAGIC_TOKEN.format(index=len(magics)))
-                magics.append(line)
-            else:
-                lines.append(line)
-    return Program("\n".join(lines) + "\n", cells, starts, magics)
-
-
-def from_program(text: str, program: Program, notebook: dict) -> dict:
-    """Split a (fixed) program back into its cells; magic lines come back as they were."""
-    pieces: dict = {}
-    current: Optional[int] = None
-    for line in (text[:-1] if text.endswith("\n") else text).split("\n"):
-        marker = _MARKER_RE.match(line)
-        if marker:
-            current = int(marker.group(1))
-            pieces[current] = []
+        split = _split(_source(cell), use_ipython)
+        if split is None:
             continue
-        token = _MAGIC_TOKEN_RE.match(line)
-        if token:
-            line = program.magics[int(token.group(2))]
-        if current is not None:
-            pieces[current].append(line)
+        lines, origin, hunks, rows = split
+        # The marker and a blank line: what a fix inserts above the cell's first statement goes below
+        # them (fixes.py keeps what lies above a blank line apart from the statement), so in this cell.
+        text += [program.marker(len(program.cells)), ""]
+        program.rows += [(index, 1), (index, 1)]
+        program.cells.append(_Cell(index, lines, origin, hunks, rows))
+        text += lines
+        program.rows += [(index, row) for row in rows]
+    program.text = "\n".join(text) + "\n"
+    return program
+
+
+def from_program(text: str, program: Program, notebook: dict) -> Optional[dict]:
+    """The notebook with its cells' code taken from a (fixed) program; IPython lines come back as
+    they were. None when the program no longer maps onto the cells (a marker moved or went, a fix
+    touched IPython syntax): then nothing may be written."""
+    lines = (text[:-1] if text.endswith("\n") else text).split("\n")
+    at = []
+    for position in range(len(program.cells)):
+        found = [i for i, line in enumerate(lines) if line == program.marker(position)]
+        if len(found) != 1 or (at and found[0] <= at[-1]):
+            return None
+        at.append(found[0])
+    if at and any(line.strip() for line in lines[:at[0]]):
+        return None  # code above the first cell
     updated = json.loads(json.dumps(notebook))
-    for index, cell_lines in pieces.items():
-        cell = updated["cells"][index]
-        code = "\n".join(cell_lines)
-        original = notebook["cells"][index].get("source", "")
-        if isinstance(original, list):
-            cell["source"] = code.splitlines(keepends=True)
-        else:
-            cell["source"] = code
+    for position, cell in enumerate(program.cells):
+        end = at[position + 1] if position + 1 < len(at) else len(lines)
+        new = lines[at[position] + 1:end]
+        if new[:1] == [""]:
+            new = new[1:]
+        if new == cell.lines:
+            continue  # unchanged: the cell keeps its source exactly
+        code = _restore(cell, new)
+        if code is None:
+            return None
+        original = notebook["cells"][cell.index].get("source", "")
+        updated["cells"][cell.index]["source"] = code.splitlines(keepends=True) if isinstance(original, list) \
+            else code
     return updated
+
+
+def _restore(cell: _Cell, new: list) -> Optional[str]:
+    """The cell's source from its fixed program lines: hunks of IPython syntax must come through
+    untouched, and are written as they were."""
+    out: list = []
+    emitted: set = set()
+    matcher = difflib.SequenceMatcher(a=cell.lines, b=new, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            for offset in range(i2 - i1):
+                hunk = cell.origin[i1 + offset]
+                if hunk is None:
+                    out.append(new[j1 + offset])
+                elif hunk not in emitted:
+                    emitted.add(hunk)
+                    out.extend(cell.hunks[hunk])
+            continue
+        if any(cell.origin[i] is not None for i in range(i1, i2)):
+            return None  # a fix changed a line standing for IPython syntax
+        out.extend(new[j1:j2])
+    if len(emitted) != len(cell.hunks):
+        return None
+    return "\n".join(out)
 
 
 def _dump(notebook: dict, original_text: str) -> str:
@@ -118,37 +339,77 @@ def _relocate(finding: Finding, program: Program) -> Finding:
                    fix=fix)
 
 
-def process_notebook(job, data: bytes):
-    from .runner import DIFF, FIX, JobResult, LINT
-    if not names_gpu_library(data):
-        return JobResult()
+# ---------------------------------------------------------------------------- linting and fixing
+@dataclass
+class NotebookOutcome:
+    findings: list = field(default_factory=list)
+    errors: list = field(default_factory=list)
+    warnings: list = field(default_factory=list)
+    fixed: Optional[bytes] = None     # the fixed notebook's bytes, when a fix changed it
+    applied: int = 0
+    fixed_codes: dict = field(default_factory=dict)  # findings fixed per code (for --show-fixes)
+
+
+def _unreadable(name: str, error: NotebookError) -> NotebookOutcome:
+    location = Location(1, 1)
+    return NotebookOutcome(findings=[Finding("PIN000", str(error), name, location, location)])
+
+
+def check_notebook(data: bytes, name: str, settings, fix: bool = False, unsafe: bool = False) -> NotebookOutcome:
+    """Lint (and with ``fix``, fix) a notebook's bytes."""
     try:
-        text = data.decode("utf-8-sig")
-        notebook = json.loads(text)
-        if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
-            raise ValueError("no cells")
-    except (UnicodeDecodeError, ValueError) as exc:
-        location = Location(1, 1)
-        return JobResult(findings=[Finding("PIN000", f"Notebook is not valid JSON: {exc}", job.name, location,
-                                           location)])
+        notebook = read_notebook(data)
+    except NotebookError as exc:
+        return _unreadable(name, exc)
     program = to_program(notebook)
-    if job.mode == LINT or job.mode not in (FIX, DIFF):
-        result = lint_text(program.text, job.name, job.settings)
-        return JobResult(findings=[_relocate(f, program) for f in result.findings],
-                         errors=[result.error] if result.error else [])
-    outcome = fix_text(program.text, job.name, job.settings, job.unsafe)
-    findings = [_relocate(f, program) for f in (outcome.result.findings if outcome.result else [])]
-    report = JobResult(findings=findings, errors=[outcome.error] if outcome.error else [])
+    if not fix:
+        result = lint_text(program.text, name, settings)
+        return NotebookOutcome([_relocate(f, program) for f in result.findings],
+                               [result.error] if result.error else [], [result.warning] if result.warning else [])
+    outcome = fix_text(program.text, name, settings, unsafe)
+    result = outcome.result
+    report = NotebookOutcome([_relocate(f, program) for f in (result.findings if result else [])],
+                             [outcome.error] if outcome.error else [],
+                             [result.warning] if result is not None and result.warning else [])
     if outcome.text == program.text:
         return report
-    new_text = _dump(from_program(outcome.text, program, notebook), text)
-    report.applied, report.changed = outcome.applied, 1
+    updated = from_program(outcome.text, program, notebook)
+    if updated is None:
+        report.errors.append(f"{name}: the fixes could not be mapped back onto the cells; left unchanged")
+        return report
+    text = data.decode("utf-8-sig")
+    report.fixed = (b"\xef\xbb\xbf" if data.startswith(b"\xef\xbb\xbf") else b"") + _dump(updated, text).encode("utf-8")
+    report.applied = outcome.applied
+    report.fixed_codes = getattr(outcome, "fixed", {})
+    return report
+
+
+def _imports_gpu_code(data: bytes, path: str) -> bool:
+    """A notebook that names no GPU library can still call a sibling module's copying code."""
+    from pathlib import Path
+    from .engine import reaches_gpu_code
+    try:
+        program = to_program(read_notebook(data))
+    except (NotebookError, RecursionError, ValueError, TypeError):
+        return False
+    return reaches_gpu_code(program.text.encode("utf-8", "surrogatepass"), Path(path))
+
+
+def process_notebook(job, data: bytes):
+    from .runner import DIFF, FIX, JobResult
+    if not names_gpu_library(data) and not _imports_gpu_code(data, job.path):
+        return JobResult()
+    fixing = job.mode in (FIX, DIFF)
+    outcome = check_notebook(data, job.name, job.settings, fix=fixing, unsafe=job.unsafe)
+    report = JobResult(findings=outcome.findings, errors=outcome.errors, warnings=outcome.warnings)
+    if outcome.fixed is None:
+        return report
+    report.applied, report.changed, report.fixed = outcome.applied, 1, outcome.fixed_codes
     if job.mode == DIFF:
-        report.diff = unified_diff(text, new_text, job.name)
+        report.diff = unified_diff(data.decode("utf-8-sig"), outcome.fixed.decode("utf-8-sig"), job.name)
         return report
     try:
-        write_atomically(Path(job.path), (b"\xef\xbb\xbf" if data.startswith(b"\xef\xbb\xbf") else b"")
-                         + new_text.encode("utf-8"), expected=data)
+        write_atomically(Path(job.path), outcome.fixed, expected=data)
     except OSError as exc:
-        return JobResult(findings=findings, errors=[f"{job.name}: could not write the fixed notebook ({exc})"])
+        return JobResult(findings=outcome.findings, errors=[f"{job.name}: could not write the fixed notebook ({exc})"])
     return report

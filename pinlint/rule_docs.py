@@ -26,3 +26,17 @@ def rule_doc(code: str) -> RuleDoc:
         return RuleDoc(code, path.read_text(encoding="utf-8"))
     except OSError:
         return RuleDoc(code, "")
+
+
+@dataclass(frozen=True)
+class SyntaxErrorRule:
+    """PIN000 is no check over the analysis' facts (nothing can be analysed), but it is listed and
+    documented like one."""
+
+    code: str = "PIN000"
+    name: str = "syntax-error"
+    fix_availability: str = "never"
+    summary: str = "A file pinlint cannot read as Python (always reported; cannot be deselected)"
+
+
+SYNTAX_ERROR = SyntaxErrorRule()

@@ -6,8 +6,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import signal
 import sys
 import tempfile
+import threading
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -17,10 +19,11 @@ from . import __version__
 from .apitables import rules_dir
 from .engine import (FileResult, FixOutcome, end_project, fix_text, lint_bytes, names_gpu_library, passes_prefilter,
                      read_source, start_project)
-from .fixes import ChangedWhileFixing, source_lines, unified_diff, write_atomically
+from .fixes import ChangedWhileFixing, request_stop, source_lines, stop_writing_when, unified_diff, write_atomically
+from .parsing import syntax_error
 from .model import Edit, Finding, Fix, Location, Related
 from .settings import Settings
-from .suppress import ALL, NOQA, comments_by_line, suppressed_codes
+from .suppress import ALL, NOQA, read_lines, suppressed_codes
 
 LINT, FIX, DIFF, ADD_NOQA = "lint", "fix", "diff", "add-noqa"
 
@@ -42,6 +45,7 @@ class JobResult:
     applied: int = 0       # findings resolved by fixes (or noqa comments added)
     changed: int = 0       # 1 when the file was (or would be) rewritten
     diff: str = ""
+    fixed: dict = field(default_factory=dict)  # code -> findings the fixes resolved (for --show-fixes)
 
 
 # ---------------------------------------------------------------------------- one file
@@ -114,7 +118,7 @@ def _fix(job: Job, data: bytes) -> JobResult:
                        warnings=[outcome.result.warning] if outcome.result and outcome.result.warning else [])
     if outcome.text == source.text:
         return report
-    report.applied, report.changed = outcome.applied, 1
+    report.applied, report.changed, report.fixed = outcome.applied, 1, outcome.fixed
     if job.mode == DIFF:
         report.diff = unified_diff(source.text, outcome.text, job.name)
         return report
@@ -131,13 +135,18 @@ def _fix(job: Job, data: bytes) -> JobResult:
 
 
 def add_noqa_text(text: str, findings: list) -> tuple:
-    """(new text, codes added): ``# noqa: CODES`` at the end of each reported line, merged into a
-    ``# noqa: ...`` comment already there; a bare ``# noqa`` already covers everything."""
+    """(new text, codes added): ``# noqa: CODES`` where each reported line ends (the tokenizer's
+    end of that line: past a backslash continuation or a string spanning lines, as ruff does),
+    merged into a ``# noqa: ...`` comment already there; a bare ``# noqa`` already covers everything."""
     wanted: dict = {}
+    lines_info = read_lines(text) if findings else None
     for finding in findings:
-        if finding.code != "PIN000":
-            wanted.setdefault(finding.location.row, set()).add(finding.code)
-    comments = comments_by_line(text) if wanted else {}
+        if finding.code == "PIN000":
+            continue
+        row = lines_info.comment_row(finding.location.row)
+        if row is not None:
+            wanted.setdefault(row, set()).add(finding.code)
+    comments = lines_info.comments if wanted else {}
     lines = source_lines(text)
     added = 0
     for row, codes in sorted(wanted.items()):
@@ -175,6 +184,9 @@ def _add_noqa(job: Job, data: bytes) -> JobResult:
     text, added = add_noqa_text(source.text, result.findings)
     if not added:
         return JobResult()
+    if syntax_error(text) is not None:  # a guard: a comment never breaks a file
+        return JobResult(findings=result.findings,
+                         errors=[f"{job.name}: a noqa comment would not parse here; left unchanged"])
     try:
         write_atomically(Path(job.path), source.to_bytes(text), expected=data)
     except (OSError, UnicodeEncodeError) as exc:
@@ -184,7 +196,20 @@ def _add_noqa(job: Job, data: bytes) -> JobResult:
 
 # ---------------------------------------------------------------------------- many files
 def run_jobs(jobs: list, workers: int, cache: Optional["Cache"] = None) -> list:
-    """Results in the order of ``jobs``. Small runs stay in this process (a pool costs ~100 ms)."""
+    """Results in the order of ``jobs``. Small runs stay in this process (a pool costs ~100 ms).
+    SIGTERM stops the run like Ctrl-C (KeyboardInterrupt): the workers stop first, a write in
+    progress completes or is undone, and no worker outlives the run (they also die with this
+    process if it is killed outright)."""
+    try:
+        with _terminate_as_interrupt():
+            return _run(jobs, workers, cache)
+    except KeyboardInterrupt:
+        # Typer would turn this into a silent exit 130; pinlint says what happened and exits 2.
+        print("pinlint: error: interrupted", file=sys.stderr, flush=True)
+        raise SystemExit(2) from None
+
+
+def _run(jobs: list, workers: int, cache: Optional["Cache"]) -> list:
     root = Path.cwd()
     if workers <= 1 or len(jobs) < 2 * workers:
         start_project(root)
@@ -193,8 +218,72 @@ def run_jobs(jobs: list, workers: int, cache: Optional["Cache"] = None) -> list:
         finally:
             end_project()
     chunk = max(1, min(64, len(jobs) // (workers * 4)))
-    with ProcessPoolExecutor(max_workers=workers, initializer=start_project, initargs=(root,)) as pool:
-        return list(pool.map(_process_with_cache, [(job, cache) for job in jobs], chunksize=chunk))
+    pool = ProcessPoolExecutor(max_workers=workers, initializer=_init_worker, initargs=(os.getpid(), root))
+    try:
+        results = list(pool.map(_process_with_cache, [(job, cache) for job in jobs], chunksize=chunk))
+    except BaseException:
+        _stop_pool(pool)
+        raise
+    pool.shutdown()
+    return results
+
+
+class _terminate_as_interrupt:
+    """While a run lasts, SIGTERM raises KeyboardInterrupt in the main thread, so both end it the
+    same clean way; the previous handler comes back afterwards."""
+
+    def __enter__(self):
+        self.previous = None
+        if threading.current_thread() is threading.main_thread():
+            self.previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.previous is not None:
+            signal.signal(signal.SIGTERM, self.previous)
+
+
+def _raise_interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt()
+
+
+def _stop_pool(pool: ProcessPoolExecutor) -> None:
+    """Stop every worker (each ends at once, or right after the write it is in) and wait for them."""
+    for worker in list((getattr(pool, "_processes", None) or {}).values()):
+        try:
+            worker.terminate()
+        except (OSError, AttributeError):
+            pass
+    pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _init_worker(parent: int, root: Optional[Path] = None) -> None:
+    """A pool worker: Ctrl-C goes to the whole process group, but the parent stops the run; SIGTERM
+    (from the parent, or from the kernel when the parent dies) ends the worker without cutting a
+    write short; and before each write the worker checks that its parent is still there. It keeps
+    one project (the checked tree's modules and their analyses) for every file it is given."""
+    start_project(root)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, lambda signum, frame: request_stop())
+    _die_with_parent()
+    if os.getppid() != parent:
+        os._exit(1)  # the parent died before the line above took effect
+    stop_writing_when(lambda: os.getppid() == parent)
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    """Linux: have the kernel send SIGTERM to this process when its parent dies (prctl)."""
+    if not sys.platform.startswith("linux"):
+        return  # elsewhere the parent-liveness check before each write stops the writing
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
 
 
 def _process_with_cache(item) -> JobResult:
@@ -227,14 +316,15 @@ class Cache:
     fingerprint: str
 
     @staticmethod
-    def open(root: Path) -> "Cache":
-        directory = root / ".pinlint_cache" / __version__
+    def open(root: Path, folder: Optional[Path] = None) -> "Cache":
+        """The cache in ``folder`` (--cache-dir), by default ``.pinlint_cache/`` in the project root."""
+        directory = (folder if folder is not None else root / ".pinlint_cache") / __version__
         return Cache(directory, f"{__version__}:{_tables_fingerprint()}")
 
     def key(self, data: bytes, settings: Settings) -> str:
         digest = hashlib.sha256(data)
         digest.update(f"|{self.fingerprint}|{sorted(settings.select)}|{settings.pin007_min_bytes}|"
-                      f"{settings.render_fixes}".encode())
+                      f"{settings.render_fixes}|{settings.ignore_noqa}".encode())
         return digest.hexdigest()
 
     def get(self, key: str, filename: str) -> Optional[list]:

@@ -51,7 +51,7 @@ SAFE_KIND = "quickfix"
 UNSAFE_KIND = "quickfix.pinlint.unsafe"
 FIX_ALL_KIND = "source.fixAll.pinlint"
 FIX_ALL_TITLE = "pinlint: fix all safe fixes"
-MISSING_PYGLS = "pinlint server needs pygls: pip install 'pinlint[lsp]'"
+MISSING_PYGLS = "pinlint server needs pygls: pip install 'cuda-pinlint[lsp]'"
 PYTHON_SUFFIXES = (".py", ".pyi")
 PYTHON_LANGUAGES = ("python", "")
 
@@ -185,7 +185,7 @@ class SettingsResolver:
             return Settings(), None
         try:
             config = self._load(find_config(path))
-            chosen = resolve_selection(list(config.select), list(config.ignore), list(config.extend_select))
+            chosen = resolve_selection(config.select, list(config.ignore), list(config.extend_select))
             settings = Settings(select=chosen, pin007_min_bytes=config.pin007_min_bytes)
             ignored = config.ignored_codes(str(path))
         except (SettingsError, OSError) as exc:

@@ -12,11 +12,20 @@ class SettingsError(ValueError):
     """A bad option or configuration value; the CLI prints it and exits 2."""
 
 
+# A file that does not parse is always reported, whatever is selected or ignored (as ruff does with
+# syntax errors): nothing else can be said about it, and silence would read as "All checks passed!".
+ALWAYS = frozenset({"PIN000"})
+
+
 @dataclass(frozen=True)
 class Settings:
     select: frozenset = field(default_factory=lambda: frozenset(ALL_CODES))
     pin007_min_bytes: int = 64 * 1024
     render_fixes: bool = True   # compute each fix's text edits (JSON, SARIF, editors); text output needs none
+    ignore_noqa: bool = False   # --ignore-noqa: report findings that `# noqa` comments suppress
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "select", frozenset(self.select) | ALWAYS)
 
 
 def _expand(selector: str, option: str) -> set:
@@ -41,11 +50,13 @@ def _split(values: Optional[Iterable[str]]) -> list:
 
 def resolve_selection(select: Optional[Iterable[str]] = None, ignore: Optional[Iterable[str]] = None,
                       extend_select: Optional[Iterable[str]] = None) -> frozenset:
-    chosen: set = set(ALL_CODES) if not _split(select) else set()
+    """The codes that run: ``select`` (None: every rule; an empty list: none, as in ruff), plus
+    ``extend_select``, less ``ignore``; PIN000 always."""
+    chosen: set = set(ALL_CODES) if select is None else set()
     for selector in _split(select):
         chosen |= _expand(selector, "--select")
     for selector in _split(extend_select):
         chosen |= _expand(selector, "--extend-select")
     for selector in _split(ignore):
         chosen -= _expand(selector, "--ignore")
-    return frozenset(chosen)
+    return frozenset(chosen) | ALWAYS

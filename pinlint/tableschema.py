@@ -81,7 +81,7 @@ EFFECTS: dict[str, EffectSchema] = {
     "contiguous": EffectSchema(frozenset({"arg"}), {}, "a view when contiguous already, else a pageable copy"),
     "copy": EffectSchema(
         frozenset({"host", "device", "stream", "out", "blocking", "dst", "src", "kind_arg", "target_device",
-                   "non_blocking", "async_flag"}),
+                   "non_blocking", "async_flag", "copy_flag"}),
         {"direction": _one_of(*DIRECTIONS), "async": _one_of(*ASYNC_MODES), "staged": _is_bool,
          "returns": _one_of("device", "host-dest"), "library": _is_str, "dest_kind_when_async": _one_of(*KINDS),
          "remembers_stream": _is_bool, "needs_device_side": _is_bool, "host_from_sequence": _is_bool},

@@ -18,8 +18,12 @@ Three sources of programs, all deterministic for a given ``random.Random``:
 ``check_program`` states the properties every program must have and returns what broke:
 linting never raises nor reports an internal error; a program that compiles is never PIN000;
 fixing (safe, and with unsafe fixes) never raises, always yields text that parses and compiles,
-converges (fixing the fixed text changes nothing) and leaves every line that no finding points at
-untouched.
+converges (fixing the fixed text changes nothing), leaves every line that no finding points at
+untouched, uses no name that nothing binds where it is used (``symtable``) and adds no import that
+runs when the module loads (``ast``: a library not imported then, or one imported only under a
+guard); ``--add-noqa``'s text compiles, keeps every string's value and suppresses every finding.
+Generated programs import their libraries at module level, under ``try: ... except ImportError:``
+or only inside ``main()``.
 """
 
 from __future__ import annotations
@@ -39,6 +43,8 @@ import libcst as cst
 from pinlint.apitables import Api, default_tables
 from pinlint.engine import fix_text, lint_text
 from pinlint.settings import Settings
+
+import safety_props
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -235,6 +241,21 @@ class ProgramGenerator:
             body += self.device_alloc()
         body += self.block(0, rng.randint(3, self.max_statements), in_loop=False, in_def=False)
         lines = self.imports.render() + self.helpers + body
+        placement = rng.random()
+        if placement < 0.12:
+            # Optional libraries: every import under `try: ... except ImportError:` (a fix may add
+            # imports only there).
+            imports = self.imports.render()
+            lines = ["try:", *("    " + line for line in imports), "except ImportError:", "    pass", *self.helpers, *body]
+        elif placement < 0.24:
+            # Libraries imported only when main() runs: a fix may not import one when the module loads.
+            lines = ["def main():", *("    " + line for line in self.imports.render() + self.helpers + body), "",
+                     "", "main()"]
+        if rng.random() < 0.1:
+            # Imports bound only inside another function: they bind nothing anywhere else.
+            lines = ["def _probe():", "    import cupyx", "    from numba import cuda", "    import pycuda.driver as drv",
+                     "    return cupyx, cuda, drv", "", *lines]
+        lines = self._continued(lines)
         if rng.random() < 0.1:
             lines.insert(0, '"""A generated program."""')
         if rng.random() < 0.15:
@@ -242,6 +263,24 @@ class ProgramGenerator:
         indent = rng.choice(["    ", "    ", "  ", "\t"])
         text = "\n".join(line.replace("    ", indent) if indent != "    " else line for line in lines) + "\n"
         return text
+
+    def _continued(self, lines: list) -> list:
+        """Some calls split by a backslash continuation, some statements followed by a string that
+        spans lines (where a comment about the line cannot go)."""
+        rng = self.rng
+        out = []
+        for line in lines:
+            simple = "(" in line and not line.rstrip().endswith((":", ",", "(", "[")) and \
+                not line.lstrip().startswith(("@", "def ", "class ", "#", "return", "import", "from"))
+            if simple and ", " in line and rng.random() < 0.04:
+                indent = line[:len(line) - len(line.lstrip())]
+                head, _, tail = line.partition(", ")
+                out += [f"{head}, \\", f"{indent}    {tail}"]
+            elif simple and rng.random() < 0.02:
+                out.append(f'{line}; _doc = """a string\nspanning lines?"""'.replace("\\n", "\n"))
+            else:
+                out.append(line)
+        return out
 
     # ---- names and variables
     def fresh(self, prefix: str) -> str:
@@ -928,6 +967,10 @@ def _mutate_once(rng: random.Random, module: cst.Module, generator: ProgramGener
 CRASH, INTERNAL, SPURIOUS_PIN000, UNCHECKED, UNPARSABLE, NON_CONVERGING, NON_LOCAL, SLOW = (
     "crash", "internal-error", "spurious-PIN000", "unchecked", "unparsable-fix", "non-converging-fix",
     "non-local-edit", "slow")
+# A fix uses a name nothing binds where it is used; a fix adds an import that runs when the module
+# loads (a library it did not import then, or one it imported only under a guard); `--add-noqa`
+# writes a comment that breaks the file, changes a string or does not suppress the finding.
+UNBOUND, NEW_IMPORT, BROKEN_NOQA = "unbound-name", "new-load-time-import", "broken-noqa"
 
 
 @dataclass
@@ -1083,6 +1126,7 @@ def check_program(text: str, name: str = "fuzz.py", modes: tuple = (True, False)
             checked.problems.append(Problem(NON_CONVERGING, f"{label}: fixing the fixed text changes it again:\n"
                                             + "".join(difflib.unified_diff(once.text.splitlines(True),
                                                                            twice.text.splitlines(True), "once", "twice"))))
+        _check_bindings(checked, label, text, once.text)
         if unsafe:
             checked.fixed_lines = len(changed_rows(text, once.text)) or 1
         if locality and compiles:
@@ -1096,10 +1140,46 @@ def check_program(text: str, name: str = "fuzz.py", modes: tuple = (True, False)
                                                     [repr(l)[1:-1] + "\n" for l in source_lines(text)],
                                                     [repr(l)[1:-1] + "\n" for l in source_lines(once.text)],
                                                     "old", "new"))))
+    if compiles and any(f.code != "PIN000" for f in result.findings):
+        _check_noqa(checked, text, name, result.findings)
     checked.seconds = time.perf_counter() - started
     if checked.seconds > slow_seconds:
         checked.problems.append(Problem(SLOW, f"{checked.seconds:.1f} s for {len(text)} characters"))
     return checked
+
+
+def _python_newlines(text: str) -> str:
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _check_bindings(checked: Checked, label: str, old: str, new: str) -> None:
+    """symtable and ast on both texts: no name newly unbound, no new load-time import."""
+    old, new = _python_newlines(old), _python_newlines(new)
+    unbound = safety_props.new_unbound_names(old, new)
+    if unbound:
+        checked.problems.append(Problem(UNBOUND, f"{label}: " + ", ".join(
+            f"`{name}` in {'.'.join(path) or 'the module'}" for path, name in sorted(unbound)) + f":\n{new}"))
+    imports = safety_props.new_load_time_imports(old, new)
+    if imports:
+        checked.problems.append(Problem(NEW_IMPORT, f"{label}: " + ", ".join(
+            f"{library} under {' > '.join(guards) or 'nothing'}" for library, guards in sorted(imports)) + f":\n{new}"))
+
+
+def _check_noqa(checked: Checked, text: str, name: str, findings: list) -> None:
+    from pinlint.runner import add_noqa_text
+    try:
+        new, _ = add_noqa_text(text, findings)
+        if not _compiles(new):
+            checked.problems.append(Problem(BROKEN_NOQA, f"the commented text does not compile:\n{new}"))
+            return
+        if safety_props.string_values(_python_newlines(new)) != safety_props.string_values(_python_newlines(text)):
+            checked.problems.append(Problem(BROKEN_NOQA, f"a comment changed a string's value:\n{new}"))
+        left = [f for f in lint_text(new, name, LINT_SETTINGS).findings if f.code != "PIN000"]
+        if left:
+            checked.problems.append(Problem(BROKEN_NOQA, "not suppressed by the added comments: " + ", ".join(
+                f"{f.code} at {f.location.row}" for f in left) + f":\n{new}"))
+    except Exception:  # noqa: BLE001 - that is the finding
+        checked.problems.append(Problem(CRASH, f"add_noqa: {traceback.format_exc(limit=-3).strip()}"))
 
 
 # --------------------------------------------------------------------------- program streams

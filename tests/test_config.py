@@ -516,7 +516,7 @@ def test_show_settings_reflects_command_line_overrides_and_checks_nothing(tmp_pa
     write(tmp_path, "both.py", BOTH)
     proc = pinlint(tmp_path, "check", "--show-settings", "--select", "PIN001,PIN002", "--ignore", "PIN002", ".")
     shown = _settings(proc)
-    assert shown["select"] == "PIN001"
+    assert shown["select"] == "PIN000, PIN001"  # PIN000 cannot be deselected
     assert "both.py" not in proc.stdout
 
 
@@ -575,3 +575,85 @@ def test_force_exclude_ignores_folders_above_the_project_root(tmp_path):
     assert set(found(project, ".")) == {"a.py"}                     # walking the project: checked
     assert set(found(project, "--force-exclude", "a.py")) == {"a.py"}  # relative name: checked
     assert set(found(project, "--force-exclude", str(bad))) == {"a.py"}  # absolute name: skipped (the bug)
+
+
+# ------------------------------------------------------------------ issue 14: values of the wrong shape
+from helpers import run_in_process  # noqa: E402
+
+
+def _one_error(monkeypatch, capsys, cwd, *args) -> str:
+    code, out, err = run_in_process(monkeypatch, capsys, cwd, *args)
+    lines = err.strip().splitlines()
+    assert code == 2 and out == "" and len(lines) == 1, (code, out, err)
+    assert lines[0].startswith("pinlint: error: ")
+    return lines[0]
+
+
+@pytest.mark.parametrize("name, body, key", [
+    ("pyproject.toml", "tool = 1\n", "`tool`"),
+    ("pyproject.toml", '[tool]\npinlint = "x"\n', "`tool.pinlint`"),
+    ("pinlint.toml", "tool = 5\n", "`tool`"),
+    ("pinlint.toml", '[tool]\npinlint = []\n', "`tool.pinlint`"),
+])
+def test_a_table_of_the_wrong_shape_is_a_one_line_error(tmp_path, monkeypatch, capsys, name, body, key):
+    write(tmp_path, name, body)
+    write(tmp_path, "both.py", BOTH)
+    for args in (("check", "."), ("check", "--fix", "."), ("check", "--show-settings")):
+        line = _one_error(monkeypatch, capsys, tmp_path, *args)
+        assert name in line and f"{key} must be a table" in line
+
+
+def test_an_odd_unrelated_pyproject_does_not_stop_a_run_with_another_configuration(tmp_path, monkeypatch, capsys):
+    toml(tmp_path, "pyproject.toml", """
+        [tool.pinlint]
+        select = ["PIN007"]
+        """)
+    write(tmp_path, "sub/pyproject.toml", "tool = 1\n")
+    write(tmp_path, "sub/both.py", BOTH)
+    code, out, err = run_in_process(monkeypatch, capsys, tmp_path / "sub", "check", "--no-cache", ".")
+    assert code == 1 and err == "" and "PIN007" in out and "PIN001" not in out
+    # Named with --config, the odd file is never read.
+    write(tmp_path, "sub/pinlint.toml", 'select = ["PIN001"]\n')
+    code, out, err = run_in_process(monkeypatch, capsys, tmp_path / "sub", "check", "--no-cache", "--config",
+                                    "pinlint.toml", ".")
+    assert code == 1 and err == "" and "PIN001" in out
+
+
+def test_pinlint_toml_with_only_other_tools_tables_is_the_defaults(tmp_path, monkeypatch, capsys):
+    toml(tmp_path, "pyproject.toml", """
+        [tool.pinlint]
+        select = ["PIN007"]
+        """)
+    toml(tmp_path, "sub/pinlint.toml", """
+        [tool.other]
+        answer = 42
+        """)
+    write(tmp_path, "sub/both.py", BOTH)
+    code, out, err = run_in_process(monkeypatch, capsys, tmp_path / "sub", "check", "--no-cache", ".")
+    assert code == 1 and err == "" and "PIN001" in out and "PIN007" in out
+
+
+def test_top_level_keys_beside_the_tool_table_are_reported(tmp_path, monkeypatch, capsys):
+    toml(tmp_path, "pinlint.toml", """
+        select = ["PIN001"]
+
+        [tool.pinlint]
+        ignore = ["PIN007"]
+        """)
+    write(tmp_path, "both.py", BOTH)
+    line = _one_error(monkeypatch, capsys, tmp_path, "check", ".")
+    assert "pinlint.toml" in line and "`select`" in line and "[tool.pinlint]" in line
+
+
+def test_an_empty_select_selects_nothing(tmp_path, monkeypatch, capsys):
+    toml(tmp_path, "pyproject.toml", """
+        [tool.pinlint]
+        select = []
+        extend-select = ["PIN007"]
+        """)
+    write(tmp_path, "both.py", BOTH)
+    write(tmp_path, "broken.py", "import cupy\nd = cupy.empty(\n")
+    code, out, err = run_in_process(monkeypatch, capsys, tmp_path, "check", "--no-cache", "--format", "json", ".")
+    assert {(f["filename"], f["code"]) for f in json.loads(out)} == {("both.py", "PIN007"), ("broken.py", "PIN000")}
+    code, out, _ = run_in_process(monkeypatch, capsys, tmp_path, "check", "--show-settings")
+    assert "select: PIN000, PIN007" in out.splitlines()

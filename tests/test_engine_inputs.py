@@ -32,8 +32,10 @@ def test_undecodable_bytes_are_pin000():
     assert "not valid Python source" in result.findings[0].message
 
 
-def test_pin000_can_be_ignored():
-    assert lint_text("import cupy\nx = (\n", "t.py", Settings(select=frozenset({"PIN001"}))).findings == []
+def test_pin000_cannot_be_deselected():
+    # Issue 14: a file that does not parse is reported whatever is selected (as ruff does).
+    [finding] = lint_text("import cupy\nx = (\n", "t.py", Settings(select=frozenset({"PIN001"}))).findings
+    assert finding.code == "PIN000"
 
 
 def test_missing_path_does_not_claim_all_checks_passed(tmp_path):

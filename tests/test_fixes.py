@@ -210,32 +210,97 @@ def test_read_only_file_is_left_intact(tmp_path):
     assert done.returncode == 2 and "could not write" in done.stderr
 
 
-def test_killed_fix_run_leaves_every_file_old_or_new(tmp_path):
-    original = (CASES / "cupy_set_async.in.py").read_text(encoding="utf-8")
-    fixed = _expected(CASES / "cupy_set_async.in.py")
+_PADDING = ("#" * 100 + "\n") * 2_000  # large writes, so that a write cut short would show
+
+
+def _fix_tree(tmp_path, count=400) -> tuple:
+    """(tree, original text, fixed text): ``count`` copies of a fixable file."""
+    original = (CASES / "cupy_set_async.in.py").read_text(encoding="utf-8") + _PADDING
+    fixed = _expected(CASES / "cupy_set_async.in.py") + _PADDING
     tree = tmp_path / "tree"
     tree.mkdir()
-    for index in range(400):
-        # Pad each file so that writes are large enough to be caught mid-way if they were not atomic.
-        (tree / f"m{index:03d}.py").write_text(original + ("#" * 100 + "\n") * 2_000, encoding="utf-8")
-    process = subprocess.Popen([sys.executable, "-m", "pinlint", "fix", "tree"], cwd=tmp_path,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for index in range(count):
+        (tree / f"m{index:03d}.py").write_text(original, encoding="utf-8")
+    return tree, original, fixed
+
+
+def _start_fix_run(tmp_path, tree, *args) -> subprocess.Popen:
+    """`pinlint fix tree` with two workers, in its own process group; returns once files are being fixed."""
+    process = subprocess.Popen([sys.executable, "-m", "pinlint", "fix", "--jobs", "2", *args, "tree"], cwd=tmp_path,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     deadline = time.time() + 60
-    while time.time() < deadline:  # wait until some files are fixed, then kill without warning
+    while time.time() < deadline:  # wait until some files are fixed
         time.sleep(0.05)
         if sum(1 for p in tree.glob("*.py") if "cupyx" in p.read_text(encoding="utf-8")) >= 5:
             break
+    return process
+
+
+def _alive_in_group(group: int) -> list:
+    """Processes of a process group that still run (zombies waiting for a reaper do not)."""
+    alive = []
+    for stat_file in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat_file.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == group and fields[0] != "Z":
+            alive.append(int(stat_file.parent.name))
+    return alive
+
+
+def _snapshot(tree) -> dict:
+    return {p.name: p.read_bytes() for p in tree.iterdir()}
+
+
+def _assert_stopped(tree, group, original, fixed) -> None:
+    """Within a few seconds no process of the run is left; after that no file changes, every file
+    is its old or its new text, and no temporary file is left."""
+    deadline = time.time() + 10
+    while _alive_in_group(group) and time.time() < deadline:
+        time.sleep(0.05)
+    assert _alive_in_group(group) == [], "a process of the stopped run survived it"
+    before = _snapshot(tree)
+    time.sleep(1.0)
+    assert _snapshot(tree) == before, "files changed after the run was stopped"
+    states = {"old": 0, "new": 0}
+    for name, content in before.items():
+        assert name.endswith(".py"), f"{name} left behind"
+        text = content.decode("utf-8")
+        assert text in (original, fixed), f"{name} is neither old nor new"
+        states["old" if text == original else "new"] += 1
+    assert states["new"] >= 5 and states["old"] >= 1, states
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads processes from /proc (Linux)")
+def test_killed_fix_run_leaves_every_file_old_or_new(tmp_path):
+    tree, original, fixed = _fix_tree(tmp_path)
+    process = _start_fix_run(tmp_path, tree)
+    os.killpg(process.pid, signal.SIGKILL)  # the whole process group, without warning
+    process.wait()
+    _assert_stopped(tree, process.pid, original, fixed)
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads processes from /proc (Linux)")
+def test_workers_die_with_a_killed_parent(tmp_path):
+    # Issue 14: after SIGKILL of the parent alone, both workers lived on (parent 1) and kept fixing files.
+    tree, original, fixed = _fix_tree(tmp_path)
+    process = _start_fix_run(tmp_path, tree)
     process.send_signal(signal.SIGKILL)
     process.wait()
-    states = {"old": 0, "new": 0}
-    for path in tree.glob("*.py"):
-        content = path.read_text(encoding="utf-8")
-        if content == original + ("#" * 100 + "\n") * 2_000:
-            states["old"] += 1
-        else:
-            assert content == fixed + ("#" * 100 + "\n") * 2_000, f"{path.name} is neither old nor new"
-            states["new"] += 1
-    assert states["new"] >= 5
+    _assert_stopped(tree, process.pid, original, fixed)
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads processes from /proc (Linux)")
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_stopped_run_stops_its_workers_cleanly(tmp_path, signum):
+    tree, original, fixed = _fix_tree(tmp_path)
+    process = _start_fix_run(tmp_path, tree)
+    process.send_signal(signum)
+    _, err = process.communicate(timeout=30)
+    assert process.returncode == 2
+    assert err.decode().strip().splitlines() == ["pinlint: error: interrupted"]
+    _assert_stopped(tree, process.pid, original, fixed)
 
 
 # ------------------------------------------------------------------ edits as ruff's JSON shows them

@@ -71,3 +71,122 @@ def test_a_clean_notebook_and_a_broken_one(tmp_path):
     (tmp_path / "demo.ipynb").write_text('{"cells": [ {"cell_type": "code", "source": "import cupy"', encoding="utf-8")
     done = _pinlint(tmp_path, "check", ".")
     assert done.returncode == 1 and "PIN000" in done.stdout and "Traceback" not in done.stderr
+
+
+# ------------------------------------------------------------------ issue 14: never lose or misread a cell
+import pytest  # noqa: E402
+
+from pinlint import notebooks  # noqa: E402
+from pinlint.settings import Settings  # noqa: E402
+
+from pathlib import Path  # noqa: E402
+
+CORPUS = Path(__file__).resolve().parent / "safety_corpus"
+
+
+def _sources(notebook: dict) -> list:
+    return ["".join(c["source"]) if isinstance(c["source"], list) else c["source"] for c in notebook["cells"]]
+
+
+@pytest.fixture(params=["ipython", "stand-in"])
+def ipython_rules(request, monkeypatch):
+    """Each test runs with IPython's TransformerManager and with the tokenizer-aware stand-in."""
+    if request.param == "ipython":
+        pytest.importorskip("IPython.core.inputtransformer2")
+        monkeypatch.setattr(notebooks, "_TRANSFORMER", [])
+    else:
+        monkeypatch.setattr(notebooks, "_TRANSFORMER", [None])
+    return request.param
+
+
+def _check(name: str, fix: bool = False):
+    data = (CORPUS / name).read_bytes()
+    return data, notebooks.check_notebook(data, name, Settings(), fix=fix, unsafe=True)
+
+
+def test_marker_like_text_in_a_cell_is_only_text(ipython_rules):
+    # `# %%pinlint-cell 1%%` in a cell emptied that cell on --fix (and `99` was an internal error).
+    data, outcome = _check("nb_marker_text.ipynb", fix=True)
+    assert outcome.errors == [] and outcome.fixed is not None
+    before, after = _sources(json.loads(data)), _sources(json.loads(outcome.fixed))
+    assert after[1] == before[1].replace("np.empty(", "cupyx.empty_pinned(")
+    assert after[2:] == before[2:]
+    assert after[0].rstrip("\n") == before[0] + "\nimport cupyx"
+
+
+@pytest.mark.parametrize("source", [
+    "files = !ls\nprint(files)",
+    "msg = ('%d items'\n % n)",
+    "ok = (n\n != 0)",
+    'doc = """Is it?\nyes"""',
+    "np.zeros?",
+    "?np.zeros",
+    "!ls \\\n  -l",
+    "%time x = 1",
+    "t = %timeit -o x = 1",
+    "if n:\n    !echo yes\n    %time y = 2",
+    "x = 1  # why?",
+])
+def test_valid_cells_are_not_syntax_errors(ipython_rules, source):
+    notebook = {"cells": [{"cell_type": "code", "metadata": {}, "outputs": [], "source": "import cupy as cp\nn = 1"},
+                          {"cell_type": "code", "metadata": {}, "outputs": [], "source": source}],
+                "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    outcome = notebooks.check_notebook(json.dumps(notebook).encode(), "nb.ipynb", Settings())
+    assert [f.code for f in outcome.findings] == [] and outcome.errors == []
+
+
+def test_ipython_syntax_is_kept_through_a_fix(ipython_rules):
+    data, outcome = _check("nb_ipython.ipynb", fix=True)
+    assert outcome.errors == [] and outcome.applied == 2
+    before, after = _sources(json.loads(data)), _sources(json.loads(outcome.fixed))
+    for old, new in zip(before, after):
+        for line in old.split("\n"):
+            if line.lstrip()[:1] in ("%", "!") or line.rstrip().endswith("?") or "= !" in line:
+                assert line in new.split("\n"), f"{line!r} was lost"
+    assert after[4] == before[4], "a %%bash cell is left alone"
+    lint = notebooks.check_notebook(outcome.fixed, "nb.ipynb", Settings())
+    assert lint.findings == [] and lint.errors == []
+
+
+def test_a_hoisted_statement_stays_in_its_cell(ipython_rules):
+    # The loop is the first statement of cell 2: what the fix puts above it belongs to cell 2, not 1.
+    data, outcome = _check("nb_hoist_first_cell.ipynb", fix=True)
+    before, after = _sources(json.loads(data)), _sources(json.loads(outcome.fixed))
+    assert after[0] == before[0] and after[2] == before[2]
+    assert after[1].startswith("h = cupyx.empty_pinned(1 << 20, dtype=np.float32)\nfor i in range(10):\n")
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in (CORPUS / "bad_notebooks").glob("*.ipynb")) + ["deep"])
+def test_malformed_notebooks_are_pin000_and_the_run_goes_on(tmp_path, name):
+    if name == "deep":
+        (tmp_path / "deep.ipynb").write_text('{"cells": [], "x": "import cupy", "y": ' + "[" * 100_000 + "]" * 100_000
+                                             + "}", encoding="utf-8")
+    else:
+        (tmp_path / name).write_bytes((CORPUS / "bad_notebooks" / name).read_bytes())
+    _write(tmp_path)
+    stem = "deep.ipynb" if name == "deep" else name
+    done = _pinlint(tmp_path, "check", "--no-cache", ".")
+    assert done.returncode == 1 and done.stderr == "", done.stderr
+    assert f"{stem}:1:1: PIN000 Notebook" in done.stdout
+    assert "demo.ipynb:cell 3:5:1: PIN001" in done.stdout, "the other notebook is still checked"
+    before = (tmp_path / stem).read_bytes()
+    fixed = _pinlint(tmp_path, "fix", ".")
+    assert fixed.returncode == 1 and "Traceback" not in fixed.stderr
+    assert (tmp_path / stem).read_bytes() == before
+
+
+def test_stdin_notebook_is_linted_as_a_notebook(tmp_path):
+    data = json.dumps(NOTEBOOK, indent=1) + "\n"
+    done = subprocess.run([sys.executable, "-m", "pinlint", "check", "--stdin-filename", "nb.ipynb"], cwd=tmp_path,
+                          input=data, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and done.stdout.startswith("nb.ipynb:cell 3:5:1: PIN001 "), done.stdout + done.stderr
+
+
+def test_stdin_notebook_fix_prints_the_fixed_notebook(tmp_path):
+    data = json.dumps(NOTEBOOK, indent=1) + "\n"
+    done = subprocess.run([sys.executable, "-m", "pinlint", "check", "--fix", "--stdin-filename", "nb.ipynb"],
+                          cwd=tmp_path, input=data, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    fixed = json.loads(done.stdout)
+    assert "cupyx.empty_pinned(1 << 20, dtype=np.float32)" in _sources(fixed)[2]
+    assert fixed["cells"][1]["outputs"] == NOTEBOOK["cells"][1]["outputs"]

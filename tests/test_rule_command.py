@@ -93,7 +93,8 @@ def test_rule_all_lists_every_rule_with_name_fix_and_default_state():
     proc = pinlint("rule", "--all")
     assert proc.returncode == 0
     rows = _table(proc.stdout)
-    assert list(rows) == CODES  # the order of ALL_RULES
+    assert list(rows) == ["PIN000", *CODES]  # PIN000, then the order of ALL_RULES
+    assert rows["PIN000"]["default"] == "always" and rows["PIN000"]["fix"] == "never"
     default = Settings().select
     for rule in ALL_RULES:
         row = rows[rule.code]
@@ -111,7 +112,7 @@ def test_rule_without_a_code_lists_them_too():
 
 
 def test_every_rule_code_has_a_doc_and_every_doc_a_rule():
-    assert {p.stem for p in RULES.glob("PIN*.md")} == set(CODES)
+    assert {p.stem for p in RULES.glob("PIN*.md")} == set(CODES) | {"PIN000"}
     assert set(CODES) == set(ALL_CODES) - {"PIN000"}
 
 

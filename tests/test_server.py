@@ -372,7 +372,7 @@ def test_serve_without_pygls():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=10, cwd=REPO,
                           stdin=subprocess.DEVNULL)
     assert done.returncode == 2
-    assert done.stderr.strip() == MISSING_PYGLS == "pinlint server needs pygls: pip install 'pinlint[lsp]'"
+    assert done.stderr.strip() == MISSING_PYGLS == "pinlint server needs pygls: pip install 'cuda-pinlint[lsp]'"
     assert done.stdout == ""
 
 

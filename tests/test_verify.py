@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import os
 import json
 import subprocess
 import sys
@@ -262,3 +263,127 @@ def test_nan_results_are_the_same_result_in_every_process():
     nan = float("nan")
     merged = combined([Outcome((1.0,), {"value": nan}), Outcome((2.0,), {"value": nan})])
     assert merged.processes == 2 and merged.times_ms == (1.0, 2.0)
+
+
+# ---------------------------------------------------------------------------- judged by the recorder
+from pinlint.verify import recorded  # noqa: E402
+from pinlint.verify.verdict import judge_recorded  # noqa: E402
+
+
+def _run(copies=(), allocs=(), frees=(), kernels=(0, 0)) -> dict:
+    return {"copies": [list(c) for c in copies], "allocs": [list(a) for a in allocs],
+            "frees": [list(f) for f in frees], "kernels": list(kernels)}
+
+
+def _copy(line, host_ms, kind="pageable", api="cuMemcpyHtoDAsync_v2", direction="h2d", nbytes=1 << 24,
+          device_ms=2.0):
+    return [line, api, direction, kind, nbytes, int(device_ms * 1e6), int(host_ms * 1e6), False]
+
+
+def test_pin001_is_judged_by_how_long_each_flagged_copy_held_the_host():
+    bad = tuple(_run([_copy(39, ms, device_ms=2.2), _copy(50, 0.01, api="cuMemcpyDtoH_v2", direction="d2h")])
+                for ms in (40, 44, 48))
+    fixed = tuple(_run([_copy(41, ms, kind="pinned", device_ms=0.3)]) for ms in (0.03, 0.04, 0.05))
+    measure = recorded.measure("PIN001", bad, fixed, {39})
+    assert measure.metric == "host held per copy" and measure.bad == (40.0, 44.0, 48.0)
+    assert measure.fixed == (0.03, 0.04, 0.05)  # the fixed copy moved to line 41: matched by API and direction
+    assert measure.confirmed and measure.margin == 8.0
+    assert "7.6 -> 55.9 GB/s (pageable -> pinned)" in measure.detail
+    verdict = judge_recorded("PIN001", _outcome([1]), _outcome([1]), measure)
+    assert verdict.verdict == CONFIRMED and verdict.ratio == pytest.approx(44 / 0.04)
+
+
+def test_a_recorded_difference_within_the_spread_is_not_reproduced():
+    bad = tuple(_run([_copy(39, ms)]) for ms in (10, 30))
+    fixed = tuple(_run([_copy(39, ms, kind="pinned")]) for ms in (5, 12))
+    measure = recorded.measure("PIN001", bad, fixed, {39})
+    verdict = judge_recorded("PIN001", _outcome([1]), _outcome([1]), measure)
+    assert verdict.verdict == NOT_REPRODUCED and verdict.refuted and "spread 20 ms" in verdict.detail
+
+
+def test_pin007_is_judged_by_the_flagged_copies_device_time_per_run():
+    bad = tuple(_run([_copy(40, 1, device_ms=ms), _copy(40, 1, device_ms=ms)]) for ms in (30, 31))
+    fixed = tuple(_run([_copy(40, 1, kind="pinned", device_ms=ms)] * 2) for ms in (5, 5.2))
+    measure = recorded.measure("PIN007", bad, fixed, {40})
+    assert measure.bad == (60.0, 62.0) and measure.fixed == (10.0, 10.4) and measure.confirmed
+    assert measure.detail.startswith("2 copies per run; h2d")
+
+
+def test_pin002_is_judged_by_time_in_pinned_allocation_per_run_and_explains_a_pool():
+    alloc = lambda ms: [31, "cuMemHostAlloc", 1 << 24, 0, int(ms * 1e6), False]  # noqa: E731
+    bad = tuple(_run(allocs=[alloc(6)] * 10, frees=[[31, int(1e6)]] * 10) for _ in range(3))
+    fixed = tuple(_run(allocs=[alloc(6)]) for _ in range(3))
+    measure = recorded.measure("PIN002", bad, fixed, {31})
+    assert measure.bad == (70.0,) * 3 and measure.fixed == (6.0,) * 3 and measure.confirmed
+    assert measure.detail == "10 -> 1 pinned allocations per run"
+    pooled = recorded.measure("PIN002", fixed, fixed, {31})
+    verdict = judge_recorded("PIN002", _outcome([1]), _outcome([1]), pooled, pooled=True)
+    assert verdict.verdict == NOT_REPRODUCED and not verdict.refuted and "pooled" in verdict.detail
+
+
+def test_pin004_needs_kernel_records_and_counts_kernels_plus_copies():
+    bad = tuple(_run(kernels=(10, int(50e6))) for _ in range(2))
+    fixed = tuple(_run([_copy(0, 5, kind="pinned", device_ms=4.7)], kernels=(10, int(1e6))) for _ in range(2))
+    measure = recorded.measure("PIN004", bad, fixed, {44})
+    assert measure.bad == (50.0, 50.0) and measure.fixed == (5.7, 5.7) and measure.confirmed
+    assert "kernels 50.00 -> 1.00 ms" in measure.detail
+    assert recorded.measure("PIN004", tuple(_run() for _ in range(2)), fixed, {44}) is None
+
+
+def test_no_recorded_copy_on_the_flagged_line_falls_back_to_run_time_and_says_so():
+    fixture = harness.Fixture(FIXTURES / "PIN001" / "cupy_set_async.py", ("PIN001",))
+    row = harness.Row(fixture, "PIN001", 1 << 22,
+                      Outcome((30.0, 31.0), {"value": 1.0}, runs=(_run(), _run())),
+                      Outcome((10.0, 11.0), {"value": 1.0}, runs=(_run(), _run())))
+    verdict = harness.judge_row(row, "PIN001", recording=True, is_pooled=False)
+    assert verdict.verdict == CONFIRMED and "judged by run time" in verdict.detail and row.measure is None
+
+
+def test_a_measured_row_shows_the_recorded_metric_in_every_format():
+    fixture = harness.Fixture(FIXTURES / "PIN001" / "cupy_set_async.py", ("PIN001",))
+    lines = harness.flagged_lines(fixture, "PIN001")
+    bad = Outcome((30.0, 31.0), {"value": 1.0}, runs=tuple(_run([_copy(min(lines), ms)]) for ms in (40, 44)))
+    fixed = Outcome((10.0, 11.0), {"value": 1.0},
+                    runs=tuple(_run([_copy(min(lines), ms, kind="pinned")]) for ms in (0.03, 0.05)))
+    row = harness.Row(fixture, "PIN001", 1 << 22, bad, fixed)
+    row.verdict = harness.judge_row(row, "PIN001", recording=True, is_pooled=False)
+    out = io.StringIO()
+    report.write_markdown([row], out)
+    assert "| host held per copy (ms) | 42 ±4 | 0.04 ±0.02 | 1050.00x | confirmed (2 vs 2 copies;" in out.getvalue()
+    data = json.loads(_json([row]))[0]
+    assert data["recorded"]["metric"] == "host held per copy" and data["recorded"]["bad"] == [40.0, 44.0]
+
+
+def test_the_runner_splits_events_into_runs_by_device_and_host_clocks(tmp_path):
+    from pinlint.trace.events import Copy, HostAlloc, HostFree, Kernel, Site
+    from pinlint.verify.runner import Collector
+    program = tmp_path / "f.py"
+    collector = Collector(str(program))
+    here, elsewhere = Site(str(program), 7), Site("/lib/x.py", 3, "", False)
+    for event in (Copy(here, "cuMemcpyHtoDAsync_v2", "h2d", "pageable", 8, 2, 3, blocking=True, start_ns=150),
+                  Copy(here, "cuMemcpyHtoDAsync_v2", "h2d", "pinned", 8, 2, 3, start_ns=50),  # a warm-up copy
+                  HostAlloc(elsewhere, "cuMemHostAlloc", 16, 4, 5, t_ns=1500), HostFree(here, "cuMemFreeHost", 1, 6,
+                                                                                          t_ns=2500),
+                  Kernel("k", 9, 120), Kernel("k", 1, 180), Kernel("k", 4, 250)):
+        collector.add(event)
+    first, second = collector.runs([((100, 200), (1000, 2000)), ((200, 300), (2000, 3000))])
+    assert first == {"copies": [[7, "cuMemcpyHtoDAsync_v2", "h2d", "pageable", 8, 2, 3, True]],
+                     "allocs": [[0, "cuMemHostAlloc", 16, 4, 5, False]], "frees": [], "kernels": [2, 10]}
+    assert second == {"copies": [], "allocs": [], "frees": [[7, 6]], "kernels": [1, 4]}
+
+
+def test_the_runner_records_each_timed_run_with_the_recorder(tmp_path, monkeypatch):
+    """A fresh process with the recorder over a stand-in CUPTI: the warm-up is left out and each
+    timed run has its own copies, on the fixture's own line."""
+    fake = Path(__file__).resolve().parent / "fake_cupti" / "site-packages"
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(fake), str(Path(harness.__file__).parents[2])]))
+    program = tmp_path / "toy.py"
+    program.write_text("from cupti import cupti as gpu\nSIZES = [2]\n"
+                       "def run(n):\n"
+                       "    for _ in range(n):\n"
+                       "        gpu.fake_copy('h2d', 1, 4096, device_ns=500)\n"
+                       "    return 1.0\n")
+    outcome = harness.measure(program, 2, repeats=3, warmup=1, timeout=60, record=True)
+    assert len(outcome.runs) == 3
+    assert all([c[0] for c in run["copies"]] == [5, 5] for run in outcome.runs)
+    assert outcome.runs[0]["copies"][0][3:6] == ["pageable", 4096, 500]

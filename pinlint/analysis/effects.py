@@ -444,6 +444,10 @@ def _copy(ev, api: Api, node, receiver, args: Args) -> Value:
             return receiver if receiver is not None else UNKNOWN  # .to("cpu") of a host tensor
         if direction == "d2h" and target:
             return receiver if receiver is not None else UNKNOWN
+    if api.arg("copy_flag") is not None and args.value(api.arg("copy_flag")) == Const.of(False):
+        stream = args.value(api.arg("stream"))
+        return Device(api.opt("library", api.library),
+                      stream if isinstance(stream, Stream) and api.opt("remembers_stream") else None)
     if api.opt("host_from_sequence") and isinstance(host, (Items, Seq)):
         # A list or tuple is first made into a new NumPy array: pageable memory, then copied.
         site = ev.site(node, Kind.PAGEABLE, "numpy", api.name, variant="from-sequence")

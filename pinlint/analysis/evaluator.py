@@ -311,7 +311,8 @@ class Evaluator:
         folded = fold(node.operator, left, right)
         if folded is not None:
             return folded
-        if isinstance(node.operator, cst.Multiply) and isinstance(left, (Items, Seq)) and isinstance(right, Const):
+        if isinstance(node.operator, cst.Multiply) and isinstance(left, (Items, Seq)) and \
+                not isinstance(right, (Host, Device, Tensor)):
             return Seq(element_of(left)) if not (isinstance(left, Items) and not left.items) else left  # [0] * n
         if isinstance(node.operator, cst.Add) and isinstance(left, (Items, Seq)) and isinstance(right, (Items, Seq)):
             self.escape(node, [left, right])  # bufs + [h]: kept in the new list

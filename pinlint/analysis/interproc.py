@@ -361,9 +361,10 @@ def _pinned_inside(ev, fn: Function, node, outcome: Outcome) -> None:
 
 
 # ------------------------------------------------------------------------------ lifting
-def signature(event: Event) -> tuple:
-    return (event.type, event.node, event.sites, event.maybe_unknown, event.direction, event.is_async,
-            event.dest_allocated, event.pending)
+def verdict(event: Event) -> tuple:
+    """What rules can conclude from an event, leaving out which particular buffer it is."""
+    return (frozenset(event.kinds), bool(event.sites), event.maybe_unknown, event.direction, event.is_async,
+            event.dest_allocated, event.staged, frozenset((p.direction, p.hypothetical) for p in event.pending))
 
 
 _DESCRIBE = {EventType.COPY: "copied here by `{api}`", EventType.READ: "read here", EventType.WRITE: "written here",
@@ -381,16 +382,22 @@ def _lift(ev, fn: Function, node, outcome: Outcome, baseline: Optional[Outcome])
     what the caller passed, so the caller is where they are reported."""
     if not ev.emit:
         return
-    known = {signature(e) for e in baseline.events} if baseline is not None else set()
+    known: dict = {}
+    for event in baseline.events if baseline is not None else ():
+        known.setdefault((event.type, event.node), set()).add(verdict(event))
     internal = _internal(fn)
+    outside = ev.state.pending  # copies in flight when the call was made
 
     def contextual(site: Site) -> Site:
         # A buffer the callee allocates on this call lives in the caller's loops too.
         return replace(site, loops=ev.loops + site.loops) if internal(site) and ev.loops else site
 
     for event in outcome.events:
-        if event.type is EventType.SYNC or signature(event) in known:
+        if event.type is EventType.SYNC:
             continue
+        external = any(not internal(s) for s in event.sites) or bool(event.pending & outside)
+        if not external and verdict(event) in known.get((event.type, event.node), ()):
+            continue  # the callee's own analysis reports it (or nothing) already
         if event.type in (EventType.ALLOC, EventType.REGISTER) and all(internal(s) for s in event.sites):
             continue  # the callee's own allocations: see _pinned_inside
         step = TraceStep(event.module, event.node, describe(event), fn.name)

@@ -29,7 +29,7 @@ def gpu_problem() -> Optional[str]:
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["unknown error"])[-1]
         if "ModuleNotFoundError" in last:
-            return "CuPy is not installed (pip install 'pinlint[gpu]')"
+            return 'CuPy is not installed (pip install "cuda-pinlint[gpu]")'
         return f"no CUDA device is usable ({last[:160]})"
     if done.stdout.strip() in ("", "0"):
         return "no CUDA device is visible"
@@ -49,7 +49,9 @@ def _error(message: str) -> int:
 
 
 def run_verify(paths, output_format, plot, repeats, warmup, sizes, timeout, estimate, default_bytes,
-               processes: int = 2) -> int:
+               processes: int = 2, recorder: Optional[bool] = None) -> int:
+    """``recorder``: None uses the CUPTI recorder where it is installed, True requires it, False
+    times whole runs only."""
     if output_format not in ("text", "json", "markdown"):
         return _error(f"--format must be text, json or markdown, not {output_format!r}")
     if sizes not in ("min", "max", "all"):
@@ -59,21 +61,27 @@ def run_verify(paths, output_format, plot, repeats, warmup, sizes, timeout, esti
         return _error(f"pinlint verify needs a CUDA GPU: {problem}")
     if estimate is not None:
         return run_estimate(Path(estimate), repeats, default_bytes, output_format)
+    available = harness.recorder_available()
+    if recorder and not available:
+        return _error('--recorder needs CUPTI (pip install "cuda-pinlint[trace]")')
+    record = available if recorder is None else recorder
     fixtures = harness.discover_fixtures(paths or [str(bundled_fixtures())])
     if not fixtures:
         return _error("no fixtures found (a fixture starts with '# pinlint-expect: PINxxx')")
 
     def progress(row) -> None:
-        typer.echo(f"  {row.code} {row.fixture.path.name}: {row.verdict.verdict}", err=True)
+        # The figures too: a run stopped before the table is written still leaves its numbers here.
+        detail = f" ({row.verdict.detail})" if row.verdict.detail else ""
+        typer.echo(f"  {row.code} {row.fixture.path.name}: {row.verdict.verdict}{detail}", err=True)
 
-    rows = harness.verify(fixtures, repeats, warmup, sizes, timeout, progress, processes)
+    rows = harness.verify(fixtures, repeats, warmup, sizes, timeout, progress, processes, record)
     writer = {"text": report.write_table, "json": report.write_json, "markdown": report.write_markdown}[output_format]
     writer(rows, sys.stdout)
     if plot:
         try:
             report.write_plot(rows, plot)
         except ImportError:
-            return _error("--plot needs matplotlib (pip install matplotlib)")
+            return _error('--plot needs matplotlib (pip install "cuda-pinlint[plot]")')
     return EXIT_REFUTED if any(failed(row) for row in rows) else EXIT_OK
 
 

@@ -14,7 +14,8 @@ from typing import Callable, Iterable, Optional
 
 from ..engine import fix_text, lint_text
 from ..settings import Settings
-from .verdict import ERROR, RACE_RULES, Outcome, Verdict, combined, judge
+from . import recorded
+from .verdict import ERROR, RACE_RULES, Outcome, Verdict, combined, judge, judge_recorded
 
 _HEADER = re.compile(r"^# pinlint-expect: (?P<codes>none|PIN\d{3}(?:\s*,\s*PIN\d{3})*)\s*$")
 # Which module each fixture's library needs, from the fixture's file name.
@@ -46,9 +47,12 @@ class Row:
     fixed: Optional[Outcome] = None
     verdict: Verdict = field(default_factory=lambda: Verdict(ERROR, "not run"))
     fixed_by: str = ""    # "autofix" or "hand-written"
+    measure: Optional[recorded.Measure] = None  # the recorder's measure of the claim, when it judged it
 
     def as_dict(self) -> dict:
-        return {
+        return {"recorded": self.measure.as_dict() if self.measure else None,
+                "bad_runs": list(self.bad.runs) if self.bad else None,
+                "fixed_runs": list(self.fixed.runs) if self.fixed else None,
             "rule": self.code, "fixture": str(self.fixture.path), "size": self.size,
             "metric": "result" if self.code in METRIC else "median run time (ms)",
             "bad_ms": self.bad.median if self.bad else None, "fixed_ms": self.fixed.median if self.fixed else None,
@@ -118,16 +122,33 @@ def _findings(fixture: Fixture) -> list:
     return lint_text(fixture.path.read_text(encoding="utf-8"), str(fixture.path), Settings()).findings
 
 
+def flagged_lines(fixture: Fixture, code: str) -> set:
+    """Every row the findings of ``code`` span in the fixture (where the recorder looks)."""
+    return {row for f in _findings(fixture) if f.code == code
+            for row in range(f.location.row, max(f.end_location.row, f.location.row) + 1)}
+
+
+def recorder_available() -> bool:
+    import importlib.util
+    try:
+        return importlib.util.find_spec("cupti") is not None
+    except (ImportError, ValueError):
+        return False
+
+
 def pooled(fixture: Fixture, code: str) -> bool:
     """Every finding of ``code`` is about a buffer from a pooling allocator."""
     found = [f for f in _findings(fixture) if f.code == code]
     return bool(found) and all(f.pooled for f in found)
 
 
-def measure(program: Path, size: int, repeats: int, warmup: int, timeout: float) -> Outcome:
-    """Run one variant in a fresh interpreter; raises RuntimeError with the reason when it fails."""
+def measure(program: Path, size: int, repeats: int, warmup: int, timeout: float, record: bool = False,
+            kernels: bool = False) -> Outcome:
+    """Run one variant in a fresh interpreter; raises RuntimeError with the reason when it fails.
+    With ``record`` the recorder runs in it and each timed run's copies and allocations come back."""
     program = program.resolve()  # the child runs in the program's folder
     command = [sys.executable, "-m", "pinlint.verify.runner", str(program), str(size), str(repeats), str(warmup)]
+    command += (["--record"] if record else []) + (["--kernels"] if record and kernels else [])
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     # Its own process group, so a timeout ends everything the fixture started, not only the fixture.
     child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
@@ -136,7 +157,7 @@ def measure(program: Path, size: int, repeats: int, warmup: int, timeout: float)
         stdout, stderr = child.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         _kill_group(child)
-        raise RuntimeError(f"timed out after {timeout:.0f} s")
+        raise RuntimeError(f"timed out after {timeout:.0f} s") from None
     finally:
         _kill_group(child)  # anything it left running
     line = next((l for l in stdout.splitlines() if l.startswith("PINLINT-RESULT ")), None)
@@ -145,19 +166,22 @@ def measure(program: Path, size: int, repeats: int, warmup: int, timeout: float)
         raise RuntimeError(f"exit {child.returncode}: {last[:200]}")
     try:
         data = json.loads(line[len("PINLINT-RESULT "):])
-        return Outcome(tuple(float(t) for t in data["times_ms"]), dict(data["result"]))
+        if record and "recorder_error" in data:
+            raise RuntimeError(f"the recorder could not start: {data['recorder_error'][:200]}")
+        return Outcome(tuple(float(t) for t in data["times_ms"]), dict(data["result"]),
+                       runs=tuple(data.get("runs") or ()))
     except (ValueError, KeyError, TypeError) as exc:
-        raise RuntimeError(f"unreadable result line ({type(exc).__name__})")
+        raise RuntimeError(f"unreadable result line ({type(exc).__name__})") from None
 
 
 def measure_pair(bad: Path, fixed: Path, size: int, repeats: int, warmup: int, timeout: float,
-                 processes: int) -> tuple:
+                 processes: int, record: bool = False, kernels: bool = False) -> tuple:
     """Both variants, each in ``processes`` fresh processes, alternating (bad, fixed, bad, ...), so
     that a slow phase of the machine falls on both and the spread covers process-to-process drift."""
     runs: dict = {bad: [], fixed: []}
     for _ in range(processes):
         for program in (bad, fixed):
-            runs[program].append(measure(program, size, repeats, warmup, timeout))
+            runs[program].append(measure(program, size, repeats, warmup, timeout, record, kernels))
     return combined(runs[bad]), combined(runs[fixed])
 
 
@@ -219,9 +243,10 @@ def _constant(text: str) -> int:
 
 
 def verify(fixtures: list, repeats: int = 5, warmup: int = 1, which_sizes: str = "max", timeout: float = 300,
-           progress: Callable = lambda row: None, processes: int = 2) -> list:
+           progress: Callable = lambda row: None, processes: int = 2, record: bool = False) -> list:
     """Every fixture against its fixed variant. Speed claims are timed in ``processes`` fresh
-    processes per variant; race claims (wrong data or not) in one."""
+    processes per variant; race claims (wrong data or not) in one. With ``record`` the claims
+    the recorder can measure (``recorded.RECORDED``) are judged by what it saw."""
     rows = []
     with tempfile.TemporaryDirectory(prefix="pinlint-verify-") as tmp:
         for fixture in fixtures:
@@ -244,12 +269,28 @@ def verify(fixtures: list, repeats: int = 5, warmup: int = 1, which_sizes: str =
             row.fixed_by = how
             for size in sizes:
                 row = Row(fixture, code, size, fixed_by=how)
+                recording = record and code in recorded.RECORDED
                 try:
                     row.bad, row.fixed = measure_pair(fixture.path, fixed, size, repeats, warmup, timeout,
-                                                      1 if code in RACE_RULES else processes)
-                    row.verdict = judge(code, row.bad, row.fixed, pooled(fixture, code))
+                                                      1 if code in RACE_RULES else processes, recording,
+                                                      kernels=code == "PIN004")
+                    row.verdict = judge_row(row, code, recording, pooled(fixture, code))
                 except RuntimeError as exc:
                     row.verdict = Verdict(ERROR, str(exc))
                 rows.append(row)
                 progress(row)
     return rows
+
+
+def judge_row(row: Row, code: str, recording: bool, is_pooled: bool) -> Verdict:
+    """By the recorder's measure where it has one; by wall time otherwise (and then says why)."""
+    if recording:
+        row.measure = recorded.measure(code, row.bad.runs, row.fixed.runs, flagged_lines(row.fixture, code))
+        if row.measure is not None:
+            return judge_recorded(code, row.bad, row.fixed, row.measure, is_pooled)
+    verdict = judge(code, row.bad, row.fixed, is_pooled)
+    if recording:
+        note = "the recorder saw no copy on the flagged line to judge by; judged by run time"
+        verdict = Verdict(verdict.verdict, f"{verdict.detail}; {note}" if verdict.detail else note, verdict.ratio,
+                          verdict.refuted)
+    return verdict

@@ -11,6 +11,14 @@ COLUMNS = ("rule", "fixture", "size", "metric", "bad", "fixed", "ratio", "verdic
 def _cells(row) -> tuple:
     data = row.as_dict()
     name = row.fixture.path.name
+    if row.measure is not None:
+        m = row.measure
+        ratio = f"{m.ratio:.2f}x" if m.ratio else ("inf" if m.bad_median > 0 else "-")
+        size = _size(data["size"]) if data["size"] else "-"
+        verdict = data["verdict"] + (f" ({m.detail})" if data["verdict"] == "confirmed" else
+                                     f" ({data['detail']})")
+        return (row.code, name, size, f"{m.metric} ({m.unit})", f"{m.bad_median:.3g} ±{m.spread(m.bad):.3g}",
+                f"{m.fixed_median:.3g} ±{m.spread(m.fixed):.3g}", ratio, verdict)
     if data["metric"] == "result":
         bad = _result(row.bad) if row.bad else "-"
         fixed = _result(row.fixed) if row.fixed else "-"

@@ -21,6 +21,7 @@ class Outcome:
     times_ms: tuple
     result: dict
     processes: int = 1  # fresh processes the timings come from
+    runs: tuple = ()    # per timed run, what the recorder saw (copies, allocations, kernels), when it ran
 
     @property
     def median(self) -> float:
@@ -49,7 +50,7 @@ def combined(outcomes: list) -> Outcome:
     if any(not same_result(first.result, other.result) for other in outcomes[1:]):
         raise RuntimeError("the variant returned different results in different processes")
     return Outcome(tuple(t for o in outcomes for t in o.times_ms), first.result,
-                   sum(o.processes for o in outcomes))
+                   sum(o.processes for o in outcomes), tuple(r for o in outcomes for r in o.runs))
 
 
 @dataclass(frozen=True)
@@ -86,3 +87,16 @@ def judge(code: str, bad: Outcome, fixed: Outcome, pooled: bool = False) -> Verd
         # The rule says so itself: a pooling allocator hands back a cached block, not a new cudaHostAlloc.
         return Verdict(NOT_REPRODUCED, detail + "; a pooled allocator amortizes the allocation", ratio)
     return Verdict(NOT_REPRODUCED, detail, ratio, refuted=code not in PLATFORM_DEPENDENT)
+
+
+def judge_recorded(code: str, bad: Outcome, fixed: Outcome, measure, pooled: bool = False) -> Verdict:
+    """A speed claim judged by the recorder's measure (``recorded.Measure``) instead of wall time."""
+    if not same_result(bad.result, fixed.result):
+        return Verdict(ERROR, "the fixed variant computes a different result", measure.ratio, refuted=True)
+    figures = (f"{measure.metric}: {measure.bad_median:.3g} -> {measure.fixed_median:.3g} {measure.unit}, "
+               f"spread {measure.margin:.3g} {measure.unit}; {measure.detail}")
+    if measure.confirmed:
+        return Verdict(CONFIRMED, figures, measure.ratio)
+    if code == "PIN002" and pooled:
+        return Verdict(NOT_REPRODUCED, figures + "; a pooled allocator amortizes the allocation", measure.ratio)
+    return Verdict(NOT_REPRODUCED, figures, measure.ratio, refuted=code not in PLATFORM_DEPENDENT)
