@@ -18,7 +18,6 @@ from .apitables import default_tables
 from .checks import ALL_RULES, CheckContext
 from .fixers import FixContext
 from .fixes import Plan, SourceFile, applicable, apply_plans, edits_between, select_plans
-from .imports import collect_imports
 from .parsing import parse, syntax_error
 from .model import Finding, Fix, Location, Related
 from .settings import Settings

@@ -14,7 +14,7 @@ import libcst as cst
 from .analysis import FileFacts, ScopeFacts
 from .apitables import Tables
 from .fixes import SAFE, UNSAFE, Namer, Plan, expression, statement
-from .model import Event, EventType, Site
+from .model import Event, Site
 
 
 class FixContext:

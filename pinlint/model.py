@@ -154,6 +154,7 @@ class Related:
     filename: str
     location: Location
     end_location: Location
+    cell: Optional[int] = None  # in a notebook: the cell (1-based) the rows refer to
 
 
 @dataclass(frozen=True)

@@ -323,9 +323,16 @@ def _dump(notebook: dict, original_text: str) -> str:
 def _relocate(finding: Finding, program: Program) -> Finding:
     cell, row = program.locate(finding.location.row)
     _, end_row = program.locate(finding.end_location.row)
-    related = tuple(replace(r, location=Location(program.locate(r.location.row)[1], r.location.column),
-                            end_location=Location(program.locate(r.end_location.row)[1], r.end_location.column))
-                    for r in finding.related)
+
+    def in_cells(entry):
+        # Locations in this notebook move to their cell; ones in other files stay as they are.
+        if entry.filename != finding.filename:
+            return entry
+        at_cell, at_row = program.locate(entry.location.row)
+        return replace(entry, location=Location(at_row, entry.location.column), cell=at_cell + 1,
+                       end_location=Location(program.locate(entry.end_location.row)[1], entry.end_location.column))
+    related = tuple(in_cells(r) for r in finding.related)
+    trace = tuple(in_cells(t) for t in finding.trace)
     # Fix edits are written against the joined program; in a notebook the fix applies through `--fix`.
     fix = None if finding.fix is None else replace(finding.fix, edits=())
 
@@ -335,8 +342,8 @@ def _relocate(finding: Finding, program: Program) -> Finding:
 
     message = re.sub(r"at line (\d+)", cell_line, finding.message)
     return replace(finding, message=message, location=Location(row, finding.location.column),
-                   end_location=Location(end_row, finding.end_location.column), related=related, cell=cell + 1,
-                   fix=fix)
+                   end_location=Location(end_row, finding.end_location.column), related=related, trace=trace,
+                   cell=cell + 1, fix=fix)
 
 
 # ---------------------------------------------------------------------------- linting and fixing

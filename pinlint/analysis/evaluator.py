@@ -15,7 +15,7 @@ import libcst as cst
 
 from ..imports import dotted
 from ..model import Event, EventType, Kind, PendingCopy, Site
-from .domain import (UNKNOWN, ClassRef, Const, Device, Function, Host, Instance, Items, Iteration, Loader,
+from .domain import (UNKNOWN, ClassRef, Const, Device, Host, Instance, Items, Iteration, Loader,
                      Mapping, ModuleRef, Seq, Stream, Super, Tensor, Value, element_of, flatten, join, mapping,
                      sites_of, varying_in)
 from .dtypes import fold, transposed

@@ -37,6 +37,8 @@ class Outcome:
     params: tuple = ()            # ((parameter, value at exit), ...) for parameters whose object it changed
     kept: frozenset = frozenset()  # sites it stores beyond the call (a cache, an attribute, a global)
     reachable: bool = True
+    inputs: frozenset = frozenset()       # sites the call was given (arguments, copies in flight)
+    own_inputs: frozenset = frozenset()   # of those, the ones that came with the receiver (`self`)
 
 
 @dataclass
@@ -295,18 +297,18 @@ def annotation_value(module, annotation) -> Value:
 
 
 # ------------------------------------------------------------------------------ what flows back
-def _internal(fn: Function):
-    info = fn.module.info
-
+def _internal(outcome: Outcome):
+    """Buffers a call allocated itself (in the function or in what it calls), as opposed to the ones it
+    was given and the module-level ones that every call shares."""
     def check(site: Site) -> bool:
-        return site.scope == fn.name and site.module is info
+        return site not in outcome.inputs and site.scope != "<module>"
     return check
 
 
 def _renamer(ev, fn: Function, node, outcome: Outcome):
     """Buffers the callee allocated on this call become allocations of the call itself (each call
     allocates anew); buffers it keeps (a cache) or got from elsewhere stay what they are."""
-    internal = _internal(fn)
+    internal = _internal(outcome)
     short = fn.name.rsplit(".", 1)[-1]
 
     def rename(site: Site) -> Site:
@@ -343,7 +345,7 @@ def _announce_allocations(ev, node, returned: Value, outcome: Outcome, fn: Funct
 
 def _pinned_inside(ev, fn: Function, node, outcome: Outcome) -> None:
     """Pinned memory the callee allocates and drops on every call: each call pays for it."""
-    internal = _internal(fn)
+    internal = _internal(outcome)
     returned = all_sites(outcome.returned)
     escaped = outcome.kept | frozenset(s for e in outcome.events if e.type is EventType.ESCAPE for s in e.sites)
     short = fn.name.rsplit(".", 1)[-1]
@@ -385,19 +387,23 @@ def _lift(ev, fn: Function, node, outcome: Outcome, baseline: Optional[Outcome])
     known: dict = {}
     for event in baseline.events if baseline is not None else ():
         known.setdefault((event.type, event.node), set()).add(verdict(event))
-    internal = _internal(fn)
+    internal = _internal(outcome)
     outside = ev.state.pending  # copies in flight when the call was made
 
     def contextual(site: Site) -> Site:
         # A buffer the callee allocates on this call lives in the caller's loops too.
         return replace(site, loops=ev.loops + site.loops) if internal(site) and ev.loops else site
 
+    passed = outcome.inputs - outcome.own_inputs  # what the caller passed, besides the receiver
     for event in outcome.events:
         if event.type is EventType.SYNC:
             continue
-        external = any(not internal(s) for s in event.sites) or bool(event.pending & outside)
-        if not external and verdict(event) in known.get((event.type, event.node), ()):
-            continue  # the callee's own analysis reports it (or nothing) already
+        # What the caller passed in (an argument, a copy in flight) is where the evidence meets; the
+        # callee's own buffers (allocated in it, or its object's) are its own analysis' business,
+        # unless only this context shows what happens to them.
+        given = bool(event.sites & passed) or bool(event.pending & outside)
+        if not given and verdict(event) in known.get((event.type, event.node), ()):
+            continue
         if event.type in (EventType.ALLOC, EventType.REGISTER) and all(internal(s) for s in event.sites):
             continue  # the callee's own allocations: see _pinned_inside
         step = TraceStep(event.module, event.node, describe(event), fn.name)

@@ -352,7 +352,8 @@ class Project:
             invocation: Invocation) -> Outcome:
         events, exit_state = self.solve(ctx, scope, node, env, pending, stream, invocation)
         if exit_state is None:
-            return Outcome(UNKNOWN, frozenset(), stream, tuple(events), reachable=False)
+            inputs, own = _inputs(node, env, pending)
+            return Outcome(UNKNOWN, frozenset(), stream, tuple(events), reachable=False, inputs=inputs, own_inputs=own)
         changed = []
         for key in exit_state.env:
             if key.startswith(MUTATED):
@@ -361,8 +362,9 @@ class Project:
                     changed.append((name, _folded(exit_state.env, name)))
         kept = frozenset(s for e in events if e.type.value == "escape" and not isinstance(e.node, cst.Return)
                          for s in e.sites)
+        inputs, own = _inputs(node, env, pending)
         return Outcome(exit_state.env.get(RETURN, Const.of(None)), exit_state.pending, exit_state.env.get(STREAM),
-                       tuple(events), tuple(sorted(changed, key=lambda kv: kv[0])), kept)
+                       tuple(events), tuple(sorted(changed, key=lambda kv: kv[0])), kept, True, inputs, own)
 
     def invoke(self, fn: Function, env: dict, pending: frozenset, stream, invocation: Invocation) -> Optional[Outcome]:
         key = (fn.node, fn.module, fn.bound, frozenset(env.items()), pending, stream)
@@ -529,6 +531,22 @@ def module_files(name: str, importer: Optional[Path], root: Optional[Path]):
 
 
 # ------------------------------------------------------------------------------ helpers
+def _inputs(node, env: dict, pending: frozenset) -> tuple:
+    """(sites given to a call, the ones of them reachable from its receiver)."""
+    from .domain import all_sites
+    inputs = set()
+    for value in env.values():
+        inputs |= all_sites(value)
+    for copy in pending:
+        inputs |= copy.sites
+    own: frozenset = frozenset()
+    if isinstance(node, cst.FunctionDef):
+        params = [*node.params.posonly_params, *node.params.params]
+        if params and params[0].name.value in ("self", "cls"):
+            own = all_sites(env.get(params[0].name.value, UNKNOWN))
+    return frozenset(inputs), own
+
+
 def _display(path: Path) -> str:
     try:
         return str(path.relative_to(Path.cwd()))

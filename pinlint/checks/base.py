@@ -59,7 +59,9 @@ class CheckContext:
             return ""
         first, last = trace[0], trace[-1]
         name = first.function.rsplit(".", 1)[-1] if first.function else "a call"
-        return f" via `{name}` ({self.name_of(last.module)}:{last.module.position(last.node).start.line})"
+        where = f"line {self.line_of(last.node)}" if last.module is self.module else \
+            f"{self.name_of(last.module)}:{last.module.position(last.node).start.line}"
+        return f" via `{name}` ({where})"
 
 
 class Rule:
@@ -87,6 +89,11 @@ def is_pageable_async_copy(event: Event) -> bool:
 def describe_site(site: Site, ctx: CheckContext) -> str:
     api = site.api.replace("numpy.", "np.") if site.api != "arithmetic" else "arithmetic"
     return f"`{api}` at {ctx.place(site.node, site.module)}"
+
+
+def origins(sites, ctx: CheckContext) -> str:
+    """Where the buffer may come from, each place once (one call can be several sites)."""
+    return ", ".join(sorted({describe_site(s, ctx) for s in sites}))
 
 
 def local_site(site: Site, ctx: CheckContext) -> bool:

@@ -6,7 +6,7 @@ from typing import Iterator
 
 from ..analysis import FileFacts
 from ..fixers import pin_allocation
-from .base import CheckContext, Report, Rule, describe_site, is_pageable_async_copy, local_site
+from .base import CheckContext, Report, Rule, origins, is_pageable_async_copy, local_site
 
 
 class PageableAsyncCopy(Rule):
@@ -24,8 +24,8 @@ class PageableAsyncCopy(Rule):
                 message = (f"`{copy.api}`{via} allocates a pageable destination, so this asynchronous "
                            f"{direction} copy blocks the host; pass a pinned destination buffer")
             else:
-                origins = ", ".join(sorted(describe_site(s, ctx) for s in copy.sites))
-                message = (f"Pageable host buffer (allocated by {origins}) in asynchronous {direction} copy "
+                sources = origins(copy.sites, ctx)
+                message = (f"Pageable host buffer (allocated by {sources}) in asynchronous {direction} copy "
                            f"`{copy.api}`{via}: the call blocks the host and cannot overlap; allocate the buffer "
                            f"pinned")
             plan = None

@@ -7,7 +7,7 @@ from typing import Iterator
 from ..analysis import FileFacts
 from ..model import EventType
 from ..fixers import drop_write_combined
-from .base import CheckContext, Report, Rule, describe_site, local_site
+from .base import CheckContext, Report, Rule, origins, local_site
 
 
 class WriteCombinedCpuRead(Rule):
@@ -18,10 +18,10 @@ class WriteCombinedCpuRead(Rule):
     def check(self, facts: FileFacts, ctx: CheckContext) -> Iterator[Report]:
         for event in facts.events():
             if event.type is EventType.READ and event.definitely(lambda s: s.kind.is_write_combined):
-                origins = ", ".join(sorted(describe_site(s, ctx) for s in event.sites))
+                sources = origins(event.sites, ctx)
                 site = next(iter(event.sites))
                 yield Report(event.node,
-                             f"CPU read of write-combined memory{ctx.via(event.trace)} (allocated by {origins}): "
+                             f"CPU read of write-combined memory{ctx.via(event.trace)} (allocated by {sources}): "
                              f"write-combined memory is uncached for the CPU, so reads can be very slow; drop the "
                              f"write-combined flag unless the buffer is only ever written by the CPU", event.sites,
                              ctx.plan(drop_write_combined, site, ctx.qualify)

@@ -7,7 +7,7 @@ from typing import Iterator
 from ..analysis import FileFacts
 from ..model import Event, Site
 from ..fixers import pin_allocation
-from .base import CheckContext, Report, Rule, describe_site, is_pageable_async_copy, local_site, pageable
+from .base import CheckContext, Report, Rule, origins, is_pageable_async_copy, local_site, pageable
 
 
 def _allocated_outside(copy: Event, site: Site) -> bool:
@@ -32,10 +32,10 @@ class PageableTransferInLoop(Rule):
             if all(size is not None for size in sizes) and max(sizes) < ctx.pin007_min_bytes:
                 continue  # small constant-size transfers are latency-bound; pinning buys little
             direction = "host-to-device" if copy.direction == "h2d" else "device-to-host"
-            origins = ", ".join(sorted(describe_site(s, ctx) for s in copy.sites))
+            sources = origins(copy.sites, ctx)
             site = next(iter(copy.sites))
             yield Report(copy.node,
-                         f"Pageable host buffer (allocated by {origins}, outside the loop) in {direction} copy "
+                         f"Pageable host buffer (allocated by {sources}, outside the loop) in {direction} copy "
                          f"`{copy.api}`{ctx.via(copy.trace)} inside a loop: every iteration transfers at pageable "
                          f"bandwidth; allocate the buffer pinned", copy.sites,
                          ctx.plan(pin_allocation, site, copy) if len(copy.sites) == 1 and local_site(site, ctx)

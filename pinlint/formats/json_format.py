@@ -21,6 +21,8 @@ def _step(step) -> dict:
     end = getattr(step, "end_location", None)
     if end is not None:
         data["end_location"] = _location(end)
+    if getattr(step, "cell", None) is not None:
+        data["cell"] = step.cell  # a notebook's rows count from the top of this cell
     return data
 
 
