@@ -680,6 +680,21 @@ class Batcher:
             self.states.copy_(torch.zeros(10, 1, 4), non_blocking=True)
 ''')
 
+project("indexed-by-loop-variable-cupy", main_DOT_py='''
+import numpy as np
+import cupy as cp
+
+def refit(names):
+    weights = {name: np.load(name + ".npy") for name in names}
+    fakes = {name: np.ones_like(w) for name, w in weights.items()}
+    d = cp.empty(1 << 20, dtype=cp.float32)
+    for table in (fakes, weights):
+        for name in names:
+            d.set(table[name])  # a different buffer each time: each is copied once
+    for _ in range(10):
+        d.set(weights["bias"])  # expect: PIN007
+''')
+
 # ------------------------------------------------------------------ PIN002 and sizes
 project("setup-loop-escape-view-cudapython", buffers_DOT_py='''
 import ctypes

@@ -17,7 +17,7 @@ import libcst as cst
 
 from ..model import EventType
 from . import effects, interproc
-from .domain import (UNKNOWN, ClassRef, Const, Device, Function, Host, Instance, Items, Iteration, Loader, Mapping,
+from .domain import (UNKNOWN, Alternatives, ClassRef, Const, Device, Function, Host, Instance, Items, Iteration, Loader, Mapping,
                      ModuleRef, Obj, Seq, Stream, Super, Tensor, Value, add_element, element_of, join, mapping)
 from .effects import Args
 
@@ -102,8 +102,24 @@ class Calls:
         ev.escape(node, args.values())  # an unknown call may store its arguments anywhere
         return UNKNOWN
 
+    def _each(self, options: "Alternatives", apply) -> Value:
+        """Apply to every alternative from the same state; the states after them join."""
+        ev = self.ev
+        entry = ev.state.copy()
+        result, joined = None, None
+        for option in sorted(options.options, key=repr):
+            ev.state = entry.copy()
+            value = apply(option)
+            result = value if result is None else join(result, value)
+            joined = ev.state if joined is None else joined.join(ev.state)
+        ev.state = joined if joined is not None else entry
+        return result if result is not None else UNKNOWN
+
     def method_call(self, receiver: Value, name: str, node: cst.Call, receiver_expr) -> Value:
         ev = self.ev
+        if isinstance(receiver, Alternatives):
+            args = self.arguments(node)
+            return self._each(receiver, lambda option: self._method_with_args(option, name, node, receiver_expr, args))
         if isinstance(receiver, (Instance, ClassRef, ModuleRef, Super)):
             member = self.member(receiver, name, node)
             args = self.arguments(node)
@@ -126,6 +142,14 @@ class Calls:
         ev.escape(node, args.values())
         return gpu_result(args.values() + [receiver])
 
+    def _method_with_args(self, receiver: Value, name: str, node, receiver_expr, args: Args) -> Value:
+        if isinstance(receiver, (Instance, ClassRef, ModuleRef, Super)):
+            member = self.member(receiver, name, node)
+            if isinstance(member, (Function, ClassRef)):
+                return self.call_value(member, node, args, receiver_expr)
+        self.ev.escape(node, args.values())
+        return UNKNOWN
+
     def table_method(self, receiver: Value, name: str, args: Args):
         tables = self.ev.tables
         kinds = receiver_types(receiver)
@@ -144,6 +168,8 @@ class Calls:
 
     def call_value(self, callee: Value, node: cst.Call, args: Args, receiver_expr=None) -> Value:
         ev = self.ev
+        if isinstance(callee, Alternatives):
+            return self._each(callee, lambda option: self.call_value(option, node, args, receiver_expr))
         if isinstance(callee, Function):
             if callee.kernel:
                 self.launch(node, callee.name, args.values())

@@ -35,6 +35,7 @@ class Block:
     succs: list = field(default_factory=list)
     loop_head: Optional[cst.CSTNode] = None  # this block is the head of that loop: widen here
     depth: int = 0         # loops around the block (a loop's head counts as inside its loop)
+    conditions: dict = field(default_factory=dict)  # successor -> ((test, truth), ...) an if arm needs
 
     def __repr__(self) -> str:
         return f"Block({self.index}, {len(self.elements)} elements, -> {[b.index for b in self.succs]})"
@@ -213,8 +214,10 @@ class Builder:
         entry = self.current
         after = self.new_block()
         count = len(arms) + (1 if fallthrough else 0)
+        starts = []
         for index, (setup, body) in enumerate(arms):
             block = self.new_block()
+            starts.append(block)
             if entry is not None:
                 entry.link(block)
             self.current = block
@@ -231,7 +234,9 @@ class Builder:
             self.branch.pop()
             entry.link(empty)
             empty.link(after)
+            starts.append(empty)
         self.current = after
+        return entry, starts
 
     def if_statement(self, node: cst.If) -> None:
         arms: list = []
@@ -248,7 +253,12 @@ class Builder:
         has_else = isinstance(current, cst.Else)
         if has_else:
             arms.append((None, suite_body(current.body)))
-        self._arms(node, arms, fallthrough=not has_else)
+        entry, starts = self._arms(node, arms, fallthrough=not has_else)
+        if entry is not None:
+            # Arm k runs when tests 0..k-1 are false and test k is true; the last, when all are false.
+            for index, start in enumerate(starts):
+                entry.conditions[start] = tuple((t, False) for t in tests[:index]) + \
+                    ((tests[index], True),) if index < len(tests) else tuple((t, False) for t in tests)
 
     def match_statement(self, node: cst.Match) -> None:
         self.add("test", node.subject, node)

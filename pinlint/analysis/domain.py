@@ -224,6 +224,34 @@ class ModuleRef(Value):
 
 
 @dataclass(frozen=True)
+class Alternatives(Value):
+    """One of a few definitions of the checked code (``from .a import Engine`` on one path, ``from .b
+    import Engine`` on another; ``A() if fast else B()``): calls and members apply to each."""
+
+    options: frozenset
+
+
+_ALTERNATIVES_LIMIT = 4
+
+
+def _definition(value: Value) -> bool:
+    return isinstance(value, (Function, ClassRef, Instance, ModuleRef, Alternatives))
+
+
+def alternatives(a: Value, b: Value) -> Value:
+    options = set(a.options if isinstance(a, Alternatives) else [a])
+    options |= set(b.options if isinstance(b, Alternatives) else [b])
+    # Objects of one class join field by field instead.
+    merged: dict = {}
+    for option in options:
+        key = option.klass if isinstance(option, Instance) else option
+        merged[key] = join(merged[key], option) if key in merged else option
+    if len(merged) > _ALTERNATIVES_LIMIT:
+        return UNKNOWN
+    return next(iter(merged.values())) if len(merged) == 1 else Alternatives(frozenset(merged.values()))
+
+
+@dataclass(frozen=True)
 class Iteration(Value):
     """``enumerate(x)`` / ``zip(a, b)`` / ``d.items()``: what each step yields."""
 
@@ -283,6 +311,8 @@ def join(a: Value, b: Value) -> Value:
         return Instance(a.klass, tuple(sorted(fields.items())))
     if isinstance(a, Iteration) and isinstance(b, Iteration):
         return Iteration(join(a.element, b.element))
+    if _definition(a) and _definition(b):
+        return alternatives(a, b)
     if isinstance(a, (Tensor, Host)) and isinstance(b, (Tensor, Device)) and _torch(a) and _torch(b):
         return Tensor()
     if isinstance(b, (Tensor, Host)) and isinstance(a, (Tensor, Device)) and _torch(a) and _torch(b):
@@ -309,6 +339,8 @@ def widen(value: Value, depth: int = 0) -> Value:
         return Instance(value.klass, tuple((k, widen(v, depth + 1)) for k, v in value.fields))
     if isinstance(value, Iteration):
         return Iteration(widen(value.element, depth + 1))
+    if isinstance(value, Alternatives):
+        return Alternatives(frozenset(widen(v, depth + 1) for v in value.options))
     return value
 
 
@@ -366,6 +398,9 @@ def varying_in(value: Value, loop) -> Value:
         return Instance(value.klass, tuple((k, varying_in(v, loop)) for k, v in value.fields))
     if isinstance(value, Seq):
         return Seq(varying_in(value.element, loop))
+    if isinstance(value, Mapping):
+        return Mapping(tuple((k, varying_in(v, loop)) for k, v in value.entries),
+                       varying_in(value.rest, loop) if value.rest is not None else None)
     return value
 
 

@@ -15,13 +15,14 @@ import libcst as cst
 
 from ..imports import dotted
 from ..model import Event, EventType, Kind, PendingCopy, Site
-from .domain import (UNKNOWN, ClassRef, Const, Device, Host, Instance, Items, Iteration, Loader,
+from .domain import (UNKNOWN, Alternatives, ClassRef, Const, Device, Host, Instance, Items, Iteration, Loader,
                      Mapping, ModuleRef, Seq, Stream, Super, Tensor, Value, element_of, flatten, join, mapping,
                      sites_of, varying_in)
 from .dtypes import fold, transposed
 from .state import State
 
 _TRANSPOSING = frozenset({"T", "mT", "transpose", "swapaxes", "permute", "moveaxis"})
+LOOP_VARIABLE = "$loop-variable:"  # env key prefix: this name is the variable of that loop
 
 
 class Evaluator:
@@ -58,6 +59,7 @@ class Evaluator:
             prefix = key + "."
             for stale in [k for k in env if k.startswith(prefix)]:
                 del env[stale]
+            env.pop(LOOP_VARIABLE + key, None)
         env[key] = value
 
     def store(self, key: str, value: Value) -> None:
@@ -197,6 +199,12 @@ class Evaluator:
             return base
         if isinstance(base, (Instance, ClassRef, ModuleRef, Super)):
             return self.calls.member(base, attr, node)
+        if isinstance(base, Alternatives):
+            found = [self.attribute(option, attr, node) for option in sorted(base.options, key=repr)]
+            result = found[0]
+            for other in found[1:]:
+                result = join(result, other)
+            return result
         return UNKNOWN
 
     # ------------------------------------------------------------------ literals
@@ -303,7 +311,9 @@ class Evaluator:
             if isinstance(node.operator, cst.BitInvert):
                 return Const.of(~value.single)
         if isinstance(node.operator, cst.Not):
-            return UNKNOWN
+            from .solver import truthiness
+            truth = truthiness(value)
+            return Const.of(not truth) if truth is not None else UNKNOWN
         return self.arithmetic(node, [value])
 
     def _expr_BinaryOperation(self, node: cst.BinaryOperation) -> Value:
@@ -343,6 +353,8 @@ class Evaluator:
         for value in operands:
             if isinstance(value, Host):
                 self.event(EventType.READ, node, value)
+        if len(node.comparisons) == 1:
+            return _compare(node.comparisons[0].operator, operands[0], operands[1])
         return UNKNOWN
 
     def _expr_BooleanOperation(self, node: cst.BooleanOperation) -> Value:
@@ -361,6 +373,16 @@ class Evaluator:
         return self.subscript(base, node, indexes)
 
     def subscript(self, base: Value, node: cst.Subscript, indexes: list) -> Value:
+        element = self._subscript(base, node, indexes)
+        # weights[name] with `name` a loop's variable: a different element on each iteration.
+        if len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index) and \
+                isinstance(node.slice[0].slice.value, cst.Name) and not isinstance(base, Host):
+            loop = self.state.env.get(LOOP_VARIABLE + node.slice[0].slice.value.value)
+            if isinstance(loop, Const):
+                element = varying_in(element, loop.single)
+        return element
+
+    def _subscript(self, base: Value, node: cst.Subscript, indexes: list) -> Value:
         all_slices = all(isinstance(e.slice, cst.Slice) for e in node.slice)
         if isinstance(base, Host):
             if base.batch:
@@ -448,6 +470,8 @@ class Evaluator:
                 if isinstance(iter_value, Host) and not iter_value.batch:
                     self.event(EventType.READ, clause.iter, iter_value)
                 assign(self, clause.target, _iteration_element(iter_value, node))
+                if isinstance(clause.target, cst.Name):
+                    self.state.env[LOOP_VARIABLE + clause.target.value] = Const.of(node)
                 for condition in clause.ifs:
                     self.expr(condition.test)
             # What a comprehension produces is collected into its result: it outlives the iteration.
@@ -469,6 +493,27 @@ class Evaluator:
     # ------------------------------------------------------------------ calls
     def _expr_Call(self, node: cst.Call) -> Value:
         return self.calls.call(node)
+
+
+def _compare(operator, left: Value, right: Value) -> Value:
+    """``x is None``, ``mode == "fast"``: a constant when both sides are (for pruning if arms)."""
+    from .domain import ANYTHING
+    if isinstance(left, Const) and isinstance(right, Const) and left.single is not None or \
+            isinstance(left, Const) and isinstance(right, Const) and left.is_exactly(None):
+        if ANYTHING in left.values or ANYTHING in right.values or len(right.values) != 1:
+            return UNKNOWN
+        b = right.single if not right.is_exactly(None) else None
+        try:
+            if isinstance(operator, (cst.Is, cst.Equal)):
+                return Const(frozenset(a == b for a in left.values))
+            if isinstance(operator, (cst.IsNot, cst.NotEqual)):
+                return Const(frozenset(a != b for a in left.values))
+        except Exception:  # noqa: BLE001 - odd constants compare as unknown
+            return UNKNOWN
+    if isinstance(operator, (cst.Is, cst.IsNot)) and isinstance(right, Const) and right.is_exactly(None) and \
+            isinstance(left, (Host, Device, Tensor, Instance, Items, Seq, Mapping, Stream)):
+        return Const.of(isinstance(operator, cst.IsNot))  # a buffer or an object is not None
+    return UNKNOWN
 
 
 def _iteration_element(iterable: Value, loop) -> Value:

@@ -23,7 +23,7 @@ from ..model import Event, EventType, Kind, PendingCopy, Site, TraceStep
 from .domain import (ANYTHING, UNKNOWN, ClassRef, Const, Device, Function, Host, Instance, Items, Mapping,
                      ModuleRef, Seq, Stream, Super, Tensor, Value, interesting, map_sites, all_sites,
                      mapping, unknown_host)
-from .state import STREAM
+from .state import STREAM, merge_pending
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,7 @@ class Outcome:
     kept: frozenset = frozenset()  # sites it stores beyond the call (a cache, an attribute, a global)
     reachable: bool = True
     inputs: frozenset = frozenset()       # sites the call was given (arguments, copies in flight)
-    own_inputs: frozenset = frozenset()   # of those, the ones that came with the receiver (`self`)
+    own_inputs: frozenset = frozenset()   # of those, the ones the caller did not pass as arguments
 
 
 @dataclass
@@ -101,7 +101,7 @@ def _invoke(ev, fn: Function, env: dict, node) -> Optional[Outcome]:
     project = ev.module.project
     stream = ev.state.env.get(STREAM)
     contextual = bool(ev.state.pending) or (isinstance(stream, Stream) and not stream.default) or \
-        any(interesting(v) for v in env.values())
+        any(interesting(v) for v in env.values()) or _decides_a_test(fn, env)
     baseline = project.baseline(fn, ev.invocation)
     if not contextual:
         if baseline is None:
@@ -116,10 +116,44 @@ def _invoke(ev, fn: Function, env: dict, node) -> Optional[Outcome]:
     return outcome
 
 
+def _decides_a_test(fn: Function, env: dict) -> bool:
+    """A constant argument that an if of the callee tests (``return_seg=False``): analysing the
+    callee with it leaves the arms it rules out aside."""
+    from .domain import ANYTHING
+    tested = tested_names(fn.node)
+    return any(isinstance(v, Const) and ANYTHING not in v.values and name in tested for name, v in env.items())
+
+
+_TESTED: dict = {}
+
+
+def tested_names(node: cst.FunctionDef) -> frozenset:
+    found = _TESTED.get(node)
+    if found is None:
+        names: set = set()
+
+        class Visitor(cst.CSTVisitor):
+            def visit_If(self, statement: cst.If) -> None:
+                statement.test.visit(_Names(names))
+
+        node.body.visit(Visitor())
+        found = _TESTED[node] = frozenset(names)
+    return found
+
+
+class _Names(cst.CSTVisitor):
+    def __init__(self, names: set) -> None:
+        super().__init__()
+        self.names = names
+
+    def visit_Name(self, name: cst.Name) -> None:
+        self.names.add(name.value)
+
+
 def _apply_flow(ev, fn: Function, node, outcome: Outcome) -> None:
     """The caller's state after the call: the copies still in flight, the current stream."""
     rename = _renamer(ev, fn, node, outcome)
-    ev.state.pending = frozenset(_rename_pending(p, rename) for p in outcome.pending)
+    ev.state.pending = merge_pending(frozenset(_rename_pending(p, rename) for p in outcome.pending))
     if outcome.stream is not None and outcome.stream is not UNKNOWN:
         ev.state.env[STREAM] = outcome.stream
     _pinned_inside(ev, fn, node, outcome)
@@ -312,13 +346,24 @@ def _renamer(ev, fn: Function, node, outcome: Outcome):
     short = fn.name.rsplit(".", 1)[-1]
 
     def rename(site: Site) -> Site:
-        if not internal(site) or site in outcome.kept:
+        if not internal(site) or site in outcome.kept or _via_depth(site) >= _VIA_LIMIT:
             return site
         return Site(kind=site.kind, library=site.library, api=f"{short}()", node=node, loops=ev.loops,
                     nbytes=site.nbytes, pooled=site.pooled, fix=None, scope=ev.scope,
                     fresh_each_iteration=site.fresh_each_iteration, via=frozenset([site]), dtype=site.dtype,
                     ndim=site.ndim, variant="call", uninitialized=site.uninitialized, module=ev.module.info)
     return rename
+
+
+_VIA_LIMIT = 4  # a buffer returned through this many calls is named by the innermost four
+
+
+def _via_depth(site: Site) -> int:
+    depth = 0
+    while site.via and depth < _VIA_LIMIT:
+        site = next(iter(site.via))
+        depth += 1
+    return depth
 
 
 def _rename_pending(pending: PendingCopy, rename) -> PendingCopy:

@@ -111,6 +111,7 @@ class ModuleContext:
         self.info = info
         self.tables = project.tables
         self.name = name
+        self.is_package = is_package
         self.imports = _imports_of(info.module, name, is_package)
         self._defs: Optional[dict] = None
         self._functions: dict = {}
@@ -129,6 +130,27 @@ class ModuleContext:
                 else:
                     self._defs[node.name.value] = self.class_value(node)
         return self._defs
+
+    def imports_in(self, node) -> list:
+        """(local name, qualified name) pairs one import statement binds, relative ones made absolute."""
+        pairs = []
+        if isinstance(node, cst.Import):
+            for alias in node.names:
+                module = dotted(alias.name) or ""
+                if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                    pairs.append((alias.asname.name.value, module))
+                else:
+                    pairs.append((module.split(".")[0], module.split(".")[0]))
+        elif isinstance(node, cst.ImportFrom) and not isinstance(node.names, cst.ImportStar):
+            base = _absolute_from(node, self.name, self.is_package)
+            if base is None:
+                return pairs
+            for alias in node.names:
+                imported = dotted(alias.name) or ""
+                local = alias.asname.name.value if alias.asname is not None and \
+                    isinstance(alias.asname.name, cst.Name) else imported
+                pairs.append((local, f"{base}.{imported}" if base else imported))
+        return pairs
 
     def global_value(self, name: str) -> Optional[Value]:
         found = self.defs.get(name)
@@ -375,7 +397,7 @@ class Project:
             return None
         invocation.budget[0] += 1
         outcome = self.run(fn.module, fn.name, fn.node, env, pending, stream, invocation.child(fn))
-        if fn.module not in self._globals_running:  # without its module's globals it is provisional
+        if not self._provisional(fn):
             self._outcomes[key] = outcome
         return outcome
 
@@ -394,9 +416,14 @@ class Project:
                                Invocation(0, (fn.node,), fn, budget))
         finally:
             self._baseline_running.discard(key)
-        if fn.module not in self._globals_running:  # without its module's globals it is provisional
+        if not self._provisional(fn):
             self._baselines[key] = outcome
         return outcome
+
+    def _provisional(self, fn: Function) -> bool:
+        """Analyses made while a module's globals or a class's fields are still being worked out see
+        them incomplete: they are used, not kept."""
+        return fn.module in self._globals_running or bool(self._fields_running)
 
     def module_globals(self, ctx: ModuleContext) -> Optional[dict]:
         """Names the module binds once at its top level, with their values, as its functions see them.
@@ -532,18 +559,20 @@ def module_files(name: str, importer: Optional[Path], root: Optional[Path]):
 
 # ------------------------------------------------------------------------------ helpers
 def _inputs(node, env: dict, pending: frozenset) -> tuple:
-    """(sites given to a call, the ones of them reachable from its receiver)."""
+    """(sites given to a call: through its arguments and the copies in flight; the ones of them that
+    are not arguments' own: the receiver's and the copies')."""
     from .domain import all_sites
     inputs = set()
     for value in env.values():
         inputs |= all_sites(value)
+    arguments = frozenset(inputs)
     for copy in pending:
         inputs |= copy.sites
-    own: frozenset = frozenset()
+    own: frozenset = frozenset(inputs - arguments)
     if isinstance(node, cst.FunctionDef):
         params = [*node.params.posonly_params, *node.params.params]
         if params and params[0].name.value in ("self", "cls"):
-            own = all_sites(env.get(params[0].name.value, UNKNOWN))
+            own = own | all_sites(env.get(params[0].name.value, UNKNOWN))
     return frozenset(inputs), own
 
 
@@ -588,6 +617,21 @@ def _imports_of(module: cst.Module, name: Optional[str], is_package: bool) -> Im
             target = ".".join(base + [imported]) if base else imported
             imports.bind(local, target)
     return imports
+
+
+def _absolute_from(node: cst.ImportFrom, name: Optional[str], is_package: bool) -> Optional[str]:
+    """The module a ``from ... import`` names, absolute (None: a relative import outside any package)."""
+    module = dotted(node.module) if node.module is not None else ""
+    if not node.relative:
+        return module
+    if name is None:
+        return None
+    package = name.split(".") if is_package else name.split(".")[:-1]
+    levels = len(node.relative)
+    if levels - 1 > len(package):
+        return None
+    base = package[:len(package) - (levels - 1)]
+    return ".".join(base + ([module] if module else []))
 
 
 def _top_level_definitions(body) -> list:

@@ -37,6 +37,24 @@ def reverse_postorder(graph) -> list:
     return order
 
 
+def feasible(state: State, conditions: tuple) -> bool:
+    """False when a test the arm needs has a known constant value of the other truth."""
+    from .transfer import TEST
+    for test, truth in conditions:
+        value = state.env.get(TEST + str(id(test)))
+        if value is not None and truthiness(value) is (not truth):
+            return False
+    return True
+
+
+def truthiness(value) -> Optional[bool]:
+    from .domain import ANYTHING, Const
+    if not isinstance(value, Const) or ANYTHING in value.values:
+        return None
+    answers = {bool(v) for v in value.values}
+    return answers.pop() if len(answers) == 1 else None
+
+
 def solve(graph, ev, entry: State) -> tuple[list, Optional[State]]:
     # Deeper blocks first, then reverse postorder: an inner loop settles before the loop around
     # it runs again, so what it finds reaches the outer loop in one step, not one change at a time.
@@ -60,6 +78,8 @@ def solve(graph, ev, entry: State) -> tuple[list, Optional[State]]:
             run_element(ev, element)
         out = ev.state
         for succ in block.succs:
+            if succ in block.conditions and not feasible(out, block.conditions[succ]):
+                continue  # an if arm its constant test rules out
             old = states.get(succ)
             if old is None:
                 new = out.copy()

@@ -8,6 +8,7 @@ synchronization removes the ones it waits for, and a CPU access of their buffers
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Optional
 
 from .domain import UNKNOWN, Value, join, widen_join
@@ -46,11 +47,11 @@ class State:
                     env[key] = combine(mine, value)
             else:
                 env[key] = value
-        return State(env, self.pending | other.pending)
+        return State(env, merge_pending(self.pending | other.pending))
 
     # ------------------------------------------------------------------ the copies in flight
     def add_pending(self, copy: PendingCopy) -> None:
-        self.pending = self.pending | {copy}
+        self.pending = merge_pending(self.pending | {copy})
 
     def synchronize(self, stream) -> None:
         """A synchronization of ``stream`` (None: the whole device, or a stream the analysis cannot
@@ -71,6 +72,19 @@ class State:
         if not self.pending or not sites:
             return frozenset()
         return frozenset(p for p in self.pending if p.sites & sites)
+
+
+def merge_pending(pending: frozenset) -> frozenset:
+    """One entry per copy (call, stream, whether it is truly asynchronous): the buffers it may have
+    been copying are joined, so the set stays as small as the code, through loops and calls."""
+    if len(pending) < 2:
+        return pending
+    merged: dict = {}
+    for copy in pending:
+        key = (copy.node, copy.direction, copy.stream, copy.hypothetical, copy.api)
+        found = merged.get(key)
+        merged[key] = copy if found is None else replace(found, sites=found.sites | copy.sites)
+    return frozenset(merged.values()) if len(merged) < len(pending) else pending
 
 
 def _same_stream(a, b) -> bool:

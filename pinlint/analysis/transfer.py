@@ -56,6 +56,19 @@ def _stmt(ev, element) -> None:
         _forget(ev, node.target)
     elif isinstance(node, cst.Assert):
         ev.expr(node.test)
+    elif isinstance(node, (cst.Import, cst.ImportFrom)):
+        _import(ev, node)
+
+
+def _import(ev, node) -> None:
+    """An import of the checked code's own module or definition binds the name where it runs (so two
+    alternative imports under an ``if`` give one or the other); library imports are the import map's."""
+    for local, qualified in ev.module.imports_in(node):
+        if ev.tables.library_of(qualified) is not None:
+            continue
+        value = ev.module.project.resolve(qualified, ev.module)
+        if value is not UNKNOWN:
+            ev.bind(local, value)
 
 
 def _augmented(ev, node: cst.AugAssign) -> None:
@@ -198,8 +211,16 @@ def _store_item(ev, target: cst.Subscript, value: Value) -> None:
 
 
 # ------------------------------------------------------------------------------ other elements
+TEST = "$test:"  # env key prefix: the constant an if test evaluated to, for the solver's arm pruning
+
+
 def _test(ev, element) -> None:
-    ev.expr(element.node)
+    value = ev.expr(element.node)
+    key = TEST + str(id(element.node))
+    if isinstance(value, Const) and isinstance(element.extra, cst.If):
+        ev.state.env[key] = value
+    else:
+        ev.state.env.pop(key, None)
 
 
 def _iter(ev, element) -> None:
@@ -212,10 +233,20 @@ def _iter(ev, element) -> None:
 
 
 def _bind(ev, element) -> None:
-    from .evaluator import iteration_element
+    from .evaluator import LOOP_VARIABLE, iteration_element
     loop = element.extra
     iterable = ev.state.env.get(f"$iter:{id(loop)}", UNKNOWN)
     assign(ev, element.node, iteration_element(iterable, loop))
+    for name in _names(element.node):
+        ev.state.env[LOOP_VARIABLE + name] = Const.of(loop)
+
+
+def _names(target) -> list:
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for e in target.elements for n in _names(e.value)]
+    return []
 
 
 def _enter(ev, element) -> None:
