@@ -695,6 +695,72 @@ def refit(names):
         d.set(weights["bias"])  # expect: PIN007
 ''')
 
+project("alternative-backends-imported-under-if", backend_a_DOT_py='''
+import pycuda.driver as cuda
+
+class Engine:
+    def __init__(self, n):
+        self.stream = cuda.Stream()
+        self.d = cuda.mem_alloc(n)
+    def __call__(self, *inputs):
+        for x in inputs:
+            cuda.memcpy_htod_async(self.d, x, self.stream)  # via: PIN001
+        self.stream.synchronize()
+''', backend_b_DOT_py='''
+from cuda.bindings import runtime as cudart
+
+class Engine:
+    def __init__(self, n):
+        err, self.stream = cudart.cudaStreamCreate()
+        err, self.d = cudart.cudaMalloc(n)
+    def __call__(self, *inputs):
+        for x in inputs:
+            cudart.cudaMemcpyAsync(self.d, x.ctypes.data, x.nbytes,  # via: PIN001
+                                   cudart.cudaMemcpyKind.cudaMemcpyHostToDevice, self.stream)
+        cudart.cudaStreamSynchronize(self.stream)
+''', utils_DOT_py='''
+import numpy as np
+
+def blob(im, return_seg=False):
+    seg = None
+    if return_seg:
+        seg = im.astype(np.float32) / 255
+    im = np.ascontiguousarray(im).astype(np.float32) / 255
+    if return_seg:
+        return im, seg
+    return im
+''', main_DOT_py='''
+from utils import blob
+
+def main(method, images):
+    if method == "a":
+        from backend_a import Engine
+    elif method == "b":
+        from backend_b import Engine
+    else:
+        raise NotImplementedError
+    engine = Engine(1 << 20)
+    for image in images:
+        tensor = blob(image, return_seg=False)
+        engine(tensor)  # expect: PIN001
+''')
+
+project("constant-flag-prunes-an-arm-cupy", main_DOT_py='''
+import numpy as np
+import cupy as cp
+import cupyx
+
+def make(n, pinned):
+    if pinned:
+        return cupyx.empty_pinned(n, dtype=np.float32)
+    return np.empty(n, dtype=np.float32)
+
+def upload(n, s):
+    d = cp.empty(n, dtype=cp.float32)
+    d.set(make(n, True), stream=s)
+    d.set(make(n, pinned=False), stream=s)  # expect: PIN001
+''')
+
 # ------------------------------------------------------------------ PIN002 and sizes
 project("setup-loop-escape-view-cudapython", buffers_DOT_py='''
 import ctypes
