@@ -312,6 +312,8 @@ def insert_sync(copy: Event, access: Event, fx: FixContext) -> Optional[Plan]:
     if templates is None:
         return None
     stream = copy.stream_node if copy.module is None or copy.module is fx.info else None
+    if isinstance(stream, cst.Name) and stream.value in ("None", "True", "False"):
+        stream = None  # `stream=None`: the current stream, which only a device-wide synchronize names
     if stream is not None and not isinstance(stream, (cst.Name, cst.Attribute)):
         return None  # a stream made inline cannot be named again
     imports: tuple = ()

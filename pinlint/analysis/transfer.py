@@ -279,8 +279,8 @@ def _exit(ev, element) -> None:
     for index in reversed(range(len(with_node.items))):
         prefix = f"$with:{id(with_node)}:{index}:"
         context = env.pop(prefix + "context", None)
-        if context is None:
-            continue
+        if not isinstance(context, Context):
+            continue  # entered on one path only, or joined with something else: nothing to undo
         if context.sync_node is not None:
             ev.event(EventType.SYNC, context.sync_node, api="auto_synchronize", stream=context.sync_on_exit)
         if prefix + "stream" in env:
