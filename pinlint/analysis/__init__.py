@@ -35,6 +35,8 @@ def analyze(module: cst.Module, tables: Optional[Tables] = None, imports=None, p
             filename: str = "<unknown>", path: Optional[Path] = None, text: str = "") -> FileFacts:
     """Analyse one module (``imports`` is accepted for compatibility and recomputed)."""
     project = project or Project(tables or default_tables())
+    project.solves = 0
+    project.contexts = {}
     ctx = project.add_module(filename, module, path, text)
     scopes = [ScopeFacts("<module>", module, list(project.module_scope(ctx).events))]
     for fn in functions_of(ctx):

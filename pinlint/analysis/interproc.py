@@ -110,7 +110,10 @@ def _invoke(ev, fn: Function, env: dict, node) -> Optional[Outcome]:
         return baseline
     outcome = project.invoke(fn, env, ev.state.pending, stream, ev.invocation)
     if outcome is None:
-        return None
+        if baseline is None or fn.node in ev.invocation.stack:
+            return None
+        _apply_flow(ev, fn, node, baseline)  # past the analysis budget: what the callee does anyway
+        return baseline
     _lift(ev, fn, node, outcome, baseline)
     _apply_flow(ev, fn, node, outcome)
     return outcome

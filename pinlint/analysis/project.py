@@ -27,7 +27,9 @@ from .solver import solve
 from .state import MUTATED, RETURN, STREAM, State
 
 MAX_DEPTH = 5            # calls followed below a function's own analysis
-MAX_ANALYSES = 400       # callee analyses one file's check may start
+MAX_ANALYSES = 400       # callee analyses one call chain may start
+MAX_SOLVES = 2_000       # scope analyses one file's check may make, all told (past it, calls are unknown)
+MAX_CONTEXTS = 12        # calling contexts of one function analysed per file (past it, its baseline serves)
 MAX_MODULE_BYTES = 2_000_000
 _EXCLUDED_PARTS = frozenset({"site-packages", "dist-packages", ".venv", "venv", ".git", "node_modules", "build",
                              "dist", "__pycache__", ".tox", ".eggs"})
@@ -201,6 +203,10 @@ class Project:
         self._classes: dict = {}
         self._fields: dict = {}
         self._fields_running: set = set()
+        self._provisional_outcomes: dict = {}
+        self._provisional_baselines: dict = {}
+        self.solves = 0                  # scope analyses since the current file's check began
+        self.contexts: dict = {}         # function node -> calling contexts analysed for the current file
         self.method_names: set = set()
         self.imports_of: dict = {}       # ModuleContext -> the project modules its code resolved
         names = sorted(tables.unknown_methods)
@@ -365,6 +371,7 @@ class Project:
               invocation: Invocation) -> tuple:
         """Events and exit state (None when the exit is unreachable) of one analysis of a scope."""
         from .evaluator import Evaluator
+        self.solves += 1
         evaluator = Evaluator(ctx, scope, invocation)
         state = State(dict(env), pending)
         state.env[STREAM] = stream
@@ -390,24 +397,39 @@ class Project:
 
     def invoke(self, fn: Function, env: dict, pending: frozenset, stream, invocation: Invocation) -> Optional[Outcome]:
         key = (fn.node, fn.module, fn.bound, frozenset(env.items()), pending, stream)
-        found = self._outcomes.get(key)
+        memo = self._memo(fn, self._outcomes, self._provisional_outcomes)
+        found = memo.get(key)
         if found is not None:
             return found
-        if invocation.depth >= MAX_DEPTH or fn.node in invocation.stack or invocation.budget[0] >= MAX_ANALYSES:
+        if invocation.depth >= MAX_DEPTH or fn.node in invocation.stack or invocation.budget[0] >= MAX_ANALYSES or \
+                self.solves >= MAX_SOLVES or self.contexts.get(fn.node, 0) >= MAX_CONTEXTS:
             return None
         invocation.budget[0] += 1
+        self.contexts[fn.node] = self.contexts.get(fn.node, 0) + 1
         outcome = self.run(fn.module, fn.name, fn.node, env, pending, stream, invocation.child(fn))
-        if not self._provisional(fn):
-            self._outcomes[key] = outcome
+        memo[key] = outcome
         return outcome
+
+    def _memo(self, fn: Function, final: dict, provisional: dict) -> dict:
+        """Where an analysis of ``fn`` is kept: for good, or (made while a module's globals or a class's
+        fields are still being worked out, so seeing them incomplete) only until that work ends."""
+        if fn.module in self._globals_running or self._fields_running:
+            return provisional
+        return final
+
+    def _settled(self) -> None:
+        if not self._globals_running and not self._fields_running:
+            self._provisional_outcomes.clear()
+            self._provisional_baselines.clear()
 
     def baseline(self, fn: Function, invocation: Optional[Invocation] = None) -> Optional[Outcome]:
         """The function analysed with nothing known of its callers: its own file's findings."""
         key = (fn.node, fn.module, fn.klass, fn.kind)
-        found = self._baselines.get(key)
+        memo = self._memo(fn, self._baselines, self._provisional_baselines)
+        found = memo.get(key)
         if found is not None:
             return found
-        if key in self._baseline_running:
+        if key in self._baseline_running or self.solves >= MAX_SOLVES:
             return None
         self._baseline_running.add(key)
         try:
@@ -416,14 +438,8 @@ class Project:
                                Invocation(0, (fn.node,), fn, budget))
         finally:
             self._baseline_running.discard(key)
-        if not self._provisional(fn):
-            self._baselines[key] = outcome
+        memo[key] = outcome
         return outcome
-
-    def _provisional(self, fn: Function) -> bool:
-        """Analyses made while a module's globals or a class's fields are still being worked out see
-        them incomplete: they are used, not kept."""
-        return fn.module in self._globals_running or bool(self._fields_running)
 
     def module_globals(self, ctx: ModuleContext) -> Optional[dict]:
         """Names the module binds once at its top level, with their values, as its functions see them.
@@ -441,6 +457,7 @@ class Project:
                       if name in single and not name.startswith("$") and "." not in name}
         finally:
             self._globals_running.discard(ctx)
+            self._settled()
         self._globals[ctx] = result
         return result
 
@@ -514,6 +531,7 @@ class Project:
                             fields[name] = join(fields[name], value) if name in fields else value
         finally:
             self._fields_running.discard(cls)
+            self._settled()
         result = tuple(sorted(fields.items()))
         self._fields[cls] = result
         return result
