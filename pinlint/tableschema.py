@@ -34,6 +34,10 @@ def _is_bool(value) -> bool:
     return isinstance(value, bool)
 
 
+def _is_size(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
 def _is_str(value) -> bool:
     return isinstance(value, str)
 
@@ -66,10 +70,10 @@ class EffectSchema:
 _RETURNS_TUPLE = _one_of("err-tuple")
 EFFECTS: dict[str, EffectSchema] = {
     "alloc": EffectSchema(
-        frozenset({"shape", "dtype", "like", "nbytes", "flags", "like_device"}),
+        frozenset({"shape", "dtype", "like", "nbytes", "flags", "like_device", "data"}),
         {"kind": _one_of(*KINDS), "pooled": _is_bool, "pooled_when_pinned": _is_bool, "fix": _is_str,
          "pin_kw": _is_str, "device_kw": _is_str, "reads": _is_bool, "pointer": _is_bool, "returns": _RETURNS_TUPLE,
-         "uninitialized": _is_bool, "shape_varargs": _is_bool, "range_args": _is_bool},
+         "uninitialized": _is_bool, "shape_varargs": _is_bool, "range_args": _is_bool, "size": _is_size},
         "a new host buffer (or device memory, when a device keyword says so)"),
     "device": EffectSchema(frozenset({"stream"}), {"library": _is_str, "returns": _RETURNS_TUPLE,
                                                   "remembers_stream": _is_bool}, "device memory"),

@@ -425,6 +425,10 @@ class ProgramGenerator:
     def host_alloc(self) -> list:
         rng = self.rng
         allocs = [a for a in self.cat.functions.get("alloc", []) if _library(a.name) in self.focus + ["numpy"]]
+        if rng.random() < 0.85:
+            # Mostly buffers of a size the program chooses: fixed-size scalars (ctypes.c_int) are too
+            # small for the size-gated rules, and there are many of them in the tables.
+            allocs = [a for a in allocs if not a.opt("size")] or allocs
         numpy_allocs = [a for a in allocs if a.library == "numpy"]
         api = rng.choice(numpy_allocs if (numpy_allocs and rng.random() < 0.45) else allocs or numpy_allocs)
         callee = self.spell(api.name)

@@ -172,10 +172,14 @@ def _shape_info(ev, api: Api, args: Args) -> tuple:
     if isinstance(like, Host) and len(like.sites) == 1:
         site = next(iter(like.sites))
         return site.nbytes, site.dtype, like.dimensions()
+    if api.opt("size"):
+        return api.opt("size"), None, 0
     dtype_spec = api.arg("dtype")
     dtype = None
     if dtype_spec is not None:
         dtype = canonical_dtype(args.value(dtype_spec), ev.tables) if args.present(dtype_spec) else dtype_spec.default
+    if api.arg("data") is not None:
+        return _data_shape(ev, args.value(api.arg("data")), dtype)
     nbytes = args.value(api.arg("nbytes"))
     if isinstance(nbytes, Const) and isinstance(nbytes.single, int) and not isinstance(nbytes.single, bool):
         return nbytes.single, dtype, 1
@@ -195,6 +199,43 @@ def _shape_info(ev, api: Api, args: Args) -> tuple:
     count = element_count(shape)
     size = item_size(dtype, ev.tables)
     return (count * size if count is not None and size else None), dtype, ndim
+
+
+def _data_shape(ev, data: Value, dtype: Optional[str]) -> tuple:
+    """(nbytes, dtype, ndim) of `np.array(data)`: from a literal's shape and element types, or from the
+    single array it copies; None where the data says nothing constant."""
+    if isinstance(data, Host) and len(data.sites) == 1:
+        site = next(iter(data.sites))
+        same = dtype is None or dtype == site.dtype
+        return (site.nbytes if same else None), (dtype or site.dtype), data.dimensions()
+    leaves: list = []
+
+    def shape_of(value: Value) -> Optional[tuple]:
+        if isinstance(value, Const) and len(value.values) == 1:
+            leaves.append(value.single)
+            return ()
+        if isinstance(value, Items):
+            shapes = {shape_of(item) for item in value.items}
+            if len(shapes) != 1 or None in shapes:
+                return None if value.items else (0,)
+            return (len(value.items),) + shapes.pop()
+        return None
+
+    shape = shape_of(data)
+    if shape is None:
+        return None, dtype, None
+    if dtype is None and leaves:
+        # NumPy's result type for Python literals: the widest of bool < int < float < complex.
+        python = ev.tables.dtypes.get("python", {})
+        order = ["bool", "int", "float", "complex"]
+        names = {type(leaf).__name__ for leaf in leaves}
+        if names <= set(order):
+            dtype = python.get(max(names, key=order.index))
+    count = 1
+    for extent in shape:
+        count *= extent
+    size = item_size(dtype, ev.tables)
+    return (count * size if size else None), dtype, len(shape)
 
 
 def _device(ev, api: Api, node, receiver, args: Args) -> Value:

@@ -221,7 +221,10 @@ class Evaluator:
             return UNKNOWN
 
     def _expr_Float(self, node: cst.Float) -> Value:
-        return UNKNOWN
+        try:
+            return Const.of(float(node.value.replace("_", "")))
+        except ValueError:
+            return UNKNOWN
 
     def _elements(self, elements) -> list:
         values = []

@@ -65,6 +65,19 @@ arrays = [np.ones(1 << 20), np.zeros(1 << 20)]
 for a in arrays:
     d = gpuarray.to_gpu(a)
 """,
+        # Tiny buffers whose size the code spells out: a scalar array, a short literal, a ctypes int.
+        """
+import ctypes
+import numpy as np, cupy as cp
+d = cp.empty(1)
+one = np.array(1.0)
+pair = np.array([[1, 2], [3, 4]], dtype=np.float32)
+flag = ctypes.c_int(0)
+for i in range(10):
+    d.set(one)
+    e = cp.asarray(pair)
+    cp.cuda.runtime.memcpy(d.data.ptr, ctypes.addressof(flag), 4, 1)
+""",
         # Unknown buffer.
         """
 import cupy as cp
@@ -84,6 +97,13 @@ for a in [np.ones(1 << 20), np.zeros(1 << 20)]:
         """
 import numpy as np, cupy as cp
 h = np.zeros(1 << 20, dtype=np.float32)
+for i in range(10):
+    d = cp.asarray(h)
+""",
+        # np.array of a big array is as big as it.
+        """
+import numpy as np, cupy as cp
+h = np.array(np.zeros(1 << 20, dtype=np.float32))
 for i in range(10):
     d = cp.asarray(h)
 """,
