@@ -87,8 +87,13 @@ def is_pageable_async_copy(event: Event) -> bool:
 
 
 def describe_site(site: Site, ctx: CheckContext) -> str:
-    api = site.api.replace("numpy.", "np.") if site.api != "arithmetic" else "arithmetic"
-    return f"`{api}` at {ctx.place(site.node, site.module)}"
+    place = ctx.place(site.node, site.module)
+    if site.api == "arithmetic":
+        return f"array arithmetic at {place}"  # `a * 2`: a new array, not a call to name
+    api = site.api.replace("numpy.", "np.")
+    if site.variant == "from-sequence":
+        return f"`{api}` converting a Python sequence at {place}"
+    return f"`{api}` at {place}"
 
 
 def origins(sites, ctx: CheckContext) -> str:
