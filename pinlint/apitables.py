@@ -157,7 +157,7 @@ def _expand(name: str, prefixes: dict) -> list[tuple[str, str]]:
 
 def _entry(raw: dict, name: str, library: str, prefix: str) -> Api:
     effect_schema = schema.EFFECTS[raw["effect"]]
-    args = {k: ArgSpec.parse(raw[k]) for k in effect_schema.args if k in raw}
+    args = {k: ArgSpec.parse(v) for k, v in raw.items() if k in effect_schema.args}  # the table's order, not a set's
     options = {k: v for k, v in raw.items() if k in effect_schema.options}
     lib = raw.get("library", library)
     return Api(name=name, library=lib, effect=raw["effect"], args=args, options=options,

@@ -20,6 +20,7 @@ from .config import find_config
 from .runner import allow_deep_recursion
 from .runner import clean as clean_cache
 from .rule_docs import SYNTAX_ERROR, rule_doc
+from .tableschema import TableError
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 REPORT_URL = "please report it with the file that triggered it"
@@ -286,6 +287,10 @@ def main() -> None:
         raise
     except KeyboardInterrupt:
         _error("interrupted")
+        sys.exit(EXIT_ERROR)
+    except TableError as exc:
+        # A broken installation (or a hand-edited rules/api table): say which file, entry and key.
+        _error(f"invalid API table: {exc}")
         sys.exit(EXIT_ERROR)
     except Exception as exc:  # noqa: BLE001 - the last line of defence: no traceback reaches the user
         _error(f"internal error: {type(exc).__name__}: {exc}; {REPORT_URL}")

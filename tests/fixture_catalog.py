@@ -5,8 +5,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from pinlint.apitables import default_tables
+
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
-LIBRARIES = ("cupy", "numba", "pycuda", "cudapython", "torch")
+# The libraries a fixture's file name may start with: the API tables' `fixture_prefix`es.
+LIBRARIES = tuple(sorted(default_tables().fixture_prefixes))
 _HEADER = re.compile(r"^# pinlint-expect: (?P<codes>none|PIN\d{3}(?:, PIN\d{3})*)\s*$")
 
 

@@ -815,3 +815,26 @@ def test_internal_error_in_one_file_does_not_stop_the_others(tmp_path, monkeypat
     code, out, err = run_in_process(monkeypatch, capsys, tmp_path, "check", "--no-cache", "--jobs", "1", ".")
     assert code == 2 and "a_trigger.py" in err and "report" in err
     assert ("z_good.py", "PIN001", 5) in reported(out)
+
+
+def test_broken_api_table_is_one_line_naming_file_and_key(tmp_path, monkeypatch, capsys):
+    """A hand-edited (or damaged) rules/api table: one line saying which table, entry and key, exit 2."""
+    import shutil
+
+    from pinlint import apitables
+
+    rules = tmp_path / "rules"
+    shutil.copytree(apitables.rules_dir() / "api", rules / "api")
+    table = rules / "api" / "numpy.toml"
+    table.write_text(table.read_text(encoding="utf-8").replace('effect = "alloc"', 'effect = "aloc"', 1),
+                     encoding="utf-8")
+    monkeypatch.setattr(apitables, "rules_dir", lambda: rules)
+    apitables.default_tables.cache_clear()
+    try:
+        (tmp_path / "a.py").write_text(BAD, encoding="utf-8")
+        code, out, err = run_in_process(monkeypatch, capsys, tmp_path, "check", "--no-cache", "--jobs", "1", "a.py")
+    finally:
+        apitables.default_tables.cache_clear()
+    assert code == 2
+    [line] = err.splitlines()
+    assert "invalid API table" in line and "numpy.toml" in line and "aloc" in line and "internal error" not in line

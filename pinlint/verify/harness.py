@@ -18,9 +18,6 @@ from . import recorded
 from .verdict import ERROR, RACE_RULES, Outcome, Verdict, combined, judge, judge_recorded
 
 _HEADER = re.compile(r"^# pinlint-expect: (?P<codes>none|PIN\d{3}(?:\s*,\s*PIN\d{3})*)\s*$")
-# Which module each fixture's library needs, from the fixture's file name.
-LIBRARY_MODULES = {"cupy": "cupy", "numba": "numba", "pycuda": "pycuda", "cudapython": "cuda.bindings",
-                   "torch": "torch"}
 METRIC = {"PIN005": "result", "PIN006": "result"}
 
 
@@ -195,9 +192,16 @@ def _kill_group(child: subprocess.Popen) -> None:
         child.wait()
 
 
+def library_module(library: str) -> str:
+    """The module a fixture's library needs, from the fixture's file-name prefix (the API tables'
+    `fixture_prefix` and `probe_module`)."""
+    from ..apitables import default_tables
+    return default_tables().fixture_prefixes.get(library, library)
+
+
 def library_available(library: str) -> bool:
     import importlib.util
-    module = LIBRARY_MODULES.get(library, library)
+    module = library_module(library)
     try:
         return importlib.util.find_spec(module) is not None
     except (ImportError, ValueError):
@@ -260,7 +264,7 @@ def verify(fixtures: list, repeats: int = 5, warmup: int = 1, which_sizes: str =
             if problem is None and not sizes:
                 problem = "the fixture defines no readable SIZES"
             if problem is None and not library_available(fixture.library):
-                problem = f"{LIBRARY_MODULES.get(fixture.library, fixture.library)} not installed"
+                problem = f"{library_module(fixture.library)} not installed"
             if problem is not None:
                 row.verdict = Verdict(ERROR, problem)
                 rows.append(row)
