@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Callable, Optional
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, ParentNodeProvider
 
 from .analysis import Project, analyze
 from .apitables import default_tables
@@ -231,9 +230,8 @@ def _check_module(module: cst.Module, text: str, filename: str, settings: Settin
         span = position(node, where)
         return Location(span.start.line, span.start.column + 1), Location(span.end.line, span.end.column + 1)
 
-    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     fix_context = FixContext(module, text, facts, default_tables(), imports.bindings(),
-                             lambda: wrapper.resolve(ParentNodeProvider), imports.qualify)
+                             info.locator.parents, imports.qualify)
     ctx = CheckContext(line_of=lambda node: position(node).start.line, pin007_min_bytes=settings.pin007_min_bytes,
                        fixes=fix_context, qualify=imports.qualify, module=info)
     suppressions = Suppressions(text)

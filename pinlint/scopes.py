@@ -64,7 +64,8 @@ class ScopeIndex:
         self._parents = parents                  # callable: () -> {node: parent}
         self._parent_map: Optional[dict] = None
         collector = _Collector(module)
-        module.visit(collector)
+        from .positions import visit
+        visit(module, collector)  # libcst's visit order, without its copying
         self.scopes: dict = collector.scopes     # scope node -> Scope
         self.module_scope: Scope = self.scopes[module]
 

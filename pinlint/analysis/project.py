@@ -57,11 +57,16 @@ class ModuleInfo:
                 self._digest = "unreadable"
         return self._digest
 
-    def position(self, node: cst.CSTNode):
+    @property
+    def locator(self):
+        """Positions and parents, per top-level statement and only for the nodes asked about."""
         if self._positions is None:
-            from libcst.metadata import MetadataWrapper, PositionProvider
-            self._positions = MetadataWrapper(self.module, unsafe_skip_copy=True).resolve(PositionProvider)
-        return self._positions[node]
+            from ..positions import Locator
+            self._positions = Locator(self.module, self.text)
+        return self._positions
+
+    def position(self, node: cst.CSTNode):
+        return self.locator.position(node)
 
     def __repr__(self) -> str:
         return f"ModuleInfo({self.filename!r})"

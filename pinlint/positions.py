@@ -1,0 +1,255 @@
+"""Positions and parents of libcst nodes, computed for one top-level statement at a time.
+
+libcst's PositionProvider and ParentNodeProvider resolve a whole module: on a 600 kB file with one
+finding that was most of the run (bench/big_files.py). A finding needs the positions of a handful
+of nodes, so a ``Locator`` finds the top-level statement that holds a node (a plain walk over the
+node's fields, much cheaper than libcst's visitor), generates the code of that statement alone with
+libcst's own position-recording state, and shifts the rows by where Python's ``ast`` says the
+statement starts. The shift is checked: the statement's generated code must be, character for
+character, the file's text at that row; where it is not (a file libcst does not write back exactly)
+the whole module is resolved the old way, so positions are always libcst's.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import re
+from typing import Optional
+
+import libcst as cst
+from libcst._position import CodePosition, CodeRange
+
+_NEWLINE = re.compile(r"\r\n?|\n")  # libcst's own line breaks (form feeds and the like are not)
+_FIELDS: dict = {}
+
+
+def _child_fields(kind: type) -> tuple:
+    names = _FIELDS.get(kind)
+    if names is None:
+        names = _FIELDS[kind] = tuple(f.name for f in dataclasses.fields(kind))
+    return names
+
+
+class _AttributeOrder(cst.CSTVisitor):
+    """Records the order in which libcst's own traversal visits a node's attributes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.names: list = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        return False
+
+    def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
+        if attribute not in self.names:
+            self.names.append(attribute)
+
+
+_ORDERED: dict = {}
+
+
+def _ordered_fields(node: cst.CSTNode) -> tuple:
+    kind = type(node)
+    names = _ORDERED.get(kind)
+    if names is None:
+        recorder = _AttributeOrder()
+        node._visit_and_replace_children(recorder)
+        names = tuple(recorder.names) + tuple(n for n in _child_fields(kind) if n not in recorder.names)
+        _ORDERED[kind] = names
+    return names
+
+
+def visit(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
+    """``node.visit(visitor)`` for a visitor that only reads: the same calls of ``on_visit`` and
+    ``on_leave`` in the same order, without libcst rebuilding every node on the way back up."""
+    if visitor.on_visit(node):
+        for name in _ordered_fields(node):
+            value = getattr(node, name)
+            if isinstance(value, cst.CSTNode):
+                visit(value, visitor)
+            elif type(value) in (tuple, list):
+                for item in value:
+                    if isinstance(item, cst.CSTNode):
+                        visit(item, visitor)
+    visitor.on_leave(node)
+
+
+def children(node: cst.CSTNode):
+    """The node's children, in field order (enough for parents and containment)."""
+    for name in _child_fields(type(node)):
+        value = getattr(node, name)
+        if isinstance(value, cst.CSTNode):
+            yield value
+        elif type(value) in (tuple, list):
+            for item in value:
+                if isinstance(item, cst.CSTNode):
+                    yield item
+
+
+def contains(root: cst.CSTNode, node: cst.CSTNode) -> bool:
+    stack = [root]
+    while stack:
+        current = stack.pop()
+        if current is node:
+            return True
+        stack.extend(children(current))
+    return False
+
+
+def _parents_below(root: cst.CSTNode, into: dict) -> None:
+    stack = [root]
+    while stack:
+        current = stack.pop()
+        for child in children(current):
+            into[child] = current
+            stack.append(child)
+
+
+class _Recorded:
+    """What libcst's position-recording codegen state writes to (its ``provider``)."""
+
+    __slots__ = ("_computed",)
+
+    def __init__(self) -> None:
+        self._computed: dict = {}
+
+
+class Locator:
+    """Positions (libcst's ``CodeRange``) and parents of the nodes of one module, on demand."""
+
+    def __init__(self, module: cst.Module, text: str) -> None:
+        self.module = module
+        self.text = text
+        self._positions: dict = {}       # node -> CodeRange, for the statements resolved so far
+        self._parents: dict = {}         # node -> parent, likewise
+        self._done: set = set()          # indices of the statements resolved
+        self._anchors: Optional[list] = None  # per top-level statement: the row of its first token
+        self._line_starts: Optional[list] = None
+        self._cursor = 0                 # where the last search ended: reports come in file order
+        self._whole = False              # the whole module was resolved the old way
+
+    # ---- public
+    def position(self, node: cst.CSTNode) -> CodeRange:
+        found = self._positions.get(node)
+        if found is None:
+            self._resolve(node)
+            found = self._positions[node]
+        return found
+
+    def parent(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
+        if node is self.module:
+            return None
+        if node not in self._parents:
+            try:
+                self._resolve(node)
+            except KeyError:
+                return None  # not a node of this module: it has no parent here
+        return self._parents.get(node)
+
+    def parents(self) -> "_ParentView":
+        """A mapping-like view (``get``, ``[]``, ``in``) for code that wants ``{node: parent}``."""
+        return _ParentView(self)
+
+    # ---- resolution
+    def _resolve(self, node: cst.CSTNode) -> None:
+        if self._whole:
+            raise KeyError(node)
+        index = self._statement_of(node)
+        if index is None or not self._resolve_statement(index):
+            self._resolve_whole()
+
+    def _statement_of(self, node: cst.CSTNode) -> Optional[int]:
+        body = self.module.body
+        count = len(body)
+        for step in range(count):
+            index = (self._cursor + step) % count
+            if index not in self._done and contains(body[index], node):
+                self._cursor = index
+                return index
+        return None
+
+    def _resolve_statement(self, index: int) -> bool:
+        anchors = self._top_level_rows()
+        if anchors is None:
+            return False
+        statement = self.module.body[index]
+        last = index == len(self.module.body) - 1
+        alone = cst.Module(body=[statement], header=[], footer=[], encoding=self.module.encoding,
+                           default_indent=self.module.default_indent, default_newline=self.module.default_newline,
+                           has_trailing_newline=self.module.has_trailing_newline or not last)
+        recorded = _Recorded()
+        from libcst.metadata.position_provider import PositionProvidingCodegenState
+        state = PositionProvidingCodegenState(default_indent=alone.default_indent,
+                                              default_newline=alone.default_newline, provider=recorded)
+        alone._codegen(state)
+        code = "".join(state.tokens)
+        shift = anchors[index] - recorded._computed[statement].start.line
+        if shift < 0 or not self._text_matches(shift, code):
+            return False
+        for node, span in recorded._computed.items():
+            self._positions[node] = CodeRange(CodePosition(span.start.line + shift, span.start.column),
+                                              CodePosition(span.end.line + shift, span.end.column)) if shift else span
+        self._parents[statement] = self.module
+        _parents_below(statement, self._parents)
+        self._done.add(index)
+        return True
+
+    def _text_matches(self, shift: int, code: str) -> bool:
+        starts = self._line_starts
+        if starts is None:
+            starts = self._line_starts = [0, *(m.end() for m in _NEWLINE.finditer(self.text))]
+        if shift >= len(starts):
+            return False
+        begin = starts[shift]
+        return self.text.startswith(code, begin)
+
+    def _top_level_rows(self) -> Optional[list]:
+        """The row of each top-level libcst statement's first token (after its leading comment
+        lines and decorators, where libcst's position of the statement starts), from ``ast``."""
+        if self._anchors is None:
+            self._anchors = _anchors(self.module, self.text)
+        return self._anchors or None
+
+    def _resolve_whole(self) -> None:
+        from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
+        wrapper = MetadataWrapper(self.module, unsafe_skip_copy=True)
+        self._positions = dict(wrapper.resolve(PositionProvider))
+        self._parents = dict(wrapper.resolve(ParentNodeProvider))
+        self._whole = True
+
+
+def _anchors(module: cst.Module, text: str) -> list:
+    """[] when Python's statements cannot be matched one to one with libcst's."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return []
+    statements = tree.body
+    rows, at = [], 0
+    for statement in module.body:
+        if at >= len(statements):
+            return []
+        rows.append(statements[at].lineno)
+        at += len(statement.body) if isinstance(statement, cst.SimpleStatementLine) else 1
+    return rows if at == len(statements) else []
+
+
+class _ParentView:
+    __slots__ = ("_locator",)
+
+    def __init__(self, locator: Locator) -> None:
+        self._locator = locator
+
+    def get(self, node, default=None):
+        parent = self._locator.parent(node)
+        return default if parent is None else parent
+
+    def __getitem__(self, node):
+        parent = self._locator.parent(node)
+        if parent is None:
+            raise KeyError(node)
+        return parent
+
+    def __contains__(self, node) -> bool:
+        return self._locator.parent(node) is not None
