@@ -15,7 +15,6 @@ from typing import List, Optional
 import typer
 
 from . import __version__
-from .checks import ALL_RULES, RULES_BY_CODE
 from .config import find_config
 from .runner import allow_deep_recursion
 from .runner import clean as clean_cache
@@ -257,6 +256,7 @@ def trace(
 def rule(code: Optional[str] = typer.Argument(None, help="A rule code, e.g. PIN001."),
          all_rules: bool = typer.Option(False, "--all", help="List every rule.")) -> None:
     """Explain a rule, or list them all."""
+    from .checks import ALL_RULES, RULES_BY_CODE
     if code is None or all_rules:
         typer.echo(f"{'code':<7} {'name':<29} {'fix':<10} {'default':<8} summary")
         for item in (SYNTAX_ERROR, *ALL_RULES):
@@ -282,7 +282,10 @@ def main() -> None:
             pass
     allow_deep_recursion()
     try:
-        app()
+        from .typer_light import lighten
+        command = typer.main.get_command(app)
+        lighten(command)
+        command()
     except SystemExit:
         raise
     except KeyboardInterrupt:

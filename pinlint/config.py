@@ -16,8 +16,10 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-from .checks import ALL_CODES
+from .codes import all_codes
 from .settings import ALWAYS, SettingsError, resolve_selection
+
+ALL_CODES = all_codes()  # the rules' codes, without importing the rules (libcst, the analysis)
 
 CONFIG_FILES = ("pinlint.toml", "pyproject.toml")
 

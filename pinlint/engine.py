@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import re
 import tokenize
 from collections import Counter
 from dataclasses import dataclass, field
@@ -18,6 +17,8 @@ from .checks import ALL_RULES, CheckContext
 from .fixers import FixContext
 from .fixes import Plan, SourceFile, applicable, apply_plans, edits_between, select_plans
 from .parsing import parse, syntax_error
+from .prefilter import (_source_path, calls_relevant_api, imported_modules, names_gpu_library,  # noqa: F401
+                        passes_prefilter, reaches_gpu_code)
 from .model import Finding, Fix, Location, Related
 from .settings import Settings
 from .suppress import Suppressions
@@ -34,21 +35,6 @@ class FileResult:
     dependencies: tuple = ()          # (path, sha256) of the other files of the tree the findings rest on
     module: Optional[cst.Module] = None  # the parsed module the findings' fix plans refer to
     span: Optional[Callable] = None      # node -> ((row, col), (row, col)), for choosing fixes that fit
-
-
-def names_gpu_library(data: bytes) -> bool:
-    """Every finding needs an import of a GPU library, so its name appears in the file."""
-    return any(trigger.encode() in data for trigger in default_tables().triggers)
-
-
-def calls_relevant_api(data: bytes) -> bool:
-    """Every finding needs a call, by name, of a copy, registration or pinnable-allocation API."""
-    return default_tables().call_pattern.search(data) is not None
-
-
-def passes_prefilter(data: bytes) -> bool:
-    """Both cheap, sound tests: a file that fails either cannot have a finding other than PIN000."""
-    return names_gpu_library(data) and calls_relevant_api(data)
 
 
 def decode(data: bytes) -> str:
@@ -72,71 +58,6 @@ def _syntax_finding(filename: str, message: str, row: int = 1, column: int = 1) 
 
 def _syntax_error_finding(filename: str, error: SyntaxError) -> Finding:
     return _syntax_finding(filename, f"SyntaxError: {error.msg}", error.lineno or 1, max(error.offset or 1, 1))
-
-
-_IMPORT_LINE = re.compile(rb"^[ \t]*(?:from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+\(?([\w., \t]*)|import[ \t]+([\w., \t]+))",
-                          re.MULTILINE)
-_REACHES: dict = {}
-
-
-def imported_modules(data: bytes) -> list:
-    """Module names a file's import statements name (``from . import x`` gives ``.x``)."""
-    names = []
-    for match in _IMPORT_LINE.finditer(data):
-        source, imported, plain = match.groups()
-        if plain is not None:
-            names += [part.strip().split()[0] for part in plain.decode("ascii", "replace").split(",") if part.strip()]
-        else:
-            base = source.decode("ascii", "replace")
-            names.append(base)
-            for part in (imported or b"").decode("ascii", "replace").split(","):
-                part = part.strip().split(" ")[0] if part.strip() else ""
-                if part:
-                    names.append(f"{base}.{part}" if not base.endswith(".") else base + part)
-    return names
-
-
-def reaches_gpu_code(data: bytes, path: Optional[Path], depth: int = 3) -> bool:
-    """Whether the file imports a module of the checked tree that calls a GPU library's copy or
-    pinning API (itself or through its own imports): then a call of that module's code can make a
-    finding here, where the file's own buffers meet it."""
-    if path is None or depth <= 0:
-        return False
-    from .analysis.project import module_files
-    for name in imported_modules(data):
-        relative = name.startswith(".")
-        if relative:
-            levels = len(name) - len(name.lstrip("."))
-            folder = path.parent
-            for _ in range(levels - 1):
-                folder = folder.parent
-            name = name.lstrip(".")
-            candidates = [c for c in (folder / Path(*name.split(".")).with_suffix(".py") if name else None,
-                                      folder / Path(*name.split(".")) / "__init__.py" if name else folder / "__init__.py")
-                          if c is not None and c.is_file()]
-        else:
-            candidates = list(module_files(name, path, None))[:1]
-        for candidate in candidates:
-            if _reaches(candidate, depth - 1):
-                return True
-    return False
-
-
-def _reaches(path: Path, depth: int) -> bool:
-    try:
-        key = (path.resolve(), path.stat().st_mtime_ns, depth)
-    except OSError:
-        return False
-    found = _REACHES.get(key)
-    if found is None:
-        _REACHES[key] = False  # an import cycle ends here
-        try:
-            data = path.read_bytes()
-        except OSError:
-            return False
-        found = passes_prefilter(data) or reaches_gpu_code(data, path, depth)
-        _REACHES[key] = found
-    return found
 
 
 def lint_bytes(data: bytes, filename: str, settings: Settings) -> FileResult:
@@ -183,14 +104,6 @@ def end_project() -> None:
 
 def _project() -> Project:
     return _PROJECT if _PROJECT is not None else Project(default_tables())
-
-
-def _source_path(filename: str) -> Optional[Path]:
-    path = Path(filename)
-    try:
-        return path if path.suffix in (".py", ".pyi", ".ipynb") and path.is_file() else None
-    except (OSError, ValueError):
-        return None
 
 
 def lint_text(text: str, filename: str, settings: Settings, result: Optional[FileResult] = None) -> FileResult:

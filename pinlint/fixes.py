@@ -20,8 +20,6 @@ from pathlib import Path
 from typing import Callable, Iterable, Optional, Sequence
 
 import libcst as cst
-from libcst.codemod import CodemodContext
-from libcst.codemod.visitors import AddImportsVisitor
 
 from .model import Edit, Location
 
@@ -124,6 +122,10 @@ def apply_plans(module: cst.Module, plans: Sequence[Plan]) -> str:
     fixed = module.visit(_Apply(plans))
     top = [spec for spec in _new_imports(plans) if spec.after is None and spec.before is None]
     if top:
+        # libcst's codemod package (and the matchers it loads) costs more to import than a check of
+        # most files: only a fix that adds an import at the module's top pays for it.
+        from libcst.codemod import CodemodContext
+        from libcst.codemod.visitors import AddImportsVisitor
         context = CodemodContext()
         for spec in top:
             AddImportsVisitor.add_needed_import(context, spec.module, spec.name, spec.asname)

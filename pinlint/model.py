@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
-import libcst as cst
+if TYPE_CHECKING:  # annotations only: reading findings (reports, the cache) needs no libcst
+    import libcst as cst
 
 
 class Kind(str, enum.Enum):

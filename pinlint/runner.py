@@ -17,15 +17,45 @@ from typing import Optional
 
 from . import __version__
 from .apitables import rules_dir
-from .engine import (FileResult, FixOutcome, end_project, fix_text, lint_bytes, names_gpu_library, passes_prefilter,
-                     read_source, start_project)
-from .fixes import ChangedWhileFixing, request_stop, source_lines, stop_writing_when, unified_diff, write_atomically
-from .parsing import syntax_error
 from .model import Edit, Finding, Fix, Location, Related
+from .prefilter import might_report, names_gpu_library, passes_prefilter
 from .settings import Settings
 from .suppress import ALL, NOQA, read_lines, suppressed_codes
 
 LINT, FIX, DIFF, ADD_NOQA = "lint", "fix", "diff", "add-noqa"
+
+# The engine (libcst, the analysis, the rules) is imported only when a file passes the prefilter:
+# a commit that touches no GPU file never loads it. A run's project starts with the first such file.
+_PENDING_ROOT: list = []
+
+
+def _engine():
+    from . import engine
+    if _PENDING_ROOT:
+        engine.start_project(_PENDING_ROOT.pop())
+    return engine
+
+
+def lint_bytes(data: bytes, filename: str, settings: Settings):
+    return _engine().lint_bytes(data, filename, settings)
+
+
+def write_atomically(path: Path, data: bytes, expected: Optional[bytes] = None) -> None:
+    from .fixes import write_atomically as write
+    write(path, data, expected=expected)
+
+
+def _start_project(root: Optional[Path]) -> None:
+    from .apitables import default_tables
+    default_tables()  # every file's prefilter needs them: a broken table is the run's error, not a file's
+    _PENDING_ROOT[:] = [root]
+
+
+def _end_project() -> None:
+    _PENDING_ROOT.clear()
+    engine = sys.modules.get(f"{__package__}.engine")
+    if engine is not None:
+        engine.end_project()
 
 
 @dataclass(frozen=True)
@@ -81,7 +111,7 @@ def allow_deep_recursion() -> None:
         sys.setrecursionlimit(20_000)
 
 
-def _reported(result: FileResult) -> JobResult:
+def _reported(result) -> JobResult:
     """A file's findings, error and warning as a job's result."""
     return JobResult(findings=result.findings, errors=[result.error] if result.error else [],
                      warnings=[result.warning] if result.warning else [])
@@ -99,6 +129,10 @@ def _lint(job: Job, data: bytes, cache: Optional["Cache"]) -> JobResult:
         hit = cache.get(key, job.name)
         if hit is not None:
             return JobResult(findings=hit)
+    if not might_report(data, job.name):
+        if key is not None:
+            cache.put(key, [], ())
+        return JobResult()
     result = lint_bytes(data, job.name, job.settings)
     if key is not None and result.error is None and result.warning is None:
         cache.put(key, result.findings, result.dependencies)
@@ -108,11 +142,13 @@ def _lint(job: Job, data: bytes, cache: Optional["Cache"]) -> JobResult:
 def _fix(job: Job, data: bytes) -> JobResult:
     if not passes_prefilter(data):
         return _reported(lint_bytes(data, job.name, job.settings))  # nothing to fix; PIN000 still reported
+    from .engine import read_source
+    from .fixes import ChangedWhileFixing, unified_diff
     try:
         source = read_source(data)
     except (SyntaxError, UnicodeDecodeError, LookupError):
         return _reported(lint_bytes(data, job.name, job.settings))  # reported as PIN000; nothing to fix
-    outcome: FixOutcome = fix_text(source.text, job.name, job.settings, job.unsafe)
+    outcome = _engine().fix_text(source.text, job.name, job.settings, job.unsafe)
     report = JobResult(findings=outcome.result.findings if outcome.result else [],
                        errors=[outcome.error] if outcome.error else [],
                        warnings=[outcome.result.warning] if outcome.result and outcome.result.warning else [])
@@ -138,6 +174,7 @@ def add_noqa_text(text: str, findings: list) -> tuple:
     """(new text, codes added): ``# noqa: CODES`` where each reported line ends (the tokenizer's
     end of that line: past a backslash continuation or a string spanning lines, as ruff does),
     merged into a ``# noqa: ...`` comment already there; a bare ``# noqa`` already covers everything."""
+    from .fixes import source_lines
     wanted: dict = {}
     lines_info = read_lines(text) if findings else None
     for finding in findings:
@@ -176,6 +213,8 @@ def add_noqa_text(text: str, findings: list) -> tuple:
 def _add_noqa(job: Job, data: bytes) -> JobResult:
     if not passes_prefilter(data):
         return JobResult()  # no finding can be suppressed there
+    from .engine import read_source
+    from .parsing import syntax_error
     result = lint_bytes(data, job.name, job.settings)
     try:
         source = read_source(data)
@@ -212,11 +251,11 @@ def run_jobs(jobs: list, workers: int, cache: Optional["Cache"] = None) -> list:
 def _run(jobs: list, workers: int, cache: Optional["Cache"]) -> list:
     root = Path.cwd()
     if workers <= 1 or len(jobs) < 2 * workers:
-        start_project(root)
+        _start_project(root)
         try:
             return [process(job, cache) for job in jobs]
         finally:
-            end_project()
+            _end_project()
     chunk = max(1, min(64, len(jobs) // (workers * 4)))
     pool = ProcessPoolExecutor(max_workers=workers, initializer=_init_worker, initargs=(os.getpid(), root))
     try:
@@ -262,7 +301,8 @@ def _init_worker(parent: int, root: Optional[Path] = None) -> None:
     (from the parent, or from the kernel when the parent dies) ends the worker without cutting a
     write short; and before each write the worker checks that its parent is still there. It keeps
     one project (the checked tree's modules and their analyses) for every file it is given."""
-    start_project(root)
+    from .fixes import request_stop, stop_writing_when
+    _start_project(root)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, lambda signum, frame: request_stop())
     _die_with_parent()

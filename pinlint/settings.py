@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
-from .checks import ALL_CODES
+from .codes import all_codes
+
+ALL_CODES = all_codes()  # the rules' codes, without importing the rules (libcst, the analysis)
 
 
 class SettingsError(ValueError):

@@ -19,6 +19,7 @@ from typing import Optional
 import libcst as cst
 
 from ..imports import ImportMap, collect_imports, dotted
+from ..modulefiles import _EXCLUDED_PARTS, module_files, search_folders  # noqa: F401
 from ..walk import suite_body
 from . import cfg
 from .domain import UNKNOWN, ClassRef, Const, Function, Instance, ModuleRef, Value, join
@@ -31,8 +32,6 @@ MAX_ANALYSES = 400       # callee analyses one call chain may start
 MAX_SOLVES = 2_000       # scope analyses one file's check may make, all told (past it, calls are unknown)
 MAX_CONTEXTS = 12        # calling contexts of one function analysed per file (past it, its baseline serves)
 MAX_MODULE_BYTES = 2_000_000
-_EXCLUDED_PARTS = frozenset({"site-packages", "dist-packages", ".venv", "venv", ".git", "node_modules", "build",
-                             "dist", "__pycache__", ".tox", ".eggs"})
 
 
 class ModuleInfo:
@@ -543,43 +542,6 @@ class Project:
 
 
 # ------------------------------------------------------------------------------ finding modules
-def search_folders(path: Optional[Path], root: Optional[Path]) -> list:
-    """Where ``import name`` in the file at ``path`` may find a module of the tree: the folder holding
-    the file's top package, the file's own folder and its parents (scripts run from there, and samples
-    add `..` to sys.path), the project root and its ``src``."""
-    if path is None:
-        return [root] if root is not None else []
-    folders = []
-    top = path.parent
-    while (top / "__init__.py").is_file() and top.parent != top:
-        top = top.parent
-    folders.append(top)
-    folder = path.parent
-    for _ in range(6):
-        if folder not in folders:
-            folders.append(folder)
-        if root is not None and (folder == root or root not in folder.parents):
-            break
-        if folder.parent == folder:
-            break
-        folder = folder.parent
-    if root is not None:
-        folders += [f for f in (root, root / "src") if f not in folders]
-    return folders
-
-
-def module_files(name: str, importer: Optional[Path], root: Optional[Path]):
-    """Candidate files for module ``name`` imported from the file ``importer``, best first."""
-    parts = [p for p in name.split(".") if p]
-    if not parts:
-        return
-    relative = Path(*parts)
-    for base in search_folders(importer, root):
-        for candidate in (base / relative.with_suffix(".py"), base / relative / "__init__.py"):
-            if candidate.is_file() and not (_EXCLUDED_PARTS & set(candidate.parts)):
-                yield candidate
-
-
 # ------------------------------------------------------------------------------ helpers
 def _inputs(node, env: dict, pending: frozenset) -> tuple:
     """(sites given to a call: through its arguments and the copies in flight; the ones of them that

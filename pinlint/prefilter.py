@@ -1,0 +1,105 @@
+"""The cheap, sound tests that decide whether a file can have a finding at all, before anything
+heavier is imported: most files of a commit or a tree name no GPU library and stop here."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Optional
+
+from .apitables import default_tables
+from .modulefiles import module_files
+
+
+def names_gpu_library(data: bytes) -> bool:
+    """Every finding needs an import of a GPU library, so its name appears in the file."""
+    return any(trigger.encode() in data for trigger in default_tables().triggers)
+
+
+def calls_relevant_api(data: bytes) -> bool:
+    """Every finding needs a call, by name, of a copy, registration or pinnable-allocation API."""
+    return default_tables().call_pattern.search(data) is not None
+
+
+def passes_prefilter(data: bytes) -> bool:
+    """Both cheap, sound tests: a file that fails either cannot have a finding other than PIN000."""
+    return names_gpu_library(data) and calls_relevant_api(data)
+
+
+_IMPORT_LINE = re.compile(rb"^[ \t]*(?:from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+\(?([\w., \t]*)|import[ \t]+([\w., \t]+))",
+                          re.MULTILINE)
+_REACHES: dict = {}
+
+
+def imported_modules(data: bytes) -> list:
+    """Module names a file's import statements name (``from . import x`` gives ``.x``)."""
+    names = []
+    for match in _IMPORT_LINE.finditer(data):
+        source, imported, plain = match.groups()
+        if plain is not None:
+            names += [part.strip().split()[0] for part in plain.decode("ascii", "replace").split(",") if part.strip()]
+        else:
+            base = source.decode("ascii", "replace")
+            names.append(base)
+            for part in (imported or b"").decode("ascii", "replace").split(","):
+                part = part.strip().split(" ")[0] if part.strip() else ""
+                if part:
+                    names.append(f"{base}.{part}" if not base.endswith(".") else base + part)
+    return names
+
+
+def reaches_gpu_code(data: bytes, path: Optional[Path], depth: int = 3) -> bool:
+    """Whether the file imports a module of the checked tree that calls a GPU library's copy or
+    pinning API (itself or through its own imports): then a call of that module's code can make a
+    finding here, where the file's own buffers meet it."""
+    if path is None or depth <= 0:
+        return False
+    for name in imported_modules(data):
+        relative = name.startswith(".")
+        if relative:
+            levels = len(name) - len(name.lstrip("."))
+            folder = path.parent
+            for _ in range(levels - 1):
+                folder = folder.parent
+            name = name.lstrip(".")
+            candidates = [c for c in (folder / Path(*name.split(".")).with_suffix(".py") if name else None,
+                                      folder / Path(*name.split(".")) / "__init__.py" if name else folder / "__init__.py")
+                          if c is not None and c.is_file()]
+        else:
+            candidates = list(module_files(name, path, None))[:1]
+        for candidate in candidates:
+            if _reaches(candidate, depth - 1):
+                return True
+    return False
+
+
+def _reaches(path: Path, depth: int) -> bool:
+    try:
+        key = (path.resolve(), path.stat().st_mtime_ns, depth)
+    except OSError:
+        return False
+    found = _REACHES.get(key)
+    if found is None:
+        _REACHES[key] = False  # an import cycle ends here
+        try:
+            data = path.read_bytes()
+        except OSError:
+            return False
+        found = passes_prefilter(data) or reaches_gpu_code(data, path, depth)
+        _REACHES[key] = found
+    return found
+
+
+
+def _source_path(filename: str) -> Optional[Path]:
+    path = Path(filename)
+    try:
+        return path if path.suffix in (".py", ".pyi", ".ipynb") and path.is_file() else None
+    except (OSError, ValueError):
+        return None
+
+
+def might_report(data: bytes, filename: str) -> bool:
+    """Whether ``lint_bytes`` would look past the prefilter (its own first test, unchanged): a file that
+    names no GPU library and imports no module of the tree that copies is skipped unparsed."""
+    return names_gpu_library(data) or reaches_gpu_code(data, _source_path(filename))
