@@ -355,6 +355,7 @@ class NotebookOutcome:
     fixed: Optional[bytes] = None     # the fixed notebook's bytes, when a fix changed it
     applied: int = 0
     fixed_codes: dict = field(default_factory=dict)  # findings fixed per code (for --show-fixes)
+    dependencies: tuple = ()          # (path, sha256) of the tree's files the findings rest on (for the cache)
 
 
 def _unreadable(name: str, error: NotebookError) -> NotebookOutcome:
@@ -372,7 +373,8 @@ def check_notebook(data: bytes, name: str, settings, fix: bool = False, unsafe: 
     if not fix:
         result = lint_text(program.text, name, settings)
         return NotebookOutcome([_relocate(f, program) for f in result.findings],
-                               [result.error] if result.error else [], [result.warning] if result.warning else [])
+                               [result.error] if result.error else [], [result.warning] if result.warning else [],
+                               dependencies=result.dependencies)
     outcome = fix_text(program.text, name, settings, unsafe)
     result = outcome.result
     report = NotebookOutcome([_relocate(f, program) for f in (result.findings if result else [])],
@@ -408,7 +410,8 @@ def process_notebook(job, data: bytes):
         return JobResult()
     fixing = job.mode in (FIX, DIFF)
     outcome = check_notebook(data, job.name, job.settings, fix=fixing, unsafe=job.unsafe)
-    report = JobResult(findings=outcome.findings, errors=outcome.errors, warnings=outcome.warnings)
+    report = JobResult(findings=outcome.findings, errors=outcome.errors, warnings=outcome.warnings,
+                       dependencies=outcome.dependencies)
     if outcome.fixed is None:
         return report
     report.applied, report.changed, report.fixed = outcome.applied, 1, outcome.fixed_codes

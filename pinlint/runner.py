@@ -76,6 +76,7 @@ class JobResult:
     changed: int = 0       # 1 when the file was (or would be) rewritten
     diff: str = ""
     fixed: dict = field(default_factory=dict)  # code -> findings the fixes resolved (for --show-fixes)
+    dependencies: tuple = ()  # (path, sha256) of the other files the findings rest on (for the cache)
 
 
 # ---------------------------------------------------------------------------- one file
@@ -95,8 +96,7 @@ def _process(job: Job, cache: Optional["Cache"]) -> JobResult:
     except OSError as exc:
         return JobResult(errors=[f"{job.name}: {exc.strerror or exc}"])
     if job.path.endswith(".ipynb"):
-        from .notebooks import process_notebook
-        return _portable(process_notebook(job, data))
+        return _portable(_notebook(job, data, cache))
     if job.mode == LINT:
         return _portable(_lint(job, data, cache))
     if job.mode == ADD_NOQA:
@@ -137,6 +137,21 @@ def _lint(job: Job, data: bytes, cache: Optional["Cache"]) -> JobResult:
     if key is not None and result.error is None and result.warning is None:
         cache.put(key, result.findings, result.dependencies)
     return _reported(result)
+
+
+def _notebook(job: Job, data: bytes, cache: Optional["Cache"]) -> JobResult:
+    """A notebook, cached like a .py file when it is only linted (keyed by its bytes, so an edited
+    cell or output makes a new entry, and by the files of the tree its findings rest on)."""
+    from .notebooks import process_notebook
+    key = cache.key(data, job.settings) if cache is not None and job.mode == LINT else None
+    if key is not None:
+        hit = cache.get(key, job.name)
+        if hit is not None:
+            return JobResult(findings=hit)
+    result = process_notebook(job, data)
+    if key is not None and not result.errors and not result.warnings:
+        cache.put(key, result.findings, result.dependencies)
+    return result
 
 
 def _fix(job: Job, data: bytes) -> JobResult:
@@ -416,13 +431,13 @@ def _finding_from_json(data: dict, filename: str) -> Finding:
         fix = Fix(data["fix"]["applicability"], data["fix"]["message"], tuple(
             Edit(e["content"], _location(e["location"]), _location(e["end_location"])) for e in data["fix"]["edits"]))
     related = tuple(Related(r["message"], r.get("filename", filename), _location(r["location"]),
-                            _location(r["end_location"])) for r in data.get("related", []))
+                            _location(r["end_location"]), cell=r.get("cell")) for r in data.get("related", []))
     trace = tuple(Related(t["message"], t.get("filename", filename), _location(t["location"]),
-                          _location(t["end_location"])) for t in data.get("trace", []))
+                          _location(t["end_location"]), cell=t.get("cell")) for t in data.get("trace", []))
     extra = data.get("_extra", {})
     return Finding(code=data["code"], message=data["message"], filename=filename, location=_location(data["location"]),
                    end_location=_location(data["end_location"]), fix=fix, related=related, url=data.get("url"),
-                   trace=trace,
+                   trace=trace, cell=data.get("cell"),
                    nbytes=extra.get("nbytes"), direction=extra.get("direction", ""), pooled=extra.get("pooled", False))
 
 
