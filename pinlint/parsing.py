@@ -15,10 +15,9 @@ import io
 import re
 import tokenize
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Optional
+from typing import Optional
 
-if TYPE_CHECKING:
-    import libcst as cst
+import libcst as cst
 
 # Deepest nesting (as libcst builds the tree) pinlint hands to libcst. The deepest statement in the
 # 2,285 files of six CUDA Python projects is 29 levels; the deepest in sympy is 567 (a generated
@@ -53,7 +52,6 @@ def parse(text: str, verdict: Optional[tuple] = None) -> Parsed:
         # Python (this version) rejects the file and it cannot be measured for depth: asking libcst
         # could crash, so Python's verdict stands.
         return Parsed(error=error)
-    import libcst as cst  # only files that pass the prefilter come here
     try:
         module = cst.parse_module(text)
     except cst.ParserSyntaxError as exc:
