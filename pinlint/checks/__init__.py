@@ -8,10 +8,11 @@ from .pin004 import MappedMemoryReread
 from .pin005 import AsyncD2HReadBeforeSync
 from .pin006 import AsyncH2DSourceOverwritten
 from .pin007 import PageableTransferInLoop
+from .pin008 import PinnedForSingleTransfer
 
 ALL_RULES: tuple[Rule, ...] = (PageableAsyncCopy(), PinnedAllocInLoop(), WriteCombinedCpuRead(),
                                MappedMemoryReread(), AsyncD2HReadBeforeSync(), AsyncH2DSourceOverwritten(),
-                               PageableTransferInLoop())
+                               PageableTransferInLoop(), PinnedForSingleTransfer())
 RULES_BY_CODE = {rule.code: rule for rule in ALL_RULES}
 # PIN000 is not a rule over facts: it is how a file that cannot be parsed is reported.
 ALL_CODES = ("PIN000",) + tuple(RULES_BY_CODE)

@@ -6,7 +6,7 @@ from typing import Iterator
 
 from ..analysis import FileFacts
 from ..fixers import pin_allocation
-from .base import CheckContext, Report, Rule, origins, is_pageable_async_copy, local_site
+from .base import CheckContext, Report, Rule, below, origins, is_pageable_async_copy, local_site
 
 
 class PageableAsyncCopy(Rule):
@@ -18,6 +18,8 @@ class PageableAsyncCopy(Rule):
         for copy in facts.copies():
             if not is_pageable_async_copy(copy):
                 continue
+            if below(copy.sites, ctx.pin001_min_bytes):
+                continue  # a small constant-size copy holds the host for microseconds
             direction = "host-to-device" if copy.direction == "h2d" else "device-to-host"
             via = ctx.via(copy.trace)
             if copy.dest_allocated:
