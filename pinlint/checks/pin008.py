@@ -10,6 +10,7 @@ from ..model import Event, EventType, Site
 from ..trace.units import size
 from .base import CheckContext, Report, Rule, below
 
+_PINNING = (EventType.ALLOC, EventType.REGISTER)
 ADVICE = ("Copy the pageable data directly (drop the pinning), or keep the pinned buffer and reuse it for "
           "every transfer")
 
@@ -53,10 +54,14 @@ class PinnedForSingleTransfer(Rule):
         events = list(facts.events())
         # A module's buffer can be used by any of its functions: escapes and copies are counted file-wide.
         escaped = frozenset().union(*(scope.escaped() for scope in facts.scopes))
+        # A function's pinning reached from a call inside a loop pins on every iteration: PIN002's
+        # finding at the call, not this one.
+        in_loops = frozenset(inner for event in events if event.loops and event.type in _PINNING
+                             for site in event.sites for inner in site.via)
         for event in events:
-            if event.type not in (EventType.ALLOC, EventType.REGISTER) or event.loops or event.trace:
+            if event.type not in _PINNING or event.loops or event.trace:
                 continue
-            if not event.definitely(_pinned_here) or any(site in escaped for site in event.sites):
+            if not event.definitely(_pinned_here) or any(site in escaped or site in in_loops for site in event.sites):
                 continue
             if below(event.sites, ctx.pin008_min_bytes):
                 continue  # pinning a small buffer once costs little
