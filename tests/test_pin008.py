@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pinlint.settings import Settings
-from helpers import findings, only, row_of, rows
+from helpers import findings, only, row_of, rows, source
 
 # ------------------------------------------------------------------ one bad and one good program per library
 BAD = {
@@ -362,3 +362,25 @@ def test_the_message_gives_the_size_and_says_when_the_memory_is_pooled():
 def test_noqa_silences_it():
     src = BAD["torch"][0].replace("p = x.pin_memory()", "p = x.pin_memory()  # noqa: PIN008")
     assert rows(src, "PIN008") == []
+
+
+def test_a_helper_that_pins_called_in_a_loop_is_pin002_at_the_call_only():
+    src = """
+        import numpy as np
+        import pycuda.driver as cuda
+        def upload(d, x, stream):
+            h = cuda.pagelocked_empty(x.shape, x.dtype)
+            h[:] = x
+            cuda.memcpy_htod_async(d, h, stream)
+            stream.synchronize()
+        def run(batches):
+            stream = cuda.Stream()
+            d = cuda.mem_alloc(1 << 22)
+            for x in batches:
+                upload(d, x, stream)
+        """
+    assert [(f.code, f.location.row) for f in findings(src)] == [("PIN002", row_of(src, "    upload(d, x, stream)"))]
+    # Called once instead: the helper's own pinning is PIN008's.
+    once = source(src).replace("for x in batches:\n        upload(d, x, stream)", "upload(d, batches[0], stream)")
+    assert once != source(src)
+    assert rows(once, "PIN008") == [row_of(src, "pagelocked_empty")]

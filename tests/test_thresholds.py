@@ -123,3 +123,15 @@ def test_the_cache_key_changes_with_each_threshold():
     keys = {cache.key(b"x = 1\n", settings) for settings in (
         Settings(), Settings(pin001_min_bytes=0), Settings(pin007_min_bytes=0), Settings(pin008_min_bytes=0))}
     assert len(keys) == 4
+
+
+def test_pin001_threshold_leaves_device_to_host_copies_reported_at_every_size():
+    # The call returns only when the copy is done: it waits for the stream, however small the buffer.
+    src = """
+        import numpy as np, cupy as cp
+        h = np.empty(16, dtype=np.uint8)
+        d = cp.empty(16, dtype=cp.uint8)
+        s = cp.cuda.Stream(non_blocking=True)
+        d.get(stream=s, out=h, blocking=False)
+        """
+    assert rows(src, "PIN001") == [row_of(src, "d.get")]
