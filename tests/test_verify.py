@@ -387,3 +387,28 @@ def test_the_runner_records_each_timed_run_with_the_recorder(tmp_path, monkeypat
     assert len(outcome.runs) == 3
     assert all([c[0] for c in run["copies"]] == [5, 5] for run in outcome.runs)
     assert outcome.runs[0]["copies"][0][3:6] == ["pageable", 4096, 500]
+
+
+def test_pin008_is_judged_by_host_time_pinning_plus_copying_per_run():
+    # Bad: page-lock 256 MiB (100 ms), copy it pinned (0.04 ms held), free it (2 ms). Fixed: one
+    # pageable copy that holds the host 40 ms.
+    alloc = [31, "cuMemHostAlloc", 1 << 28, 0, int(100e6), False]
+    bad = tuple(_run([_copy(33, 0.04, kind="pinned", nbytes=1 << 28, device_ms=4.9)], [alloc], [[31, int(2e6)]])
+                for _ in range(3))
+    fixed = tuple(_run([_copy(33, ms, nbytes=1 << 28, device_ms=40)]) for ms in (39, 40, 41))
+    measure = recorded.measure("PIN008", bad, fixed, {31})
+    assert measure.metric == "host time pinning + copying per run"
+    assert measure.bad == (102.04,) * 3 and measure.fixed == (39.0, 40.0, 41.0) and measure.confirmed
+    assert "pinning 102 ms" in measure.detail and "54.8 -> 6.7 GB/s (pinned -> pageable)" in measure.detail
+    # Without copies on either side there is nothing to judge by.
+    assert recorded.measure("PIN008", tuple(_run() for _ in range(2)), fixed, {31}) is None
+
+
+def test_pin008_with_a_pooled_allocator_is_not_refuted():
+    runs = tuple(_run([_copy(33, 0.04, kind="pinned")]) for _ in range(3))
+    fixed = tuple(_run([_copy(33, 3.0)]) for _ in range(3))
+    measure = recorded.measure("PIN008", runs, fixed, {31})
+    assert not measure.confirmed
+    verdict = judge_recorded("PIN008", _outcome([1]), _outcome([1]), measure, pooled=True)
+    assert verdict.verdict == NOT_REPRODUCED and not verdict.refuted and "pooled" in verdict.detail
+    assert judge_recorded("PIN008", _outcome([1]), _outcome([1]), measure).refuted

@@ -70,7 +70,9 @@ class PinnedForSingleTransfer(Rule):
                 continue
             where = copy.trace[-1] if copy.trace else None
             node, module = (where.node, where.module) if where else (copy.node, copy.module)
-            yield Report(event.node, self._message(event, copy, ctx, ctx.place(node, module)),
+            # The sites give the finding its size and pooled flag (verify reads them); the engine
+            # shows no related location for a site at the reported call itself.
+            yield Report(event.node, self._message(event, copy, ctx, ctx.place(node, module)), event.sites,
                          fix=Plan(DISPLAY, ADVICE), direction=copy.direction,
                          related=((node, module, f"the single transfer: `{copy.api}`"),))
 

@@ -14,6 +14,9 @@ ERROR = "error"
 RACE_RULES = frozenset({"PIN005", "PIN006"})
 # Rules whose effect is known to depend on the platform: not reproducing them refutes nothing.
 PLATFORM_DEPENDENT = frozenset({"PIN003"})
+# Rules about the cost of pinned allocation: a pooling allocator hands back a cached block after the
+# first run, so the warmed-up runs cannot show it (the rules say so themselves).
+ALLOCATION_RULES = frozenset({"PIN002", "PIN008"})
 
 
 @dataclass(frozen=True)
@@ -83,7 +86,7 @@ def judge(code: str, bad: Outcome, fixed: Outcome, pooled: bool = False) -> Verd
     if bad.median - fixed.median > margin:
         return Verdict(CONFIRMED, f"fixed is faster by more than the spread of all runs ({margin:.2f} ms)", ratio)
     detail = f"difference {bad.median - fixed.median:.2f} ms within the spread ({margin:.2f} ms)"
-    if code == "PIN002" and pooled:
+    if code in ALLOCATION_RULES and pooled:
         # The rule says so itself: a pooling allocator hands back a cached block, not a new cudaHostAlloc.
         return Verdict(NOT_REPRODUCED, detail + "; a pooled allocator amortizes the allocation", ratio)
     return Verdict(NOT_REPRODUCED, detail, ratio, refuted=code not in PLATFORM_DEPENDENT)
@@ -97,6 +100,6 @@ def judge_recorded(code: str, bad: Outcome, fixed: Outcome, measure, pooled: boo
                f"spread {measure.margin:.3g} {measure.unit}; {measure.detail}")
     if measure.confirmed:
         return Verdict(CONFIRMED, figures, measure.ratio)
-    if code == "PIN002" and pooled:
+    if code in ALLOCATION_RULES and pooled:
         return Verdict(NOT_REPRODUCED, figures + "; a pooled allocator amortizes the allocation", measure.ratio)
     return Verdict(NOT_REPRODUCED, figures, measure.ratio, refuted=code not in PLATFORM_DEPENDENT)
