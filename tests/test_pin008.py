@@ -384,3 +384,29 @@ def test_a_helper_that_pins_called_in_a_loop_is_pin002_at_the_call_only():
     once = source(src).replace("for x in batches:\n        upload(d, x, stream)", "upload(d, batches[0], stream)")
     assert once != source(src)
     assert rows(once, "PIN008") == [row_of(src, "pagelocked_empty")]
+
+
+# ------------------------------------------------------------------ the fixtures
+def test_every_pin008_fixture_has_a_hand_written_fix_with_one_pageable_copy_and_the_same_sizes():
+    import ast
+
+    from pinlint.engine import lint_bytes
+    from fixture_catalog import FIXTURES, expected_codes
+
+    bad = [p for p in sorted((FIXTURES / "PIN008").glob("*.py"))
+           if not p.name.endswith(".fixed.py") and "PIN008" in expected_codes(p)]
+    assert {p.name.split("_", 1)[0] for p in bad} == {"cudapython", "cupy", "numba", "pycuda", "torch"}
+
+    def sizes(path):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        node = next(node for node in tree.body if isinstance(node, ast.Assign)
+                    and any(getattr(t, "id", "") == "SIZES" for t in node.targets))
+        return eval(compile(ast.Expression(node.value), str(path), "eval"), {})  # `1 << 24`: constants only
+
+    for path in bad:
+        fixed = path.with_name(path.name[:-3] + ".fixed.py")
+        assert fixed.is_file(), f"{path.name}: PIN008's fix is display-only, so the fixture needs a .fixed.py"
+        assert sizes(path) == sizes(fixed) == [1 << 24, 1 << 26]  # 64 MiB and 256 MiB of float32
+        result = lint_bytes(fixed.read_bytes(), str(fixed), Settings(pin008_min_bytes=0))
+        assert [f.code for f in result.findings] == []
+        assert "pin" not in fixed.read_text(encoding="utf-8").split("def run", 1)[1].lower().replace("pinlint", "")
