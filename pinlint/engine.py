@@ -254,8 +254,8 @@ def _check_module(module: cst.Module, text: str, filename: str, settings: Settin
     def related_of(report) -> tuple:
         entries = []
         for site in sorted(report.sites, key=lambda s: _site_order(s, position, info)):
-            if site.node is report.node:
-                continue  # reported at the allocation itself (PIN008): nothing to point to
+            if report.related and site.node is report.node:
+                continue  # PIN008: reported at the pinning call, related to its transfer instead
             start, end = location(site.node, site.module)
             entries.append(Related(message=f"buffer allocated here by `{site.api}`", filename=_filename(site.module, info, filename),
                                    location=start, end_location=end))
