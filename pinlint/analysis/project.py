@@ -195,6 +195,7 @@ class Project:
         self.by_name: dict = {}          # ModuleRef name -> ModuleContext
         self._lookups: dict = {}         # (module name, importing file's folder) -> ModuleContext or None
         self._graphs: dict = {}
+        self.loop_branch_depth: dict = {}   # loop node -> if arms around it, over every graph built
         self._outcomes: dict = {}
         self._baselines: dict = {}
         self._baseline_running: set = set()
@@ -203,8 +204,13 @@ class Project:
         self._classes: dict = {}
         self._fields: dict = {}
         self._fields_running: set = set()
+        self._sets_fields: dict = {}     # (method node, self name, method names) -> may it set fields
+        self.tested_names: dict = {}     # function node -> the names its ifs test
         self._provisional_outcomes: dict = {}
         self._provisional_baselines: dict = {}
+        # Reads of something still being worked out (a module's globals, a class's fields) or of an
+        # analysis that did: an analysis during which this count did not move saw only settled facts.
+        self._incomplete_reads = 0
         self.solves = 0                  # scope analyses since the current file's check began
         self.contexts: dict = {}         # function node -> calling contexts analysed for the current file
         self.method_names: set = set()
@@ -365,6 +371,7 @@ class Project:
             else:
                 found = cfg.build(suite_body(node.body), function=True)
             self._graphs[node] = found
+            self.loop_branch_depth.update(found.loop_branch_depth)
         return found
 
     def solve(self, ctx: ModuleContext, scope: str, node, env: dict, pending: frozenset, stream,
@@ -397,8 +404,7 @@ class Project:
 
     def invoke(self, fn: Function, env: dict, pending: frozenset, stream, invocation: Invocation) -> Optional[Outcome]:
         key = (fn.node, fn.module, fn.bound, frozenset(env.items()), pending, stream)
-        memo = self._memo(fn, self._outcomes, self._provisional_outcomes)
-        found = memo.get(key)
+        found = self._recall(key, self._outcomes, self._provisional_outcomes)
         if found is not None:
             return found
         if invocation.depth >= MAX_DEPTH or fn.node in invocation.stack or invocation.budget[0] >= MAX_ANALYSES or \
@@ -406,16 +412,25 @@ class Project:
             return None
         invocation.budget[0] += 1
         self.contexts[fn.node] = self.contexts.get(fn.node, 0) + 1
+        before = self._incomplete_reads
         outcome = self.run(fn.module, fn.name, fn.node, env, pending, stream, invocation.child(fn))
-        memo[key] = outcome
+        self._keep(key, outcome, before, self._outcomes, self._provisional_outcomes)
         return outcome
 
-    def _memo(self, fn: Function, final: dict, provisional: dict) -> dict:
-        """Where an analysis of ``fn`` is kept: for good, or (made while a module's globals or a class's
-        fields are still being worked out, so seeing them incomplete) only until that work ends."""
-        if fn.module in self._globals_running or self._fields_running:
-            return provisional
-        return final
+    def _recall(self, key, final: dict, provisional: dict):
+        found = final.get(key)
+        if found is None:
+            found = provisional.get(key)
+            if found is not None:
+                self._incomplete_reads += 1  # built on facts still being worked out: so is its user
+        return found
+
+    def _keep(self, key, outcome, before: int, final: dict, provisional: dict) -> None:
+        """Keep an analysis for good when it read nothing unsettled (a module's globals or a class's
+        fields while they were being worked out), else only until that work ends. Deciding by what
+        the analysis read, not by what was running meanwhile, keeps most analyses made while a
+        class's fields are worked out (a cold run re-did them all before)."""
+        (final if self._incomplete_reads == before else provisional)[key] = outcome
 
     def _settled(self) -> None:
         if not self._globals_running and not self._fields_running:
@@ -425,20 +440,20 @@ class Project:
     def baseline(self, fn: Function, invocation: Optional[Invocation] = None) -> Optional[Outcome]:
         """The function analysed with nothing known of its callers: its own file's findings."""
         key = (fn.node, fn.module, fn.klass, fn.kind)
-        memo = self._memo(fn, self._baselines, self._provisional_baselines)
-        found = memo.get(key)
+        found = self._recall(key, self._baselines, self._provisional_baselines)
         if found is not None:
             return found
         if key in self._baseline_running or self.solves >= MAX_SOLVES:
             return None
         self._baseline_running.add(key)
+        before = self._incomplete_reads
         try:
             budget = invocation.budget if invocation is not None else [0]
             outcome = self.run(fn.module, fn.name, fn.node, context_free_env(self, fn), frozenset(), None,
                                Invocation(0, (fn.node,), fn, budget))
         finally:
             self._baseline_running.discard(key)
-        memo[key] = outcome
+        self._keep(key, outcome, before, self._baselines, self._provisional_baselines)
         return outcome
 
     def module_globals(self, ctx: ModuleContext) -> Optional[dict]:
@@ -447,6 +462,7 @@ class Project:
         if ctx in self._globals:
             return self._globals[ctx]
         if ctx in self._globals_running:
+            self._incomplete_reads += 1
             return None
         self._globals_running.add(ctx)
         try:
@@ -508,17 +524,21 @@ class Project:
         if found is not None:
             return found
         if cls in self._fields_running:
+            self._incomplete_reads += 1
             return ()
         self._fields_running.add(cls)
         fields: dict = {}
         try:
             info = self.class_info(cls)
-            for klass_info in (info.mro() if info is not None else []):
+            mro = info.mro() if info is not None else []
+            project_methods = frozenset(name for klass_info in mro for name in klass_info.members)
+            for klass_info in mro:
                 for member in klass_info.members.values():
                     if member.kind not in ("method",):
                         continue
                     params = [*member.node.params.posonly_params, *member.node.params.params]
-                    if not params:
+                    if not params or not may_set_fields(member.node, params[0].name.value, project_methods,
+                                                                   self._sets_fields):
                         continue
                     fn = Function(node=member.node, module=klass_info.cls.module, name=member.qualified,
                                   kernel=member.kernel, klass=klass_info.cls, kind="method")
@@ -535,6 +555,100 @@ class Project:
         result = tuple(sorted(fields.items()))
         self._fields[cls] = result
         return result
+
+
+# ------------------------------------------------------------------------------ which methods set fields
+# Where statements nest inside a compound statement (If.orelse may be an `elif` If, or an Else).
+_NESTED = ("body", "orelse", "handlers", "finalbody", "cases")
+def may_set_fields(node: cst.FunctionDef, self_name: str, project_methods: frozenset, cache: dict) -> bool:
+    """Whether running the method can change the fields of ``self``: it stores into ``self.x`` (or
+    ``self.x[k]``, ``self.x.y``, deletes one, binds one in a ``for``/``with``), mutates one with a call
+    (``self.x.append(h)``), hands ``self`` or a field to a call (``Base.__init__(self, h)``,
+    ``cudaHostRegister(self.h.ctypes.data, ...)``, ``with cuda.pinned(self.h):``), or
+    calls a method of the checked code through ``self`` or ``super()`` (which may store what it is
+    given). Most methods of a test class do none of these, and the fields of a class are worked out
+    by running every method that does: skipping the others halves a cold run's analyses. Statements
+    only are walked, and in them the targets and the outermost calls."""
+    key = (node, self_name, project_methods)
+    found = cache.get(key)
+    if found is None:
+        found = cache[key] = _sets_fields(node, self_name, project_methods)
+    return found
+
+
+def _rooted_at(expr, name: str) -> int:
+    """How many attribute/subscript steps lead from the name ``name`` to ``expr`` (-1: not rooted there)."""
+    depth = 0
+    while isinstance(expr, (cst.Attribute, cst.Subscript)):
+        expr = expr.value
+        depth += 1
+    return depth if isinstance(expr, cst.Name) and expr.value == name else -1
+
+
+def _targets(statement) -> list:
+    if isinstance(statement, cst.Assign):
+        return [t.target for t in statement.targets]
+    if isinstance(statement, (cst.AugAssign, cst.AnnAssign)):
+        return [statement.target]
+    if isinstance(statement, cst.Del):
+        return [statement.target]
+    return []
+
+
+def _calls(statement) -> list:
+    value = getattr(statement, "value", None)
+    if isinstance(value, cst.Await):
+        value = value.expression
+    return [value] if isinstance(value, cst.Call) else []
+
+
+def _sets_fields(node: cst.FunctionDef, self_name: str, project_methods: frozenset) -> bool:
+    def stores(target) -> bool:
+        if isinstance(target, (cst.Tuple, cst.List)):
+            return any(stores(e.value) for e in target.elements)
+        if isinstance(target, cst.StarredElement):
+            return stores(target.value)
+        return _rooted_at(target, self_name) >= 1
+
+    def changes(call: cst.Call) -> bool:
+        # self or one of its fields handed to a call (registered, pinned, filled, stored elsewhere)
+        if any(_rooted_at(a.value, self_name) >= 0 or (isinstance(a.value, cst.Call) and changes(a.value))
+               for a in call.args):
+            return True
+        func = call.func
+        if isinstance(func, cst.Attribute):
+            depth = _rooted_at(func, self_name)
+            if depth >= 2 or (depth == 1 and func.attr.value in project_methods):
+                return True
+            if isinstance(func.value, cst.Call) and isinstance(func.value.func, cst.Name) and \
+                    func.value.func.value == "super":
+                return True
+        return False
+
+    stack: list = [node.body]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, (list, tuple)):
+            stack.extend(item)
+            continue
+        if item is None:
+            continue
+        if isinstance(item, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+            for small in item.body:
+                if any(stores(t) for t in _targets(small)) or any(changes(c) for c in _calls(small)):
+                    return True
+            continue
+        if isinstance(item, (cst.For, cst.With)):
+            targets = [item.target] if isinstance(item, cst.For) else \
+                [i.asname.name for i in item.items if i.asname is not None]
+            calls = [i.item for i in item.items if isinstance(i.item, cst.Call)] if isinstance(item, cst.With) else []
+            if any(stores(t) for t in targets) or any(changes(c) for c in calls):
+                return True
+        for field in _NESTED:
+            child = getattr(item, field, None)
+            if child is not None:
+                stack.append(child)
+    return False
 
 
 # ------------------------------------------------------------------------------ finding modules
