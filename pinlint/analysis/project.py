@@ -208,9 +208,6 @@ class Project:
         self.tested_names: dict = {}     # function node -> the names its ifs test
         self._provisional_outcomes: dict = {}
         self._provisional_baselines: dict = {}
-        # Reads of something still being worked out (a module's globals, a class's fields) or of an
-        # analysis that did: an analysis during which this count did not move saw only settled facts.
-        self._incomplete_reads = 0
         self.solves = 0                  # scope analyses since the current file's check began
         self.contexts: dict = {}         # function node -> calling contexts analysed for the current file
         self.method_names: set = set()
@@ -404,7 +401,8 @@ class Project:
 
     def invoke(self, fn: Function, env: dict, pending: frozenset, stream, invocation: Invocation) -> Optional[Outcome]:
         key = (fn.node, fn.module, fn.bound, frozenset(env.items()), pending, stream)
-        found = self._recall(key, self._outcomes, self._provisional_outcomes)
+        memo = self._memo(fn, self._outcomes, self._provisional_outcomes)
+        found = memo.get(key)
         if found is not None:
             return found
         if invocation.depth >= MAX_DEPTH or fn.node in invocation.stack or invocation.budget[0] >= MAX_ANALYSES or \
@@ -412,25 +410,16 @@ class Project:
             return None
         invocation.budget[0] += 1
         self.contexts[fn.node] = self.contexts.get(fn.node, 0) + 1
-        before = self._incomplete_reads
         outcome = self.run(fn.module, fn.name, fn.node, env, pending, stream, invocation.child(fn))
-        self._keep(key, outcome, before, self._outcomes, self._provisional_outcomes)
+        memo[key] = outcome
         return outcome
 
-    def _recall(self, key, final: dict, provisional: dict):
-        found = final.get(key)
-        if found is None:
-            found = provisional.get(key)
-            if found is not None:
-                self._incomplete_reads += 1  # built on facts still being worked out: so is its user
-        return found
-
-    def _keep(self, key, outcome, before: int, final: dict, provisional: dict) -> None:
-        """Keep an analysis for good when it read nothing unsettled (a module's globals or a class's
-        fields while they were being worked out), else only until that work ends. Deciding by what
-        the analysis read, not by what was running meanwhile, keeps most analyses made while a
-        class's fields are worked out (a cold run re-did them all before)."""
-        (final if self._incomplete_reads == before else provisional)[key] = outcome
+    def _memo(self, fn: Function, final: dict, provisional: dict) -> dict:
+        """Where an analysis of ``fn`` is kept: for good, or (made while a module's globals or a class's
+        fields are still being worked out, so seeing them incomplete) only until that work ends."""
+        if fn.module in self._globals_running or self._fields_running:
+            return provisional
+        return final
 
     def _settled(self) -> None:
         if not self._globals_running and not self._fields_running:
@@ -440,20 +429,20 @@ class Project:
     def baseline(self, fn: Function, invocation: Optional[Invocation] = None) -> Optional[Outcome]:
         """The function analysed with nothing known of its callers: its own file's findings."""
         key = (fn.node, fn.module, fn.klass, fn.kind)
-        found = self._recall(key, self._baselines, self._provisional_baselines)
+        memo = self._memo(fn, self._baselines, self._provisional_baselines)
+        found = memo.get(key)
         if found is not None:
             return found
         if key in self._baseline_running or self.solves >= MAX_SOLVES:
             return None
         self._baseline_running.add(key)
-        before = self._incomplete_reads
         try:
             budget = invocation.budget if invocation is not None else [0]
             outcome = self.run(fn.module, fn.name, fn.node, context_free_env(self, fn), frozenset(), None,
                                Invocation(0, (fn.node,), fn, budget))
         finally:
             self._baseline_running.discard(key)
-        self._keep(key, outcome, before, self._baselines, self._provisional_baselines)
+        memo[key] = outcome
         return outcome
 
     def module_globals(self, ctx: ModuleContext) -> Optional[dict]:
@@ -462,7 +451,6 @@ class Project:
         if ctx in self._globals:
             return self._globals[ctx]
         if ctx in self._globals_running:
-            self._incomplete_reads += 1
             return None
         self._globals_running.add(ctx)
         try:
@@ -524,7 +512,6 @@ class Project:
         if found is not None:
             return found
         if cls in self._fields_running:
-            self._incomplete_reads += 1
             return ()
         self._fields_running.add(cls)
         fields: dict = {}
