@@ -136,3 +136,67 @@ def test_the_language_server_uses_the_project_s_modules_for_the_open_file(tmp_pa
     # memcpy_htod_async is asynchronous on any stream it is given (unless it is 0 or None).
     assert [(f.code, f.location.row) for f in analysis.findings] == [("PIN001", 6), ("PIN001", 7)]
     assert "via `upload` (helpers.py:4)" in analysis.findings[0].message
+
+
+def test_tested_names_walk_statements_like_a_full_visitor():
+    # tested_names walks statements only (for speed); it must find every `if` a visitor of the whole
+    # body finds: elif chains, loops' and try's else/finally, handlers, with, match, nested defs.
+    import libcst as cst
+
+    from pinlint.analysis.interproc import _Names, tested_names
+
+    class Everything(cst.CSTVisitor):
+        def __init__(self) -> None:
+            super().__init__()
+            self.names: set = set()
+
+        def visit_If(self, statement: cst.If) -> None:
+            statement.test.visit(_Names(self.names))
+
+    class Functions(cst.CSTVisitor):
+        def __init__(self) -> None:
+            super().__init__()
+            self.found: list = []
+
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+            self.found.append(node)
+
+    sources = [p.read_text(encoding="utf-8") for p in sorted((Path(__file__).parent.parent / "fixtures").rglob("*.py"))]
+    sources += [textwrap.dedent(text) for files in PROJECTS.values() for text in files.values()]
+    sources.append(textwrap.dedent("""
+        def f(a, b, c=None):
+            if a:
+                pass
+            elif b:
+                for i in r:
+                    while w:
+                        pass
+                    else:
+                        if c: pass
+            else:
+                try:
+                    if d: pass
+                except E:
+                    if e: pass
+                else:
+                    if g: pass
+                finally:
+                    if h: pass
+            with m:
+                if k: pass
+            def inner():
+                if n: pass
+            match v:
+                case 1:
+                    if o: pass
+    """))
+    checked = 0
+    for source in sources:
+        functions = Functions()
+        cst.parse_module(source).visit(functions)
+        for node in functions.found:
+            everything = Everything()
+            node.body.visit(everything)
+            assert tested_names(node) == frozenset(everything.names), cst.Module([node]).code
+            checked += bool(everything.names)
+    assert checked > 30

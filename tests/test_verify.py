@@ -14,7 +14,7 @@ import pytest
 
 from pinlint.verify import harness, report
 from pinlint.verify.commands import failed
-from pinlint.verify.verdict import CONFIRMED, ERROR, NOT_REPRODUCED, Outcome, Verdict, judge
+from pinlint.verify.verdict import CONFIRMED, ERROR, NOT_REPRODUCED, Outcome, Verdict, judge, separated
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
@@ -299,6 +299,29 @@ def test_a_recorded_difference_within_the_spread_is_not_reproduced():
     measure = recorded.measure("PIN001", bad, fixed, {39})
     verdict = judge_recorded("PIN001", _outcome([1]), _outcome([1]), measure)
     assert verdict.verdict == NOT_REPRODUCED and verdict.refuted and "spread 20 ms" in verdict.detail
+
+
+def test_samples_that_never_overlap_confirm_even_with_one_slow_outlier():
+    # Measured on the H200: 8 pageable copies at 1.6 ms with two page-fault outliers at 7.5-7.8 ms,
+    # 8 pinned copies at 0.03 ms. The range (6.2 ms) exceeds the medians' difference (1.6 ms), but no
+    # bad sample is anywhere near a fixed one.
+    bad = tuple(_run([_copy(39, ms)]) for ms in (7.8, 1.57, 1.62, 1.98, 7.48, 1.64, 1.67, 1.63))
+    fixed = tuple(_run([_copy(39, ms, kind="pinned")]) for ms in (0.034, 0.034, 0.029, 0.039, 0.031, 0.029, 0.026, 0.027))
+    measure = recorded.measure("PIN001", bad, fixed, {39})
+    assert measure.bad_median - measure.fixed_median < measure.margin and measure.separated
+    verdict = judge_recorded("PIN001", _outcome([1]), _outcome([1]), measure)
+    assert verdict.verdict == CONFIRMED and "no overlap" in verdict.detail
+    assert measure.as_dict()["separated"] is True
+
+
+def test_separation_needs_five_samples_of_each_and_no_overlap_at_all():
+    assert not separated((10, 11, 12, 13), (1, 2, 3, 4))            # 1 in 70 by chance: too few samples
+    assert separated((10, 11, 12, 13, 14), (1, 2, 3, 4, 5))
+    assert not separated((10, 11, 12, 13, 4.5), (1, 2, 3, 4, 5))    # one bad sample among the fixed ones
+    wall = judge("PIN001", _outcome([30, 5.1, 5.2, 5.3, 5.4]), _outcome([1, 1.1, 1.2, 1.3, 1.4]))
+    assert wall.verdict == CONFIRMED and "every one of 5 bad samples" in wall.detail
+    overlap = judge("PIN001", _outcome([30, 5.1, 5.2, 5.3, 1.0]), _outcome([1, 1.1, 1.2, 1.3, 1.4]))
+    assert overlap.verdict == NOT_REPRODUCED and overlap.refuted
 
 
 def test_pin007_is_judged_by_the_flagged_copies_device_time_per_run():

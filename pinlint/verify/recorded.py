@@ -9,7 +9,8 @@
   copies held the host (ms): pin and copy once against one pageable copy.
 
 A claim is confirmed when the bad variant's median is worse than the fixed one's by more than the
-larger spread (max - min) of the two sets of measurements. Pure functions over recorded runs.
+larger spread (max - min) of the two sets of measurements, or when the two sets do not overlap at all
+over at least five samples each (``verdict.beyond_noise``). Pure functions over recorded runs.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 from typing import Optional
+
+from .verdict import beyond_noise, separated
 
 # Indexes into the runner's compact records.
 C_LINE, C_API, C_DIR, C_KIND, C_BYTES, C_DEVICE, C_HOST, C_BLOCKING = range(8)
@@ -54,12 +57,16 @@ class Measure:
 
     @property
     def confirmed(self) -> bool:
-        return self.bad_median - self.fixed_median > self.margin
+        return beyond_noise(self.bad, self.fixed) is not None
+
+    @property
+    def separated(self) -> bool:
+        return separated(self.bad, self.fixed)
 
     def as_dict(self) -> dict:
         return {"metric": self.metric, "unit": self.unit, "bad_median": self.bad_median,
                 "fixed_median": self.fixed_median, "bad_spread": self.spread(self.bad),
-                "fixed_spread": self.spread(self.fixed), "bad": list(self.bad), "fixed": list(self.fixed),
+                "fixed_spread": self.spread(self.fixed), "separated": self.separated, "bad": list(self.bad), "fixed": list(self.fixed),
                 "detail": self.detail}
 
 
