@@ -17,7 +17,7 @@ from .config import Config, apply_overrides, find_config, load_config
 from .discover import DEFAULT_EXCLUDE, discover, is_excluded
 from .report import NEEDS_EDITS, STATISTICS_FORMATS, ReportOptions, display_path, write_report
 from .runner import ADD_NOQA, DIFF, FIX, LINT
-from .settings import Settings, SettingsError, resolve_selection
+from .settings import Settings, SettingsError, resolve_selection, thresholds_of
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 WATCH_MISSING = '--watch needs the watchfiles package: pip install "cuda-pinlint[watch]"'
@@ -156,7 +156,7 @@ def resolve(request: CheckRequest) -> tuple:
     chosen = resolve_selection(list(request.select) if request.select else config.select,
                                [*config.ignore, *(request.ignore or [])],
                                [*config.extend_select, *(request.extend_select or [])])
-    settings = Settings(select=chosen, pin007_min_bytes=config.pin007_min_bytes, ignore_noqa=request.ignore_noqa,
+    settings = Settings(select=chosen, **thresholds_of(config), ignore_noqa=request.ignore_noqa,
                         render_fixes=request.output_format in NEEDS_EDITS)
     return config, settings
 
@@ -232,7 +232,9 @@ def print_settings(config: Config, settings: Settings) -> None:
     print(f"exclude: {', '.join(DEFAULT_EXCLUDE if config.exclude is None else config.exclude) or '(none)'}")
     print(f"extend-exclude: {', '.join(config.extend_exclude) or '(none)'}")
     print(f"respect-gitignore: {str(config.respect_gitignore).lower()}")
-    print(f"pin007-min-bytes: {settings.pin007_min_bytes}")
+    for key, value in settings.thresholds().items():
+        print(f"{key}: {value}")
+    print(f"pin009-max-share: {config.pin009_max_share:g} (pinlint trace)")
     print(f"ignore-noqa: {str(settings.ignore_noqa).lower()}")
 
 

@@ -18,7 +18,7 @@ from . import __version__
 from .config import find_config
 from .runner import allow_deep_recursion
 from .runner import clean as clean_cache
-from .rule_docs import SYNTAX_ERROR, rule_doc
+from .rule_docs import RUNTIME_RULES, SYNTAX_ERROR, rule_doc
 from .tableschema import TableError
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -259,11 +259,12 @@ def rule(code: Optional[str] = typer.Argument(None, help="A rule code, e.g. PIN0
     from .checks import ALL_RULES, RULES_BY_CODE
     if code is None or all_rules:
         typer.echo(f"{'code':<7} {'name':<29} {'fix':<10} {'default':<8} summary")
-        for item in (SYNTAX_ERROR, *ALL_RULES):
-            default = "always" if item is SYNTAX_ERROR else "enabled"
+        for item in (SYNTAX_ERROR, *ALL_RULES, *RUNTIME_RULES):
+            default = "always" if item is SYNTAX_ERROR else "trace" if item in RUNTIME_RULES else "enabled"
             typer.echo(f"{item.code:<7} {item.name:<29} {item.fix_availability:<10} {default:<8} {item.summary}")
         raise typer.Exit(EXIT_CLEAN)
-    item = SYNTAX_ERROR if code.upper() == SYNTAX_ERROR.code else RULES_BY_CODE.get(code.upper())
+    runtime = {rule.code: rule for rule in RUNTIME_RULES}
+    item = SYNTAX_ERROR if code.upper() == SYNTAX_ERROR.code else RULES_BY_CODE.get(code.upper(), runtime.get(code.upper()))
     if item is None:
         _error(f"unknown rule {code!r}; `pinlint rule --all` lists them")
         raise typer.Exit(EXIT_ERROR)

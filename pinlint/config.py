@@ -17,7 +17,8 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 from .codes import all_codes
-from .settings import ALWAYS, SettingsError, resolve_selection
+from .settings import (ALWAYS, PIN001_MIN_BYTES, PIN007_MIN_BYTES, PIN008_MIN_BYTES, PIN009_MAX_SHARE, SettingsError,
+                       resolve_selection)
 
 ALL_CODES = all_codes()  # the rules' codes, without importing the rules (libcst, the analysis)
 
@@ -34,7 +35,10 @@ class Config:
     exclude: Optional[tuple] = None            # None: the built-in excludes; [] excludes nothing
     extend_exclude: tuple = ()
     respect_gitignore: bool = True
-    pin007_min_bytes: int = 64 * 1024
+    pin001_min_bytes: int = PIN001_MIN_BYTES
+    pin007_min_bytes: int = PIN007_MIN_BYTES
+    pin008_min_bytes: int = PIN008_MIN_BYTES
+    pin009_max_share: float = PIN009_MAX_SHARE    # `pinlint trace` only
 
     @property
     def root(self) -> Path:
@@ -61,6 +65,14 @@ def _strings(value) -> bool:
     return isinstance(value, list) and all(isinstance(v, str) for v in value)
 
 
+def _byte_count(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _share(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value <= 1
+
+
 _KEYS = {
     "select": ("a list of rule codes", _strings),
     "ignore": ("a list of rule codes", _strings),
@@ -69,7 +81,10 @@ _KEYS = {
     "exclude": ("a list of globs", _strings),
     "extend-exclude": ("a list of globs", _strings),
     "respect-gitignore": ("true or false", lambda v: isinstance(v, bool)),
-    "pin007-min-bytes": ("a non-negative integer", lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0),
+    "pin001-min-bytes": ("a non-negative integer", _byte_count),
+    "pin007-min-bytes": ("a non-negative integer", _byte_count),
+    "pin008-min-bytes": ("a non-negative integer", _byte_count),
+    "pin009-max-share": ("a number above 0 and at most 1 (a share of physical memory)", _share),
 }
 
 
@@ -175,7 +190,10 @@ def load_config(path: Optional[Path]) -> Config:
         exclude=tuple(values["exclude"]) if "exclude" in values else None,
         extend_exclude=tuple(values.get("extend-exclude", ())),
         respect_gitignore=values.get("respect-gitignore", True),
-        pin007_min_bytes=values.get("pin007-min-bytes", 64 * 1024),
+        pin001_min_bytes=values.get("pin001-min-bytes", PIN001_MIN_BYTES),
+        pin007_min_bytes=values.get("pin007-min-bytes", PIN007_MIN_BYTES),
+        pin008_min_bytes=values.get("pin008-min-bytes", PIN008_MIN_BYTES),
+        pin009_max_share=float(values.get("pin009-max-share", PIN009_MAX_SHARE)),
     )
 
 
@@ -189,7 +207,10 @@ _FIELDS = {  # key -> (Config field, conversion)
     "exclude": ("exclude", tuple),
     "extend-exclude": ("extend_exclude", tuple),
     "respect-gitignore": ("respect_gitignore", bool),
+    "pin001-min-bytes": ("pin001_min_bytes", int),
     "pin007-min-bytes": ("pin007_min_bytes", int),
+    "pin008-min-bytes": ("pin008_min_bytes", int),
+    "pin009-max-share": ("pin009_max_share", float),
 }
 
 

@@ -145,7 +145,8 @@ def _check_module(module: cst.Module, text: str, filename: str, settings: Settin
 
     fix_context = FixContext(module, text, facts, default_tables(), imports.bindings(),
                              info.locator.parents, imports.qualify)
-    ctx = CheckContext(line_of=lambda node: position(node).start.line, pin007_min_bytes=settings.pin007_min_bytes,
+    ctx = CheckContext(line_of=lambda node: position(node).start.line, pin001_min_bytes=settings.pin001_min_bytes,
+                       pin007_min_bytes=settings.pin007_min_bytes, pin008_min_bytes=settings.pin008_min_bytes,
                        fixes=fix_context, qualify=imports.qualify, module=info)
     suppressions = Suppressions(text)
     findings: dict = {}
@@ -164,9 +165,15 @@ def _check_module(module: cst.Module, text: str, filename: str, settings: Settin
     def related_of(report) -> tuple:
         entries = []
         for site in sorted(report.sites, key=lambda s: _site_order(s, position, info)):
+            if report.related and site.node is report.node:
+                continue  # PIN008: reported at the pinning call, related to its transfer instead
             start, end = location(site.node, site.module)
             entries.append(Related(message=f"buffer allocated here by `{site.api}`", filename=_filename(site.module, info, filename),
                                    location=start, end_location=end))
+        for node, where, message in report.related:
+            start, end = location(node, where)
+            entries.append(Related(message=message, filename=_filename(where, info, filename), location=start,
+                                   end_location=end))
         return tuple(entries)
 
     def trace_of(report, here: tuple) -> tuple:

@@ -40,3 +40,20 @@ class SyntaxErrorRule:
 
 
 SYNTAX_ERROR = SyntaxErrorRule()
+
+
+@dataclass(frozen=True)
+class RuntimeRule:
+    """A code only ``pinlint trace`` reports: what a run showed, with no static check behind it. It is
+    listed, documented and accepted in ``select``/``ignore``/``noqa`` like a rule."""
+
+    code: str
+    name: str
+    summary: str
+    fix_availability: str = "never"
+
+
+RUNTIME_RULES = (
+    RuntimeRule("PIN009", "too-much-pinned-memory",
+                "Peak pinned host memory above a share of physical memory (observed by `pinlint trace` only)"),
+)

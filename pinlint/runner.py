@@ -378,7 +378,7 @@ class Cache:
 
     def key(self, data: bytes, settings: Settings) -> str:
         digest = hashlib.sha256(data)
-        digest.update(f"|{self.fingerprint}|{sorted(settings.select)}|{settings.pin007_min_bytes}|"
+        digest.update(f"|{self.fingerprint}|{sorted(settings.select)}|{settings.thresholds()}|"
                       f"{settings.render_fixes}|{settings.ignore_noqa}".encode())
         return digest.hexdigest()
 

@@ -44,7 +44,7 @@ from .config import Config, find_config, load_config
 from .engine import fix_text, lint_text, names_gpu_library, reaches_gpu_code
 from .fixes import applicable
 from .model import Edit, Finding
-from .settings import Settings, SettingsError, resolve_selection
+from .settings import Settings, SettingsError, resolve_selection, thresholds_of
 
 SOURCE = "pinlint"
 SAFE_KIND = "quickfix"
@@ -186,7 +186,7 @@ class SettingsResolver:
         try:
             config = self._load(find_config(path))
             chosen = resolve_selection(config.select, list(config.ignore), list(config.extend_select))
-            settings = Settings(select=chosen, pin007_min_bytes=config.pin007_min_bytes)
+            settings = Settings(select=chosen, **thresholds_of(config))
             ignored = config.ignored_codes(str(path))
         except (SettingsError, OSError) as exc:
             return Settings(), f"pinlint: configuration error: {exc}; using the default settings"

@@ -90,7 +90,7 @@ def do_inference(host_in, dev_in, stream):
     stream.synchronize()
 
 def fast(n):
-    h = cuda.pagelocked_empty(n, np.float32)
+    h = cuda.pagelocked_empty(n, np.float32)  # expect: PIN008
     do_inference(h, cuda.mem_alloc(h.nbytes), cuda.Stream())
 
 def slow(n):
@@ -108,8 +108,8 @@ def do_inference(host_in, host_out, dev_in, dev_out, stream):
     stream.synchronize()
 
 def main(n):
-    h_in = cuda.pagelocked_empty(n, np.float32)
-    h_out = cuda.pagelocked_empty(n, np.float32)
+    h_in = cuda.pagelocked_empty(n, np.float32)  # expect: PIN008
+    h_out = cuda.pagelocked_empty(n, np.float32)  # expect: PIN008
     do_inference(h_in, h_out, cuda.mem_alloc(h_in.nbytes), cuda.mem_alloc(h_out.nbytes), cuda.Stream())
 ''')
 
@@ -180,7 +180,7 @@ from helpers import upload
 
 def main(n):
     stream = cuda.Stream()
-    good = cuda.pagelocked_empty(n, np.float32)
+    good = cuda.pagelocked_empty(n, np.float32)  # expect: PIN008
     bad = np.zeros(n, np.float32)
     upload(cuda.mem_alloc(good.nbytes), good, stream)
     upload(cuda.mem_alloc(bad.nbytes), bad, stream)  # expect: PIN001
@@ -505,7 +505,7 @@ def upload_rows(n, m, device):
         b.copy_(dA * 2, non_blocking=True)  # via: PIN001
     torch.cuda.synchronize()
 
-upload_rows(64, 128, torch.device("cuda"))  # expect: PIN001
+upload_rows(64, 1 << 15, torch.device("cuda"))  # expect: PIN001
 ''')
 
 project("star-args-tensors-torch", main_DOT_py='''
@@ -613,7 +613,7 @@ def refill(buf, value):
 
 def run(n):
     stream = cuda.Stream()
-    h = cuda.pagelocked_empty(n, np.float32)
+    h = cuda.pagelocked_empty(n, np.float32)  # expect: PIN008
     d = cuda.mem_alloc(h.nbytes)
     cuda.memcpy_htod_async(d, h, stream)
     refill(h, 1.0)  # expect: PIN006

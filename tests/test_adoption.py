@@ -66,8 +66,8 @@ def test_add_noqa_counts_lines_as_python_does():
     from pinlint.settings import Settings
     text = ("import numpy as np, cupy as cp\n"
             "NOTE = '\u2028 page \x0c break'\n"
-            "h = np.zeros(8)\n"
-            "d = cp.empty(8)\n"
+            "h = np.zeros(1 << 20)\n"
+            "d = cp.empty(1 << 20)\n"
             "s = cp.cuda.Stream(non_blocking=True)\n"
             "d.set(h, stream=s)\n"
             "x = 1\n")

@@ -500,7 +500,7 @@ def test_show_settings_prints_the_resolved_values(tmp_path):
     write(tmp_path, "both.py", BOTH)
     shown = _settings(pinlint(tmp_path, "check", "--show-settings", "."))
     assert shown["config file"] == str(config.resolve())
-    assert shown["select"] == "PIN000, PIN001, PIN002, PIN004, PIN005, PIN006, PIN007"
+    assert shown["select"] == "PIN000, PIN001, PIN002, PIN004, PIN005, PIN006, PIN007, PIN008, PIN009"
     assert "tests/*.py" in shown["per-file-ignores"] and "PIN001" in shown["per-file-ignores"]
     assert shown["exclude"] == "legacy, build"
     assert shown["extend-exclude"] == "*_pb2.py"
@@ -523,11 +523,14 @@ def test_show_settings_reflects_command_line_overrides_and_checks_nothing(tmp_pa
 def test_show_settings_defaults(tmp_path):
     write(tmp_path, "pinlint.toml", "")
     shown = _settings(pinlint(tmp_path, "check", "--show-settings"))
-    assert shown["select"] == "PIN000, PIN001, PIN002, PIN003, PIN004, PIN005, PIN006, PIN007"
+    assert shown["select"] == "PIN000, PIN001, PIN002, PIN003, PIN004, PIN005, PIN006, PIN007, PIN008, PIN009"
     assert "build" in shown["exclude"].split(", ") and ".git" in shown["exclude"].split(", ")
     assert shown["extend-exclude"] == "(none)"
     assert shown["respect-gitignore"] == "true"
     assert shown["pin007-min-bytes"] == str(64 * 1024)
+    assert shown["pin001-min-bytes"] == str(64 * 1024)
+    assert shown["pin008-min-bytes"] == str(16 << 20)
+    assert shown["pin009-max-share"] == "0.25 (pinlint trace)"
 
 
 # ------------------------------------------------------------------ --force-exclude

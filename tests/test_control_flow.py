@@ -133,9 +133,9 @@ def test_match_arms_join():
     src = CUPY + ("def f(kind):\n"
                   "    match kind:\n"
                   "        case 'a':\n"
-                  "            h = np.empty(1024, dtype=np.float32)\n"
+                  "            h = np.empty(1 << 20, dtype=np.float32)\n"
                   "        case _:\n"
-                  "            h = np.zeros(1024, dtype=np.float32)\n"
+                  "            h = np.zeros(1 << 20, dtype=np.float32)\n"
                   "    d.set(h, stream=s)\n")
     assert rows(src, "PIN001") == [row_of(src, "d.set(h, stream=s)")]
 
@@ -146,7 +146,7 @@ def test_while_else_runs_when_the_loop_ends_without_break():
                   "while i < 3:\n"
                   "    i += 1\n"
                   "else:\n"
-                  "    h = np.empty(1024, dtype=np.float32)\n"
+                  "    h = np.empty(1 << 20, dtype=np.float32)\n"
                   "d.set(h, stream=s)\n")
     assert rows(src, "PIN001") == [row_of(src, "d.set(h, stream=s)")]
 

@@ -297,7 +297,12 @@ def test_a_stopped_run_stops_its_workers_cleanly(tmp_path, signum):
     tree, original, fixed = _fix_tree(tmp_path)
     process = _start_fix_run(tmp_path, tree)
     process.send_signal(signum)
-    _, err = process.communicate(timeout=30)
+    try:
+        _, err = process.communicate(timeout=60)
+    finally:  # a run that did not stop must not outlive the test
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
     assert process.returncode == 2
     assert err.decode().strip().splitlines() == ["pinlint: error: interrupted"]
     _assert_stopped(tree, process.pid, original, fixed)

@@ -16,11 +16,11 @@ FILES = fixture_files()
 
 def test_there_are_fixtures_for_every_library_and_rule():
     seen = {(path.parent.name, library_of(path)) for path in FILES if expected_codes(path)}
-    for rule in ("PIN001", "PIN007"):
+    for rule in ("PIN001", "PIN007", "PIN008"):
         for library in LIBRARIES:
             assert (rule, library) in seen, f"no positive {rule} fixture for {library}"
     negatives = {(path.parent.name, library_of(path)) for path in FILES if not expected_codes(path)}
-    for rule in ("PIN001", "PIN007"):
+    for rule in ("PIN001", "PIN007", "PIN008"):
         for library in LIBRARIES:
             assert (rule, library) in negatives, f"no negative {rule} fixture for {library}"
 

@@ -50,7 +50,7 @@ def test_project(name, tmp_path, monkeypatch, capsys):
 
 def test_the_trace_runs_from_the_allocation_to_the_copy(tmp_path, monkeypatch, capsys):
     _write_project(tmp_path, PROJECTS["helper-cross-module-pycuda"])
-    [finding] = _check(monkeypatch, capsys, tmp_path)
+    [finding] = [f for f in _check(monkeypatch, capsys, tmp_path) if f["code"] == "PIN001"]
     steps = [(t["filename"], t["location"]["row"], t["message"]) for t in finding["trace"]]
     assert steps[0][:2] == ("main.py", 8) and "allocated" in steps[0][2]
     assert steps[1][:2] == ("main.py", 10) and "upload" in steps[1][2]
@@ -76,7 +76,7 @@ def test_noqa_at_the_reported_call_suppresses_it(tmp_path, monkeypatch, capsys):
     files = dict(PROJECTS["helper-cross-module-pycuda"])
     files["main.py"] = files["main.py"].replace("# expect: PIN001", "# noqa: PIN001")
     _write_project(tmp_path, files)
-    assert _check(monkeypatch, capsys, tmp_path) == []
+    assert [f["code"] for f in _check(monkeypatch, capsys, tmp_path)] == ["PIN008"]  # `good`: pinned for one copy
 
 
 def test_a_file_that_names_no_gpu_library_is_checked_when_it_calls_code_that_copies(tmp_path, monkeypatch,
@@ -98,7 +98,7 @@ def test_the_cache_rechecks_callers_of_a_changed_module_and_nothing_else(tmp_pat
     write(tmp_path, "main.py", "import numpy as np\nimport pycuda.driver as cuda\nfrom helpers import upload\n\n"
                                "h = np.zeros(1 << 20, np.float32)\nupload(cuda.mem_alloc(h.nbytes), h, cuda.Stream())\n")
     write(tmp_path, "other.py", "import pycuda.driver as cuda\nimport numpy as np\n\n"
-                                "h = np.zeros(16)\ncuda.memcpy_htod_async(0, h, cuda.Stream())\n")
+                                "h = np.zeros(1 << 14)\ncuda.memcpy_htod_async(0, h, cuda.Stream())\n")
     first = run_in_process(monkeypatch, capsys, tmp_path, "check", "--format", "json", ".")
     assert sorted(f["filename"] for f in json.loads(first[1])) == ["main.py", "other.py"]
 
@@ -136,3 +136,67 @@ def test_the_language_server_uses_the_project_s_modules_for_the_open_file(tmp_pa
     # memcpy_htod_async is asynchronous on any stream it is given (unless it is 0 or None).
     assert [(f.code, f.location.row) for f in analysis.findings] == [("PIN001", 6), ("PIN001", 7)]
     assert "via `upload` (helpers.py:4)" in analysis.findings[0].message
+
+
+def test_tested_names_walk_statements_like_a_full_visitor():
+    # tested_names walks statements only (for speed); it must find every `if` a visitor of the whole
+    # body finds: elif chains, loops' and try's else/finally, handlers, with, match, nested defs.
+    import libcst as cst
+
+    from pinlint.analysis.interproc import _Names, tested_names
+
+    class Everything(cst.CSTVisitor):
+        def __init__(self) -> None:
+            super().__init__()
+            self.names: set = set()
+
+        def visit_If(self, statement: cst.If) -> None:
+            statement.test.visit(_Names(self.names))
+
+    class Functions(cst.CSTVisitor):
+        def __init__(self) -> None:
+            super().__init__()
+            self.found: list = []
+
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+            self.found.append(node)
+
+    sources = [p.read_text(encoding="utf-8") for p in sorted((Path(__file__).parent.parent / "fixtures").rglob("*.py"))]
+    sources += [textwrap.dedent(text) for files in PROJECTS.values() for text in files.values()]
+    sources.append(textwrap.dedent("""
+        def f(a, b, c=None):
+            if a:
+                pass
+            elif b:
+                for i in r:
+                    while w:
+                        pass
+                    else:
+                        if c: pass
+            else:
+                try:
+                    if d: pass
+                except E:
+                    if e: pass
+                else:
+                    if g: pass
+                finally:
+                    if h: pass
+            with m:
+                if k: pass
+            def inner():
+                if n: pass
+            match v:
+                case 1:
+                    if o: pass
+    """))
+    checked = 0
+    for source in sources:
+        functions = Functions()
+        cst.parse_module(source).visit(functions)
+        for node in functions.found:
+            everything = Everything()
+            node.body.visit(everything)
+            assert tested_names(node) == frozenset(everything.names), cst.Module([node]).code
+            checked += bool(everything.names)
+    assert checked > 30

@@ -18,7 +18,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from pinlint.checks import ALL_RULES, RULES_BY_CODE
+from pinlint.checks import ALL_RULES, RULES_BY_CODE, RUNTIME_RULES
 from pinlint.formats.sarif import sarif_log
 from pinlint.model import Edit, Finding, Fix, Location, Related
 from pinlint.report import ReportOptions, write_report
@@ -139,7 +139,12 @@ def test_sarif_log_header_and_driver(project, sarif):
 
 def test_sarif_rules_carry_what_code_scanning_shows(project, sarif):
     rules = sarif(project, ".")["runs"][0]["tool"]["driver"]["rules"]
-    assert [r["id"] for r in rules] == ["PIN000", *RULES_BY_CODE]  # ruleIndex values are positions here
+    # ruleIndex values are positions here; the runtime rules (PIN009) come last, with their docs
+    assert [r["id"] for r in rules] == ["PIN000", *RULES_BY_CODE, *(r.code for r in RUNTIME_RULES)]
+    for rule in RUNTIME_RULES:
+        descriptor = rules[[r["id"] for r in rules].index(rule.code)]
+        assert descriptor["name"] == rule.name and descriptor["properties"]["fix"] == "never"
+        assert descriptor["help"]["markdown"] == (REPO / "rules" / f"{rule.code}.md").read_text(encoding="utf-8")
     for rule in ALL_RULES:
         descriptor = rules[[r["id"] for r in rules].index(rule.code)]
         doc_path = REPO / "rules" / f"{rule.code}.md"
@@ -296,7 +301,7 @@ def test_sarif_without_findings_is_a_valid_empty_run_and_exits_0(tmp_path, run):
     assert code == 0
     log = validate_sarif(json.loads(out))
     assert log["runs"][0]["results"] == []
-    assert len(log["runs"][0]["tool"]["driver"]["rules"]) == len(ALL_RULES) + 1
+    assert len(log["runs"][0]["tool"]["driver"]["rules"]) == len(ALL_RULES) + len(RUNTIME_RULES) + 1
 
 
 def test_sarif_says_when_a_path_could_not_be_checked(project, run):

@@ -7,9 +7,20 @@ analysis features PIN001 leans on (views, conversions, branches, class attribute
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 
+import helpers
 from helpers import codes, col_of, copy_kinds, findings, only, row_of, rows
+from pinlint.settings import Settings
+
+
+@pytest.fixture(autouse=True)
+def _every_size(monkeypatch):
+    """These tests are about which copies PIN001 means, written with small buffers; the size
+    threshold (``pin001-min-bytes``) has its own tests in test_thresholds.py."""
+    monkeypatch.setattr(helpers, "Settings", functools.partial(Settings, pin001_min_bytes=0))
 
 # ===================================================================== CuPy
 CUPY = """
@@ -331,12 +342,12 @@ def test_pycuda_pagelocked_write_combined_is_pinned():
 
 def test_pycuda_register_host_memory_view_is_pinned():
     src = PYCUDA + "r = drv.register_host_memory(h)\ndrv.memcpy_htod_async(d, r, s)\n"
-    assert codes(src) == []
+    assert set(codes(src)) <= {"PIN008"}  # pinned for its one copy: PIN008's finding
 
 
 def test_pycuda_register_host_memory_pins_the_original_array_too():
     src = PYCUDA + "r = drv.register_host_memory(h)\ndrv.memcpy_htod_async(d, h, s)\n"
-    assert codes(src) == []
+    assert set(codes(src)) <= {"PIN008"}  # pinned for its one copy: PIN008's finding
 
 
 # ======================================================= cuda-python runtime
@@ -405,7 +416,7 @@ def test_cuda_python_host_register_pins_the_buffer(import_line, mod):
     src = _runtime(import_line, mod) + (
         f"{mod}.cudaHostRegister(h.ctypes.data, h.nbytes, {mod}.cudaHostRegisterDefault)\n"
         f"{mod}.cudaMemcpyAsync(dptr, h.ctypes.data, h.nbytes, {mod}.cudaMemcpyKind.cudaMemcpyHostToDevice, s)\n")
-    assert codes(src) == []
+    assert set(codes(src)) <= {"PIN008"}  # pinned for its one copy: PIN008's finding
 
 
 def test_cuda_python_host_register_only_pins_from_that_point_on():
@@ -428,7 +439,7 @@ def test_cuda_python_host_register_with_other_flags_is_not_pageable(flags):
         rt.cudaHostRegister(h.ctypes.data, h.nbytes, FLAGS)
         rt.cudaMemcpyAsync(dptr, h.ctypes.data, h.nbytes, rt.cudaMemcpyKind.cudaMemcpyHostToDevice, s)
     """.replace("FLAGS", flags)
-    assert codes(src) == []
+    assert set(codes(src)) <= {"PIN008"}  # pinned for its one copy: PIN008's finding
 
 
 # ========================================================= cuda-python driver
@@ -505,7 +516,7 @@ def test_torch_async_h2d_forms(call):
                                   "x.pin_memory().to('cuda', non_blocking=True)", "p[:10].to('cuda', non_blocking=True)",
                                   "p.view(-1).to('cuda', non_blocking=True)", "p.T.to('cuda', non_blocking=True)"])
 def test_torch_pinned_sources_are_clean(call):
-    assert codes(TORCH + f"y = {call}\n") == []
+    assert set(codes(TORCH + f"y = {call}\n")) <= {"PIN008"}  # pinned for its one copy
 
 
 @pytest.mark.parametrize("call", ["x.to('cuda')", "x.cuda()", "x.to('cuda', non_blocking=False)",

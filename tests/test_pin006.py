@@ -241,7 +241,7 @@ def test_blocking_copies_are_quiet(setup, copy):
     assert "PIN006" not in codes(src)
 
 
-PAGEABLE = "p = np.zeros(1024, dtype=np.float32)\n"
+PAGEABLE = "p = np.zeros(1 << 20, dtype=np.float32)\n"  # above pin001-min-bytes
 
 
 @pytest.mark.parametrize("setup, copy", [
@@ -250,7 +250,7 @@ PAGEABLE = "p = np.zeros(1024, dtype=np.float32)\n"
     pytest.param(PYCUDA + PAGEABLE, "drv.memcpy_htod_async(d, p, s)", id="pycuda"),
     pytest.param(CUDA_PYTHON + PAGEABLE,
                  "rt.cudaMemcpyAsync(dptr, p.ctypes.data, 4096, rt.cudaMemcpyHostToDevice, stream)", id="cuda-python"),
-    pytest.param(TORCH + "p = torch.zeros(1024)\n", "d = p.to('cuda', non_blocking=True)", id="torch"),
+    pytest.param(TORCH + "p = torch.zeros(1 << 20)\n", "d = p.to('cuda', non_blocking=True)", id="torch"),
 ])
 def test_pageable_source_is_pin001_not_pin006(setup, copy):
     src = setup + copy + "\np[:] = 1\n"

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import pytest
 
-from helpers import codes, only, row_of, rows
+import textwrap
+
+from helpers import codes, findings, only, row_of, rows
 
 PAGEABLE = """
 import numpy as np
@@ -176,3 +178,97 @@ def test_the_rule_docs_list_the_unique_signatures():
     for apis in default_tables().unknown_methods.values():
         for api in apis:
             assert f"`{api.name}`" in text, api.name
+
+
+# ---------------------------------------------------------------- which methods can set fields
+# class_fields runs only the methods that may change `self` (pinlint/analysis/project.py,
+# may_set_fields), for speed. Skipping the others must never change a finding: each program below
+# is checked with the filter and with every method run.
+_FIELD_ROUTES = {
+    "a method given the buffer": "def load(self, h):\n        self.h = h\n    def setup(self, n):\n"
+                                 "        self.load(np.empty(n, np.float32))",
+    "a base __init__ given the buffer": "def setup(self, n):\n        Base.__init__(self, np.empty(n, np.float32))",
+    "super().__init__ given the buffer": "def setup(self, n):\n        super().__init__(np.empty(n, np.float32))",
+    "setattr": "def setup(self, n):\n        setattr(self, 'h', np.empty(n, np.float32))",
+    "a tuple target": "def setup(self, n):\n        self.h, self.k = np.empty(n, np.float32), 1",
+    "under with and if": "def setup(self, n):\n        with open('x') as f:\n            if n:\n"
+                         "                self.h = np.empty(n, np.float32)",
+    "registered in another method": "def setup(self, n):\n        self.h = np.empty(n, np.float32)\n"
+                                    "    def pin(self):\n        cp.cuda.runtime.hostRegister(self.h.ctypes.data, self.h.nbytes, 0)",
+    "pinned in another method": "def setup(self, n):\n        self.h = np.empty(n, np.float32)\n"
+                                "    def pin(self):\n        self.h = cupyx.empty_like_pinned(self.h)",
+    "appended to a list field": "def setup(self, n):\n        self.hs = []\n    def add(self, n):\n"
+                                "        self.hs.append(np.empty(n, np.float32))\n"
+                                "    def upload_first(self):\n        self.d.set(self.hs[0], stream=self.s)",
+}
+_FIELD_PROGRAM = """
+import numpy as np
+import cupy as cp
+import cupyx
+
+{base}
+class Holder(Base):
+    def __init__(self):
+        self.d = cp.empty(4, cp.float32)
+        self.s = cp.cuda.Stream(non_blocking=True)
+    {route}
+    def upload(self):
+        self.d.set(self.h, stream=self.s)
+    def check(self):
+        assert self.d.shape == (4,)
+"""
+_BASES = {"plain": "class Base:\n    pass\n", "setting h": "class Base:\n    def __init__(self, h):\n        self.h = h\n"}
+
+
+def _all(src: str) -> list:
+    return [(f.code, f.location.row, f.message) for f in findings(src)]
+
+
+@pytest.mark.parametrize("base", sorted(_BASES))
+@pytest.mark.parametrize("route", sorted(_FIELD_ROUTES))
+def test_skipping_methods_that_set_no_field_changes_no_finding(monkeypatch, route, base):
+    from pinlint.analysis import project
+
+    src = _FIELD_PROGRAM.format(base=_BASES[base], route=_FIELD_ROUTES[route])
+    filtered = _all(src)
+    monkeypatch.setattr(project, "may_set_fields", lambda *args: True)
+    assert _all(src) == filtered
+
+
+def test_skipping_methods_changes_no_finding_in_the_fixtures_and_projects(monkeypatch, tmp_path):
+    from pathlib import Path
+
+    from interproc_projects import PROJECTS
+    from pinlint.analysis import project
+
+    sources = [p.read_text(encoding="utf-8") for p in sorted((Path(__file__).parent.parent / "fixtures").rglob("*.py"))]
+    sources += [textwrap.dedent(text) for files in PROJECTS.values() for text in files.values()]
+    filtered = [_all(src) for src in sources]
+    monkeypatch.setattr(project, "may_set_fields", lambda *args: True)
+    assert [_all(src) for src in sources] == filtered
+    assert sum(map(len, filtered)) > 50
+
+
+def test_a_method_that_only_reads_its_fields_does_not_set_them():
+    from pinlint.analysis.project import may_set_fields
+    import libcst as cst
+    module = cst.parse_module(textwrap.dedent("""
+        def reads(self):
+            y = self.x + 1
+            if self.flag:
+                z = self.x.shape
+            self.assertTrue(y)
+        def mutates(self):
+            self.items.append(1)
+        def registers(self):
+            register(self.h.ctypes.data)
+        def calls_own(self):
+            self.load()
+    """))
+    reads, mutates, registers, calls_own = module.body
+    own = frozenset({"load"})
+    assert not may_set_fields(reads, "self", own, {})
+    assert may_set_fields(mutates, "self", own, {})
+    assert may_set_fields(registers, "self", own, {})
+    assert may_set_fields(calls_own, "self", own, {})
+    assert not may_set_fields(calls_own, "self", frozenset(), {})  # `load` not the checked code's

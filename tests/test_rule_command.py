@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pinlint.checks import ALL_CODES, ALL_RULES, RULES_BY_CODE
+from pinlint.checks import ALL_CODES, ALL_RULES, RULES_BY_CODE, RUNTIME_RULES
 from pinlint.engine import lint_text
 from pinlint.settings import Settings
 
@@ -20,6 +20,7 @@ REPO = Path(__file__).resolve().parent.parent
 RULES = REPO / "rules"
 SECTIONS = ("What it does", "Why is this bad?", "Example", "Use instead", "Fix safety")
 CODES = [rule.code for rule in ALL_RULES]
+RUNTIME = [rule.code for rule in RUNTIME_RULES]  # observed by `pinlint trace` only: no static example
 
 
 def pinlint(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
@@ -62,7 +63,7 @@ def test_rule_prints_exactly_the_rule_doc():
     assert pinlint("rule", "PIN003").stdout == doc("PIN003")
 
 
-@pytest.mark.parametrize("code", CODES)
+@pytest.mark.parametrize("code", CODES + RUNTIME)
 def test_rule_prints_each_doc_case_insensitively(code):
     proc = pinlint("rule", code.lower())
     assert proc.returncode == 0
@@ -93,8 +94,11 @@ def test_rule_all_lists_every_rule_with_name_fix_and_default_state():
     proc = pinlint("rule", "--all")
     assert proc.returncode == 0
     rows = _table(proc.stdout)
-    assert list(rows) == ["PIN000", *CODES]  # PIN000, then the order of ALL_RULES
+    assert list(rows) == ["PIN000", *CODES, *RUNTIME]  # PIN000, the order of ALL_RULES, the runtime rules
     assert rows["PIN000"]["default"] == "always" and rows["PIN000"]["fix"] == "never"
+    for rule in RUNTIME_RULES:
+        assert rows[rule.code] == {"name": rule.name, "fix": "never", "default": "trace", "summary": rule.summary}
+        assert doc(rule.code).splitlines()[0] == f"# {rule.code}: {rule.name}"
     default = Settings().select
     for rule in ALL_RULES:
         row = rows[rule.code]
@@ -112,12 +116,12 @@ def test_rule_without_a_code_lists_them_too():
 
 
 def test_every_rule_code_has_a_doc_and_every_doc_a_rule():
-    assert {p.stem for p in RULES.glob("PIN*.md")} == set(CODES) | {"PIN000"}
-    assert set(CODES) == set(ALL_CODES) - {"PIN000"}
+    assert {p.stem for p in RULES.glob("PIN*.md")} == set(CODES) | set(RUNTIME) | {"PIN000"}
+    assert set(CODES) == set(ALL_CODES) - {"PIN000"} - set(RUNTIME)
 
 
 # ------------------------------------------------------------------ the docs
-@pytest.mark.parametrize("code", CODES)
+@pytest.mark.parametrize("code", CODES + RUNTIME)
 def test_doc_has_the_five_sections_in_order(code):
     headings = re.findall(r"^## (.+?)\s*$", doc(code), re.M)
     assert headings == list(SECTIONS), headings

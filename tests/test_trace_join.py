@@ -37,8 +37,8 @@ def test_blocking_and_small_copies_are_not_pin001_and_the_default_stream_is_said
     assert "asynchronous host-to-device copy on the default stream" in observation.message
     (row,) = judge([], aggregate(copy(default_stream=True)))
     assert row.status == J.MISSED and "asks for asynchrony" in row.detail
-    assert codes(aggregate(copy(nbytes=8))) == []               # latency-bound: below pin007-min-bytes
-    assert codes(aggregate(copy(nbytes=8)), thresholds=Thresholds(min_bytes=1)) == [("PIN001", 12)]
+    assert codes(aggregate(copy(nbytes=8))) == []               # latency-bound: below pin001-min-bytes
+    assert codes(aggregate(copy(nbytes=8)), thresholds=Thresholds(pin001_min_bytes=1)) == [("PIN001", 12)]
 
 
 def test_pin007_needs_a_line_that_ran_repeatedly_not_one_call_copying_many_buffers():

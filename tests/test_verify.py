@@ -14,7 +14,7 @@ import pytest
 
 from pinlint.verify import harness, report
 from pinlint.verify.commands import failed
-from pinlint.verify.verdict import CONFIRMED, ERROR, NOT_REPRODUCED, Outcome, Verdict, judge
+from pinlint.verify.verdict import CONFIRMED, ERROR, NOT_REPRODUCED, Outcome, Verdict, judge, separated
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
@@ -24,7 +24,7 @@ def test_discovery_finds_positive_fixtures_only():
     names = {f.path.name for f in fixtures}
     assert fixtures and all(f.codes for f in fixtures)
     assert not any(n.endswith(".fixed.py") or "_ok_" in n for n in names)
-    assert {code for f in fixtures for code in f.codes} == {f"PIN00{i}" for i in range(1, 8)}
+    assert {code for f in fixtures for code in f.codes} == {f"PIN00{i}" for i in range(1, 9)}  # PIN009 is runtime only
 
 
 @pytest.mark.parametrize("fixture", harness.discover_fixtures([str(FIXTURES)]), ids=lambda f: f.path.name)
@@ -301,6 +301,29 @@ def test_a_recorded_difference_within_the_spread_is_not_reproduced():
     assert verdict.verdict == NOT_REPRODUCED and verdict.refuted and "spread 20 ms" in verdict.detail
 
 
+def test_samples_that_never_overlap_confirm_even_with_one_slow_outlier():
+    # Measured on the H200: 8 pageable copies at 1.6 ms with two page-fault outliers at 7.5-7.8 ms,
+    # 8 pinned copies at 0.03 ms. The range (6.2 ms) exceeds the medians' difference (1.6 ms), but no
+    # bad sample is anywhere near a fixed one.
+    bad = tuple(_run([_copy(39, ms)]) for ms in (7.8, 1.57, 1.62, 1.98, 7.48, 1.64, 1.67, 1.63))
+    fixed = tuple(_run([_copy(39, ms, kind="pinned")]) for ms in (0.034, 0.034, 0.029, 0.039, 0.031, 0.029, 0.026, 0.027))
+    measure = recorded.measure("PIN001", bad, fixed, {39})
+    assert measure.bad_median - measure.fixed_median < measure.margin and measure.separated
+    verdict = judge_recorded("PIN001", _outcome([1]), _outcome([1]), measure)
+    assert verdict.verdict == CONFIRMED and "no overlap" in verdict.detail
+    assert measure.as_dict()["separated"] is True
+
+
+def test_separation_needs_five_samples_of_each_and_no_overlap_at_all():
+    assert not separated((10, 11, 12, 13), (1, 2, 3, 4))            # 1 in 70 by chance: too few samples
+    assert separated((10, 11, 12, 13, 14), (1, 2, 3, 4, 5))
+    assert not separated((10, 11, 12, 13, 4.5), (1, 2, 3, 4, 5))    # one bad sample among the fixed ones
+    wall = judge("PIN001", _outcome([30, 5.1, 5.2, 5.3, 5.4]), _outcome([1, 1.1, 1.2, 1.3, 1.4]))
+    assert wall.verdict == CONFIRMED and "every one of 5 bad samples" in wall.detail
+    overlap = judge("PIN001", _outcome([30, 5.1, 5.2, 5.3, 1.0]), _outcome([1, 1.1, 1.2, 1.3, 1.4]))
+    assert overlap.verdict == NOT_REPRODUCED and overlap.refuted
+
+
 def test_pin007_is_judged_by_the_flagged_copies_device_time_per_run():
     bad = tuple(_run([_copy(40, 1, device_ms=ms), _copy(40, 1, device_ms=ms)]) for ms in (30, 31))
     fixed = tuple(_run([_copy(40, 1, kind="pinned", device_ms=ms)] * 2) for ms in (5, 5.2))
@@ -387,3 +410,28 @@ def test_the_runner_records_each_timed_run_with_the_recorder(tmp_path, monkeypat
     assert len(outcome.runs) == 3
     assert all([c[0] for c in run["copies"]] == [5, 5] for run in outcome.runs)
     assert outcome.runs[0]["copies"][0][3:6] == ["pageable", 4096, 500]
+
+
+def test_pin008_is_judged_by_host_time_pinning_plus_copying_per_run():
+    # Bad: page-lock 256 MiB (100 ms), copy it pinned (0.04 ms held), free it (2 ms). Fixed: one
+    # pageable copy that holds the host 40 ms.
+    alloc = [31, "cuMemHostAlloc", 1 << 28, 0, int(100e6), False]
+    bad = tuple(_run([_copy(33, 0.04, kind="pinned", nbytes=1 << 28, device_ms=4.9)], [alloc], [[31, int(2e6)]])
+                for _ in range(3))
+    fixed = tuple(_run([_copy(33, ms, nbytes=1 << 28, device_ms=40)]) for ms in (39, 40, 41))
+    measure = recorded.measure("PIN008", bad, fixed, {31})
+    assert measure.metric == "host time pinning + copying per run"
+    assert measure.bad == (102.04,) * 3 and measure.fixed == (39.0, 40.0, 41.0) and measure.confirmed
+    assert "pinning 102 ms" in measure.detail and "54.8 -> 6.7 GB/s (pinned -> pageable)" in measure.detail
+    # Without copies on either side there is nothing to judge by.
+    assert recorded.measure("PIN008", tuple(_run() for _ in range(2)), fixed, {31}) is None
+
+
+def test_pin008_with_a_pooled_allocator_is_not_refuted():
+    runs = tuple(_run([_copy(33, 0.04, kind="pinned")]) for _ in range(3))
+    fixed = tuple(_run([_copy(33, 3.0)]) for _ in range(3))
+    measure = recorded.measure("PIN008", runs, fixed, {31})
+    assert not measure.confirmed
+    verdict = judge_recorded("PIN008", _outcome([1]), _outcome([1]), measure, pooled=True)
+    assert verdict.verdict == NOT_REPRODUCED and not verdict.refuted and "pooled" in verdict.detail
+    assert judge_recorded("PIN008", _outcome([1]), _outcome([1]), measure).refuted

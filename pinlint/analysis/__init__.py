@@ -42,10 +42,9 @@ def analyze(module: cst.Module, tables: Optional[Tables] = None, imports=None, p
     for fn in functions_of(ctx):
         outcome = project.baseline(fn)
         scopes.append(ScopeFacts(fn.name, fn.node, list(outcome.events) if outcome is not None else []))
-    depth: dict = {}
-    for graph in project._graphs.values():
-        depth.update(graph.loop_branch_depth)
-    return FileFacts(module, scopes, project, ctx, depth)
+    # Kept by the project as graphs are built: merging every graph here made each file's check cost
+    # grow with the number of functions analysed before it.
+    return FileFacts(module, scopes, project, ctx, project.loop_branch_depth)
 
 
 def functions_of(ctx: ModuleContext) -> Iterator[Function]:

@@ -123,24 +123,36 @@ def _decides_a_test(fn: Function, env: dict) -> bool:
     """A constant argument that an if of the callee tests (``return_seg=False``): analysing the
     callee with it leaves the arms it rules out aside."""
     from .domain import ANYTHING
-    tested = tested_names(fn.node)
+    tested = tested_names(fn.node, fn.module.project.tested_names)
     return any(isinstance(v, Const) and ANYTHING not in v.values and name in tested for name, v in env.items())
 
 
-_TESTED: dict = {}
+# Where statements nest inside a compound statement (If.orelse may be an `elif` If, or an Else).
+_NESTED = ("body", "orelse", "handlers", "finalbody", "cases")
 
 
-def tested_names(node: cst.FunctionDef) -> frozenset:
-    found = _TESTED.get(node)
+def tested_names(node: cst.FunctionDef, cache: Optional[dict] = None) -> frozenset:
+    """Names an ``if`` of the function tests. Only statements are walked (an ``if`` is one), and only
+    the tests' expressions: a visitor over the whole body cost 5 ms a function, a fifth of a cold run."""
+    cache = {} if cache is None else cache
+    found = cache.get(node)
     if found is None:
         names: set = set()
-
-        class Visitor(cst.CSTVisitor):
-            def visit_If(self, statement: cst.If) -> None:
-                statement.test.visit(_Names(names))
-
-        node.body.visit(Visitor())
-        found = _TESTED[node] = frozenset(names)
+        stack: list = [node.body]
+        while stack:
+            item = stack.pop()
+            if isinstance(item, (list, tuple)):
+                stack.extend(item)
+                continue
+            if isinstance(item, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) or item is None:
+                continue
+            if isinstance(item, cst.If):
+                item.test.visit(_Names(names))
+            for field in _NESTED:
+                child = getattr(item, field, None)
+                if child is not None:
+                    stack.append(child)
+        found = cache[node] = frozenset(names)
     return found
 
 

@@ -199,6 +199,7 @@ class Project:
         self.by_name: dict = {}          # ModuleRef name -> ModuleContext
         self._lookups: dict = {}         # (module name, importing file's folder) -> ModuleContext or None
         self._graphs: dict = {}
+        self.loop_branch_depth: dict = {}   # loop node -> if arms around it, over every graph built
         self._outcomes: dict = {}
         self._baselines: dict = {}
         self._baseline_running: set = set()
@@ -207,6 +208,8 @@ class Project:
         self._classes: dict = {}
         self._fields: dict = {}
         self._fields_running: set = set()
+        self._sets_fields: dict = {}     # (method node, self name, method names) -> may it set fields
+        self.tested_names: dict = {}     # function node -> the names its ifs test
         self._provisional_outcomes: dict = {}
         self._provisional_baselines: dict = {}
         self.solves = 0                  # scope analyses since the current file's check began
@@ -369,6 +372,7 @@ class Project:
             else:
                 found = cfg.build(suite_body(node.body), function=True)
             self._graphs[node] = found
+            self.loop_branch_depth.update(found.loop_branch_depth)
         return found
 
     def solve(self, ctx: ModuleContext, scope: str, node, env: dict, pending: frozenset, stream,
@@ -517,12 +521,15 @@ class Project:
         fields: dict = {}
         try:
             info = self.class_info(cls)
-            for klass_info in (info.mro() if info is not None else []):
+            mro = info.mro() if info is not None else []
+            project_methods = frozenset(name for klass_info in mro for name in klass_info.members)
+            for klass_info in mro:
                 for member in klass_info.members.values():
                     if member.kind not in ("method",):
                         continue
                     params = [*member.node.params.posonly_params, *member.node.params.params]
-                    if not params:
+                    if not params or not may_set_fields(member.node, params[0].name.value, project_methods,
+                                                                   self._sets_fields):
                         continue
                     fn = Function(node=member.node, module=klass_info.cls.module, name=member.qualified,
                                   kernel=member.kernel, klass=klass_info.cls, kind="method")
@@ -539,6 +546,100 @@ class Project:
         result = tuple(sorted(fields.items()))
         self._fields[cls] = result
         return result
+
+
+# ------------------------------------------------------------------------------ which methods set fields
+# Where statements nest inside a compound statement (If.orelse may be an `elif` If, or an Else).
+_NESTED = ("body", "orelse", "handlers", "finalbody", "cases")
+def may_set_fields(node: cst.FunctionDef, self_name: str, project_methods: frozenset, cache: dict) -> bool:
+    """Whether running the method can change the fields of ``self``: it stores into ``self.x`` (or
+    ``self.x[k]``, ``self.x.y``, deletes one, binds one in a ``for``/``with``), mutates one with a call
+    (``self.x.append(h)``), hands ``self`` or a field to a call (``Base.__init__(self, h)``,
+    ``cudaHostRegister(self.h.ctypes.data, ...)``, ``with cuda.pinned(self.h):``), or
+    calls a method of the checked code through ``self`` or ``super()`` (which may store what it is
+    given). Most methods of a test class do none of these, and the fields of a class are worked out
+    by running every method that does: skipping the others halves a cold run's analyses. Statements
+    only are walked, and in them the targets and the outermost calls."""
+    key = (node, self_name, project_methods)
+    found = cache.get(key)
+    if found is None:
+        found = cache[key] = _sets_fields(node, self_name, project_methods)
+    return found
+
+
+def _rooted_at(expr, name: str) -> int:
+    """How many attribute/subscript steps lead from the name ``name`` to ``expr`` (-1: not rooted there)."""
+    depth = 0
+    while isinstance(expr, (cst.Attribute, cst.Subscript)):
+        expr = expr.value
+        depth += 1
+    return depth if isinstance(expr, cst.Name) and expr.value == name else -1
+
+
+def _targets(statement) -> list:
+    if isinstance(statement, cst.Assign):
+        return [t.target for t in statement.targets]
+    if isinstance(statement, (cst.AugAssign, cst.AnnAssign)):
+        return [statement.target]
+    if isinstance(statement, cst.Del):
+        return [statement.target]
+    return []
+
+
+def _calls(statement) -> list:
+    value = getattr(statement, "value", None)
+    if isinstance(value, cst.Await):
+        value = value.expression
+    return [value] if isinstance(value, cst.Call) else []
+
+
+def _sets_fields(node: cst.FunctionDef, self_name: str, project_methods: frozenset) -> bool:
+    def stores(target) -> bool:
+        if isinstance(target, (cst.Tuple, cst.List)):
+            return any(stores(e.value) for e in target.elements)
+        if isinstance(target, cst.StarredElement):
+            return stores(target.value)
+        return _rooted_at(target, self_name) >= 1
+
+    def changes(call: cst.Call) -> bool:
+        # self or one of its fields handed to a call (registered, pinned, filled, stored elsewhere)
+        if any(_rooted_at(a.value, self_name) >= 0 or (isinstance(a.value, cst.Call) and changes(a.value))
+               for a in call.args):
+            return True
+        func = call.func
+        if isinstance(func, cst.Attribute):
+            depth = _rooted_at(func, self_name)
+            if depth >= 2 or (depth == 1 and func.attr.value in project_methods):
+                return True
+            if isinstance(func.value, cst.Call) and isinstance(func.value.func, cst.Name) and \
+                    func.value.func.value == "super":
+                return True
+        return False
+
+    stack: list = [node.body]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, (list, tuple)):
+            stack.extend(item)
+            continue
+        if item is None:
+            continue
+        if isinstance(item, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+            for small in item.body:
+                if any(stores(t) for t in _targets(small)) or any(changes(c) for c in _calls(small)):
+                    return True
+            continue
+        if isinstance(item, (cst.For, cst.With)):
+            targets = [item.target] if isinstance(item, cst.For) else \
+                [i.asname.name for i in item.items if i.asname is not None]
+            calls = [i.item for i in item.items if isinstance(i.item, cst.Call)] if isinstance(item, cst.With) else []
+            if any(stores(t) for t in targets) or any(changes(c) for c in calls):
+                return True
+        for field in _NESTED:
+            child = getattr(item, field, None)
+            if child is not None:
+                stack.append(child)
+    return False
 
 
 # ------------------------------------------------------------------------------ finding modules

@@ -22,6 +22,9 @@ class Report:
     fix: Optional[object] = None     # a fixes.Plan
     direction: str = ""              # for copies: "h2d" / "d2h" (used by `pinlint verify --estimate`)
     trace: tuple = ()                # TraceSteps from the reported call into the callee where it happens
+    # Related locations other than allocation sites: (node, ModuleInfo or None for the checked file,
+    # message), e.g. PIN008's single transfer of the buffer it reports at the pinning call.
+    related: tuple = ()
 
 
 @dataclass
@@ -29,7 +32,9 @@ class CheckContext:
     """What a rule may ask besides the facts: settings, where a node is, and how to build a fix."""
 
     line_of: Callable[[cst.CSTNode], int]
+    pin001_min_bytes: int = 0        # thresholds: constant-size buffers below them are not reported
     pin007_min_bytes: int = 0
+    pin008_min_bytes: int = 0
     fixes: Optional[object] = None   # a FixContext, when fixes are wanted
     qualify: Callable = lambda node: None
     module: object = None            # the ModuleInfo of the checked file
@@ -75,6 +80,12 @@ class Rule:
 
     def check(self, facts: FileFacts, ctx: CheckContext) -> Iterator[Report]:
         raise NotImplementedError
+
+
+def below(sites, threshold: int) -> bool:
+    """Every buffer has a constant size and all are under ``threshold`` bytes (unknown sizes report)."""
+    sizes = [s.nbytes for s in sites]
+    return bool(sizes) and all(size is not None for size in sizes) and max(sizes) < threshold
 
 
 def pageable(site: Site) -> bool:

@@ -6,7 +6,7 @@ from typing import Iterator
 
 from ..analysis import FileFacts
 from ..fixers import pin_allocation
-from .base import CheckContext, Report, Rule, origins, is_pageable_async_copy, local_site
+from .base import CheckContext, Report, Rule, below, origins, is_pageable_async_copy, local_site
 
 
 class PageableAsyncCopy(Rule):
@@ -17,6 +17,11 @@ class PageableAsyncCopy(Rule):
     def check(self, facts: FileFacts, ctx: CheckContext) -> Iterator[Report]:
         for copy in facts.copies():
             if not is_pageable_async_copy(copy):
+                continue
+            if copy.direction == "h2d" and below(copy.sites, ctx.pin001_min_bytes):
+                # A small pageable source is staged and the call returns within microseconds; a
+                # device-to-host copy into pageable memory waits for the copy (and the work queued
+                # before it on the stream) whatever its size, so it is reported at every size.
                 continue
             direction = "host-to-device" if copy.direction == "h2d" else "device-to-host"
             via = ctx.via(copy.trace)
@@ -79,7 +84,7 @@ y = x.to("cuda", non_blocking=True)
         """
 import numpy as np
 import pycuda.driver as drv
-h = np.empty(4096, dtype=np.float32)
+h = np.empty(1 << 20, dtype=np.float32)
 d = drv.mem_alloc(h.nbytes)
 s = drv.Stream()
 drv.memcpy_htod_async(d, h, s)
@@ -87,7 +92,7 @@ drv.memcpy_htod_async(d, h, s)
         """
 import numpy as np
 from cuda.bindings import runtime as rt
-h = np.zeros(256, dtype=np.float32)
+h = np.zeros(1 << 20, dtype=np.float32)
 err, dptr = rt.cudaMalloc(h.nbytes)
 err, s = rt.cudaStreamCreate()
 rt.cudaMemcpyAsync(dptr, h.ctypes.data, h.nbytes, rt.cudaMemcpyKind.cudaMemcpyHostToDevice, s)

@@ -35,8 +35,8 @@ def rule_meta(code: str) -> RuleMeta:
 
 
 def rule_name(code: str) -> str:
-    from ..checks import RULES_BY_CODE
-    rule = RULES_BY_CODE.get(code)
+    from ..checks import RULES_BY_CODE, RUNTIME_RULES
+    rule = RULES_BY_CODE.get(code) or next((r for r in RUNTIME_RULES if r.code == code), None)
     return rule.name if rule is not None else SYNTAX_ERROR_NAME if code == SYNTAX_ERROR else code.lower()
 
 

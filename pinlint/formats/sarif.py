@@ -52,9 +52,9 @@ def sarif_log(findings: list, options: ReportOptions = ReportOptions(format="sar
 # ---------------------------------------------------------------------------- rules
 def _rules() -> list:
     from ..checks import ALL_RULES
-    from ..rule_docs import rule_doc
+    from ..rule_docs import RUNTIME_RULES, rule_doc
     entries = [(SYNTAX_ERROR, SYNTAX_ERROR_NAME, SYNTAX_ERROR_SUMMARY, "never")]
-    entries += [(rule.code, rule.name, rule.summary, rule.fix_availability) for rule in ALL_RULES]
+    entries += [(rule.code, rule.name, rule.summary, rule.fix_availability) for rule in (*ALL_RULES, *RUNTIME_RULES)]
     rules = []
     for code, name, summary, fix in entries:
         doc = rule_doc(code)

@@ -24,6 +24,9 @@ MAX_BUFFERS = 1024    # distinct host buffers counted per line
 MAX_KERNEL_NAMES = 200
 TIMELINE_POINTS = 2000
 TRANSFERS_CAP = 10    # "10 or more" copies per buffer
+PEAK_HOLDERS = 5      # lines named with the peak of pinned memory
+EXACT_HOLDERS = 64    # up to this many holding lines the peak's holders are taken at every new peak;
+PEAK_STEP = 1.01      # beyond, when the peak has grown by 1% since they were taken (bounded work)
 OVERFLOW = Site("<other lines>", 0, "", False)
 
 
@@ -166,6 +169,7 @@ class AllocLine:
     host_ns: Stat = field(default_factory=Stat)
     freed: int = 0
     transfers: Counter = field(default_factory=Counter)  # copies per freed buffer (capped) -> buffers
+    live_transfers: Counter = field(default_factory=Counter)  # the same for buffers still pinned at exit
     callers: set = field(default_factory=set)
     runs: Runs = field(default_factory=lambda: Runs())
 
@@ -189,15 +193,19 @@ class AllocLine:
         self.host_ns.merge(other.host_ns)
         self.freed += other.freed
         self.transfers.update(other.transfers)
+        self.live_transfers.update(other.live_transfers)
         self.runs.merge(other.runs)
         for item in other.callers:
             _bounded_add(self.callers, item)
 
-    def to_dict(self) -> dict:
+    def to_dict(self, live: Optional[Counter] = None) -> dict:
+        """``live``: copies per buffer of this line still pinned when the process ends."""
+        live = self.live_transfers + (live or Counter())
         return {"site": site_to_json(self.site), "api": self.api, "registered": self.registered, "flags": self.flags,
                 "library": self.library, "count": self.count, "bytes": self.nbytes, "largest": self.largest,
                 "host_ns": self.host_ns.to_dict(), "freed": self.freed, "executions": self.runs.executions,
                 "transfers_per_buffer": {str(k): v for k, v in sorted(self.transfers.items())},
+                "transfers_per_live_buffer": {str(k): v for k, v in sorted(live.items())},
                 "callers": sorted([list(c) for c in self.callers])}
 
     @classmethod
@@ -207,8 +215,13 @@ class AllocLine:
                    Stat.from_dict(data["host_ns"]), int(data.get("freed", 0)),
                    Counter({int(k): int(v) for k, v in data.get("transfers_per_buffer", {}).items()}),
                    {(c[0], int(c[1])) for c in data.get("callers", ())})
+        line.live_transfers = Counter({int(k): int(v) for k, v in data.get("transfers_per_live_buffer", {}).items()})
         line.runs = Runs.from_executions(data.get("executions"))
         return line
+
+    def buffers_by_transfers(self) -> Counter:
+        """Copies per buffer (capped) -> buffers, freed or still pinned at the end."""
+        return self.transfers + self.live_transfers
 
 
 @dataclass
@@ -245,6 +258,9 @@ class PinnedLedger:
         self.peak_bytes = 0
         self.peak_t_ns = 0
         self.timeline: list = []  # [(host ns, live bytes)], halved whenever it doubles its bound
+        self.held: dict = {}      # id(AllocLine) -> [AllocLine, live bytes, live buffers]
+        self.peak_holders: list = []  # [(AllocLine, bytes, buffers)], the largest holders at the peak
+        self._holders_at = 0      # the peak the holders were taken at
 
     def allocated(self, ptr: int, nbytes: int, line: AllocLine, t_ns: int) -> None:
         if not ptr:
@@ -253,6 +269,9 @@ class PinnedLedger:
             self.freed(ptr, t_ns)
         self.live[ptr] = [nbytes, line, 0]
         bisect.insort(self._starts, ptr)
+        holder = self.held.setdefault(id(line), [line, 0, 0])
+        holder[1] += nbytes
+        holder[2] += 1
         self._moved(nbytes, t_ns)
 
     def freed(self, ptr: int, t_ns: int) -> None:
@@ -263,6 +282,11 @@ class PinnedLedger:
         nbytes, line, copies = entry
         line.freed += 1
         line.transfers[min(copies, TRANSFERS_CAP)] += 1
+        holder = self.held[id(line)]
+        holder[1] -= nbytes
+        holder[2] -= 1
+        if holder[2] == 0:
+            del self.held[id(line)]
         self._moved(-nbytes, t_ns)
 
     def used(self, ptr: int) -> None:
@@ -279,15 +303,32 @@ class PinnedLedger:
         self.live_bytes += delta
         if self.live_bytes > self.peak_bytes:
             self.peak_bytes, self.peak_t_ns = self.live_bytes, t_ns
+            if len(self.held) <= EXACT_HOLDERS or self.peak_bytes >= self._holders_at * PEAK_STEP:
+                self._take_holders()
         self.timeline.append((t_ns, self.live_bytes))
         if len(self.timeline) > 2 * TIMELINE_POINTS:
             self.timeline = self.timeline[::2]
+
+    def _take_holders(self) -> None:
+        largest = sorted(self.held.values(), key=lambda h: -h[1])[:PEAK_HOLDERS]
+        self.peak_holders = [(line, nbytes, buffers) for line, nbytes, buffers in largest]
+        self._holders_at = self.peak_bytes
+
+    def live_transfers(self) -> dict:
+        """id(AllocLine) -> Counter of copies per buffer still pinned now."""
+        found: dict = {}
+        for _, line, copies in self.live.values():
+            found.setdefault(id(line), Counter())[min(copies, TRANSFERS_CAP)] += 1
+        return found
 
     def to_dict(self) -> dict:
         at_exit = Counter(min(copies, TRANSFERS_CAP) for _, _, copies in self.live.values())
         return {"peak_bytes": self.peak_bytes, "peak_t_ns": self.peak_t_ns, "live_at_exit_bytes": self.live_bytes,
                 "live_at_exit_buffers": len(self.live),
                 "transfers_per_live_buffer": {str(k): v for k, v in sorted(at_exit.items())},
+                "peak_holders": [{"site": site_to_json(line.site), "api": line.api, "bytes": nbytes, "buffers": buffers,
+                                  "callers": sorted([list(c) for c in line.callers])}
+                                 for line, nbytes, buffers in self.peak_holders],
                 "timeline": [list(p) for p in self.timeline]}
 
 
@@ -352,8 +393,9 @@ class Aggregator:
 
     # ------------------------------------------------------------------ files and merging
     def to_dict(self) -> dict:
+        live = self.ledger.live_transfers()
         return {"copies": [l.to_dict() for l in self.copies.values()],
-                "allocations": [l.to_dict() for l in self.allocs.values()],
+                "allocations": [l.to_dict(live.get(id(l))) for l in self.allocs.values()],
                 "frees": [l.to_dict() for l in self.frees.values()],
                 "kernels": {"count": self.kernel_count, "device_ns": self.kernel_ns,
                             "by_name": dict(self.kernels_by_name.most_common())},

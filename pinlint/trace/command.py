@@ -66,8 +66,10 @@ def analyse(traced, config, check: bool, min_repeats: int):
     from .report import Result
 
     suppressions = _Suppressions()
-    thresholds = Thresholds(min_repeats=min_repeats, min_bytes=config.pin007_min_bytes)
-    observations = observe(traced.aggregate, thresholds, suppressions)
+    thresholds = Thresholds(min_repeats=min_repeats, min_bytes=config.pin007_min_bytes,
+                            pin001_min_bytes=config.pin001_min_bytes, pin008_min_bytes=config.pin008_min_bytes,
+                            max_pinned_share=config.pin009_max_share)
+    observations = observe(traced.aggregate, thresholds, suppressions, pinned=traced.pinned)
     rows = None
     if check:
         files = files_that_ran(traced)
@@ -91,11 +93,10 @@ def static_findings(files: list, config) -> list:
     from dataclasses import replace
 
     from ..engine import lint_bytes
-    from ..settings import Settings, resolve_selection
+    from ..settings import Settings, resolve_selection, thresholds_of
 
     settings = Settings(select=resolve_selection(config.select, list(config.ignore),
-                                                 list(config.extend_select)),
-                        pin007_min_bytes=config.pin007_min_bytes)
+                                                 list(config.extend_select)), **thresholds_of(config))
     findings = []
     for path in files:
         ignored = config.ignored_codes(path)

@@ -9,6 +9,7 @@ problem with no static finding of its kind on its line is *missed by the static 
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -26,7 +27,9 @@ MISSED = "missed by the static analysis"
 FAILING = (CONTRADICTED, MISSED)  # what makes ``--check`` exit 1
 # A runtime observation matches a static finding of any of these codes (PIN001 wins over PIN007
 # at the same copy, so either one covers a pageable copy the run saw).
-MATCHES = {"PIN001": {"PIN001", "PIN007"}, "PIN007": {"PIN007", "PIN001"}, "PIN002": {"PIN002"}}
+MATCHES = {"PIN001": {"PIN001", "PIN007"}, "PIN007": {"PIN007", "PIN001"}, "PIN002": {"PIN002"}, "PIN008": {"PIN008"}}
+# Observed with no static check behind them: never "missed by the static analysis".
+RUNTIME_ONLY = frozenset({"PIN009"})
 
 
 @dataclass(frozen=True)
@@ -50,7 +53,7 @@ def join(findings: list, observations: list, aggregate: Aggregator, executed: Op
     """``findings``: the static analysis of the files in ``checked`` (the user's files that ran)."""
     rows = [_judge(f, aggregate, executed, thresholds) for f in findings if f.code != "PIN000"]
     for observation in observations:
-        if not observation.problem or not observation.site.user:
+        if not observation.problem or not observation.site.user or observation.code in RUNTIME_ONLY:
             continue
         if observation.site.filename not in checked and not _in_checked(observation, checked):
             continue
@@ -100,6 +103,8 @@ def _judge(finding, aggregate: Aggregator, executed: Optional[dict], thresholds:
         return _judge_alloc(finding, lines, aggregate, executed, thresholds)
     if finding.code in ("PIN003", "PIN004"):
         return _judge_flags(finding, aggregate, executed)
+    if finding.code == "PIN008":
+        return _judge_single_transfer(finding, lines, aggregate, executed)
     copies = copy_lines_at(aggregate, lines)
     if not _ran(lines, executed, bool(copies)):
         return _never_ran(finding, executed)
@@ -151,6 +156,27 @@ def _judge_alloc(finding, lines: set, aggregate: Aggregator, executed: Optional[
     return _row(finding, CONTRADICTED, f"only {count} pinned {what[:-1] if count == 1 else what} on this line: the "
                                        "allocator reuses its memory (a pool or cache), or the loop ran fewer than "
                                        f"{thresholds.min_repeats} times", figures)
+
+
+def _judge_single_transfer(finding, lines: set, aggregate: Aggregator, executed: Optional[dict]) -> JoinRow:
+    allocs = alloc_lines_at(aggregate, lines)
+    if not _ran(lines, executed, bool(allocs)):
+        return _never_ran(finding, executed)
+    if not allocs:
+        return _row(finding, NOT_OBSERVABLE, "the line ran without a pinned allocation the run saw: a pool or "
+                                             "cache handed back memory it had pinned before")
+    figures = alloc_figures(allocs)
+    buffers = sum((l.buffers_by_transfers() for l in allocs), Counter())
+    figures["transfers_per_buffer"] = dict(sorted(buffers.items()))
+    if buffers and set(buffers) == {1}:
+        return _row(finding, CONFIRMED, f"{sum(buffers.values())} pinned buffer(s), {size(figures['largest'])}, "
+                                        f"each used for one transfer: {duration(figures['host_ns_total'])} to pin",
+                    figures)
+    if any(count >= 2 for count in buffers):
+        most = max(buffers)
+        return _row(finding, CONTRADICTED, f"a buffer pinned here took part in {most}{'+' if most >= 10 else ''} "
+                                           f"transfers", figures)
+    return _row(finding, NOT_OBSERVABLE, "the run saw no transfer that named the pinned buffer's address", figures)
 
 
 def _judge_flags(finding, aggregate: Aggregator, executed: Optional[dict]) -> JoinRow:

@@ -8,7 +8,11 @@ that copies many buffers, ``model.to("cuda")``, is one run); PIN002, pinned allo
 registrations made by a line that ran ``min_repeats`` times or more. Where line events are not
 available (Python < 3.12) the number of copies or allocations stands in for the runs. Copies smaller than ``min_bytes``
 (median) are shown in the tables but not reported, as PIN007's static threshold does: they are
-latency-bound and pinning buys little. Context (never a problem by itself): write-combined
+latency-bound and pinning buys little. PIN008, a pinned buffer (of ``pin008_min_bytes`` or more)
+that took part in exactly one transfer before it was freed (or before the program ended), from a
+line that did not pin repeatedly (that is PIN002); PIN009, a process whose peak of pinned host
+memory (live allocations and registrations) exceeded ``max_pinned_share`` of physical memory,
+reported at the line that held the most at the peak. Context (never a problem by itself): write-combined
 allocations (PIN003: a CPU read of them is slow on most platforms) and mapped ones (PIN004), of
 ``min_bytes`` or more.
 A ``# noqa: CODE`` on the line silences an observation as it silences a static finding.
@@ -16,16 +20,18 @@ A ``# noqa: CODE`` on the line silences an observation as it silences a static f
 
 from __future__ import annotations
 
+import os
 import statistics
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Optional
 
 from .aggregate import Aggregator, AllocLine
-from .events import DEVICEMAP, WRITECOMBINED, Site, flag_names
+from .aggregate import site_from_json
+from .events import DEVICEMAP, UNATTRIBUTED, WRITECOMBINED, Site, flag_names
 from .units import duration, size
 
-PROBLEMS = ("PIN001", "PIN002", "PIN007")
+PROBLEMS = ("PIN001", "PIN002", "PIN007", "PIN008", "PIN009")
 
 
 @dataclass(frozen=True)
@@ -49,7 +55,10 @@ class Observation:
 @dataclass(frozen=True)
 class Thresholds:
     min_repeats: int = 3
-    min_bytes: int = 64 * 1024
+    min_bytes: int = 64 * 1024          # pin007-min-bytes: PIN007, and the context of PIN003/PIN004
+    pin001_min_bytes: int = 64 * 1024
+    pin008_min_bytes: int = 16 << 20
+    max_pinned_share: float = 0.25      # pin009-max-share, of physical memory
 
 
 DEFAULT_THRESHOLDS = Thresholds()
@@ -99,9 +108,23 @@ def _callers(lines: list) -> frozenset:
     return frozenset(c for l in lines for c in l.callers)
 
 
-def observe(aggregate: Aggregator, thresholds: Thresholds = DEFAULT_THRESHOLDS, suppressed=None) -> list:
-    """Observations sorted by file and line; ``suppressed(code, site)`` drops noqa'd ones."""
-    found = _copy_observations(aggregate, thresholds) + _alloc_observations(aggregate, thresholds)
+def physical_memory() -> int:
+    """The machine's RAM in bytes (0 when the platform does not say)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return 0
+
+
+def observe(aggregate: Aggregator, thresholds: Thresholds = DEFAULT_THRESHOLDS, suppressed=None,
+            pinned: Optional[list] = None, ram_bytes: Optional[int] = None) -> list:
+    """Observations sorted by file and line; ``suppressed(code, site)`` drops noqa'd ones. ``pinned``:
+    each process's pinned-memory ledger (``PinnedLedger.to_dict()``; by default the aggregate's own),
+    judged against ``ram_bytes`` of physical memory (by default this machine's)."""
+    ledgers = pinned if pinned is not None else [aggregate.ledger.to_dict()]
+    ram = physical_memory() if ram_bytes is None else ram_bytes
+    found = _copy_observations(aggregate, thresholds) + _alloc_observations(aggregate, thresholds) + \
+        _pinned_peaks(ledgers, ram, thresholds)
     if suppressed is not None:
         found = [o for o in found if not (o.site.user and suppressed(o.code, o.site))]
     return sorted(found, key=lambda o: (o.site.filename, o.site.line, o.code))
@@ -115,19 +138,19 @@ def _copy_observations(aggregate: Aggregator, thresholds: Thresholds) -> list:
     found = []
     for (site, _direction), lines in groups.items():
         asynchronous = [l for l in lines if l.asynchronous]
-        if asynchronous and _large(asynchronous, thresholds):
+        if asynchronous and _large(asynchronous, thresholds.pin001_min_bytes):
             figures = copy_figures(asynchronous)
             found.append(Observation("PIN001", site, _pin001_message(figures), figures, _callers(asynchronous)))
             continue
-        if repeated(lines, thresholds) and _large(lines, thresholds):
+        if repeated(lines, thresholds) and _large(lines, thresholds.min_bytes):
             figures = copy_figures(lines)
             found.append(Observation("PIN007", site, _pin007_message(figures), figures, _callers(lines)))
     return found
 
 
-def _large(lines: list, thresholds: Thresholds) -> bool:
+def _large(lines: list, min_bytes: int) -> bool:
     count = sum(l.count for l in lines)
-    return count and sum(l.nbytes for l in lines) / count >= thresholds.min_bytes
+    return count and sum(l.nbytes for l in lines) / count >= min_bytes
 
 
 def _direction(figures: dict) -> str:
@@ -167,6 +190,10 @@ def _alloc_observations(aggregate: Aggregator, thresholds: Thresholds) -> list:
         figures = alloc_figures(lines)
         if repeated(lines, thresholds):
             found.append(Observation("PIN002", site, _pin002_message(figures), figures, _callers(lines)))
+        elif single_transfer(lines) and figures["largest"] >= thresholds.pin008_min_bytes and not figures["registered"]:
+            # Registrations are left out, as in the static rule: registering filled memory and copying
+            # once measured faster than the pageable copy on the H200 (pinlint/checks/pin008.py).
+            found.append(Observation("PIN008", site, _pin008_message(figures), figures, _callers(lines)))
         for code, wanted in (("PIN003", _write_combined), ("PIN004", _mapped)):
             # Context only where it could matter: torch keeps a 4-byte mapped flag buffer, for one.
             chosen = [l for l in lines if wanted(l) and l.largest >= thresholds.min_bytes]
@@ -174,6 +201,42 @@ def _alloc_observations(aggregate: Aggregator, thresholds: Thresholds) -> list:
                 f = alloc_figures(chosen)
                 found.append(Observation(code, site, _context_message(code, f), f, _callers(chosen)))
     return found
+
+
+def single_transfer(lines: list) -> bool:
+    """Every buffer the lines pinned took part in exactly one transfer (freed or pinned at exit)."""
+    buffers = sum((l.buffers_by_transfers() for l in lines), Counter())
+    return bool(buffers) and set(buffers) == {1}
+
+
+def _pin008_message(f: dict) -> str:
+    what = "registration" if f["registered"] else "allocation"
+    return (f"pinned {what} ({', '.join(f['apis'])}, {size(f['largest'])}) used for exactly one transfer: "
+            f"{duration(f['host_ns_total'])} to pin it; a pageable copy would have cost less than the pinning")
+
+
+def _pinned_peaks(ledgers: list, ram: int, thresholds: Thresholds) -> list:
+    found = []
+    for ledger in ledgers:
+        peak = ledger.get("peak_bytes", 0)
+        if not ram or peak <= thresholds.max_pinned_share * ram:
+            continue
+        holders = ledger.get("peak_holders", [])
+        site = site_from_json(holders[0]["site"]) if holders else UNATTRIBUTED
+        callers = frozenset((c[0], int(c[1])) for h in holders[:1] for c in h.get("callers", ()))
+        figures = {"peak_bytes": peak, "ram_bytes": ram, "share": peak / ram,
+                   "holders": [{"site": h["site"], "api": h["api"], "bytes": h["bytes"], "buffers": h["buffers"]}
+                               for h in holders]}
+        found.append(Observation("PIN009", site, _pin009_message(figures, thresholds), figures, callers))
+    return found
+
+
+def _pin009_message(f: dict, thresholds: Thresholds) -> str:
+    held = "; ".join(f"{h['site'][0]}:{h['site'][1]} {size(h['bytes'])} in {h['buffers']} "
+                     f"buffer{'s' if h['buffers'] != 1 else ''}" for h in f["holders"]) or "lines unknown"
+    return (f"peak pinned host memory {size(f['peak_bytes'])}, {f['share']:.0%} of the machine's "
+            f"{size(f['ram_bytes'])} (more than pin009-max-share, {thresholds.max_pinned_share:.0%}): "
+            f"page-locked memory cannot be paged out; held at the peak by {held}")
 
 
 def _write_combined(line: AllocLine) -> bool:

@@ -4,10 +4,13 @@
 - PIN007: the device time of the flagged copies per run (ms), with each direction's GB/s;
 - PIN002: time spent in pinned allocation, registration and free per run (ms), with the count;
 - PIN004: device time per run, kernels plus copies (ms): kernels over mapped memory against one
-  copy and kernels over device memory.
+  copy and kernels over device memory;
+- PIN008: host time per run spent pinning (allocation, registration and free) plus the time the
+  copies held the host (ms): pin and copy once against one pageable copy.
 
 A claim is confirmed when the bad variant's median is worse than the fixed one's by more than the
-larger spread (max - min) of the two sets of measurements. Pure functions over recorded runs.
+larger spread (max - min) of the two sets of measurements, or when the two sets do not overlap at all
+over at least five samples each (``verdict.beyond_noise``). Pure functions over recorded runs.
 """
 
 from __future__ import annotations
@@ -16,10 +19,12 @@ import statistics
 from dataclasses import dataclass
 from typing import Optional
 
+from .verdict import beyond_noise, separated
+
 # Indexes into the runner's compact records.
 C_LINE, C_API, C_DIR, C_KIND, C_BYTES, C_DEVICE, C_HOST, C_BLOCKING = range(8)
 A_LINE, A_API, A_BYTES, A_FLAGS, A_HOST, A_REGISTERED = range(6)
-RECORDED = frozenset({"PIN001", "PIN002", "PIN004", "PIN007"})
+RECORDED = frozenset({"PIN001", "PIN002", "PIN004", "PIN007", "PIN008"})
 
 
 @dataclass(frozen=True)
@@ -52,12 +57,16 @@ class Measure:
 
     @property
     def confirmed(self) -> bool:
-        return self.bad_median - self.fixed_median > self.margin
+        return beyond_noise(self.bad, self.fixed) is not None
+
+    @property
+    def separated(self) -> bool:
+        return separated(self.bad, self.fixed)
 
     def as_dict(self) -> dict:
         return {"metric": self.metric, "unit": self.unit, "bad_median": self.bad_median,
                 "fixed_median": self.fixed_median, "bad_spread": self.spread(self.bad),
-                "fixed_spread": self.spread(self.fixed), "bad": list(self.bad), "fixed": list(self.fixed),
+                "fixed_spread": self.spread(self.fixed), "separated": self.separated, "bad": list(self.bad), "fixed": list(self.fixed),
                 "detail": self.detail}
 
 
@@ -65,7 +74,7 @@ def measure(code: str, bad_runs: tuple, fixed_runs: tuple, lines: set) -> Option
     """The recorded measure of ``code``'s claim, or None when the runs hold nothing to judge it by."""
     if code not in RECORDED or not bad_runs or not fixed_runs:
         return None
-    return {"PIN001": _pin001, "PIN007": _pin007, "PIN002": _pin002, "PIN004": _pin004}[code](
+    return {"PIN001": _pin001, "PIN007": _pin007, "PIN002": _pin002, "PIN004": _pin004, "PIN008": _pin008}[code](
         bad_runs, fixed_runs, lines)
 
 
@@ -147,3 +156,20 @@ def _pin004(bad_runs, fixed_runs, lines) -> Optional[Measure]:
                    _per_run(fixed_runs, _device_time),
                    detail=f"kernels {kernel(bad_runs):.2f} -> {kernel(fixed_runs):.2f} ms, "
                           f"copies {copy(bad_runs):.2f} -> {copy(fixed_runs):.2f} ms per run")
+
+
+def _pinning_and_copies(run) -> float:
+    return _alloc_time(run) + sum(c[C_HOST] for c in run["copies"]) / 1e6
+
+
+def _pin008(bad_runs, fixed_runs, lines) -> Optional[Measure]:
+    bad_copies = [c for run in bad_runs for c in run["copies"]]
+    fixed_copies = [c for run in fixed_runs for c in run["copies"]]
+    if not bad_copies or not fixed_copies:
+        return None
+    pinning = statistics.median(_alloc_time(run) for run in bad_runs)
+    held = lambda runs: statistics.median(sum(c[C_HOST] for c in run["copies"]) / 1e6 for run in runs)  # noqa: E731
+    return Measure("host time pinning + copying per run", _per_run(bad_runs, _pinning_and_copies),
+                   _per_run(fixed_runs, _pinning_and_copies),
+                   detail=f"pinning {pinning:.3g} ms, copies held the host {held(bad_runs):.3g} -> "
+                          f"{held(fixed_runs):.3g} ms per run; " + _rate_words(bad_copies, fixed_copies))

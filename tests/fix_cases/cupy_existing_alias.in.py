@@ -3,10 +3,10 @@ import cupy as cp
 import cupyx as cx
 from cupyx import empty_pinned as ep
 
-a = np.empty(1024, dtype=np.float32)
-b = np.zeros((32, 32), np.float64)
-d = cp.empty(1024, dtype=np.float32)
-e = cp.empty((32, 32))
+a = np.empty(1 << 20, dtype=np.float32)
+b = np.zeros((512, 512), np.float64)
+d = cp.empty(1 << 20, dtype=np.float32)
+e = cp.empty((512, 512))
 s = cp.cuda.Stream()
 d.set(a, stream=s)
 e.set(b, stream=s)

@@ -1,0 +1,137 @@
+"""Size thresholds: PIN001's and PIN008's (PIN007's has its tests in test_config.py and test_pin007.py).
+
+A finding about a buffer of constant size below its rule's threshold is not reported; unknown sizes
+are. The thresholds come from ``[tool.pinlint]`` or ``--config``, reach every Settings built from a
+configuration, change the cache key, and ``--show-settings`` prints them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from helpers import row_of, rows, run_in_process, write
+from pinlint.config import apply_overrides, load_config
+from pinlint.runner import Cache
+from pinlint.settings import Settings, SettingsError, thresholds_of
+
+# A pageable buffer of exactly n bytes in an asynchronous copy.
+PIN001_SIZED = """
+    import numpy as np, cupy as cp
+    h = np.empty({n}, dtype=np.uint8)
+    d = cp.empty({n}, dtype=cp.uint8)
+    s = cp.cuda.Stream(non_blocking=True)
+    d.set(h, stream=s)
+    """
+
+
+def test_pin001_default_threshold_is_64_kib():
+    assert Settings().pin001_min_bytes == 64 * 1024
+    assert rows(PIN001_SIZED.format(n=64 * 1024 - 1), "PIN001") == []
+    assert rows(PIN001_SIZED.format(n=64 * 1024), "PIN001") == [5]
+
+
+@pytest.mark.parametrize("threshold, reported", [(0, True), (4096, True), (4097, False)])
+def test_pin001_threshold_is_configurable(threshold, reported):
+    found = rows(PIN001_SIZED.format(n=4096), "PIN001", Settings(pin001_min_bytes=threshold))
+    assert bool(found) is reported
+
+
+def test_pin001_unknown_sizes_are_still_reported():
+    unknown = """
+        import numpy as np, cupy as cp
+        def f(n, d, s):
+            h = np.empty(n, dtype=np.uint8)
+            d.set(h, stream=s)
+        def g(n):
+            h = np.empty(n, dtype=np.float32)
+            d = cp.empty(n, dtype=cp.float32)
+            s = cp.cuda.Stream(non_blocking=True)
+            d.set(h, stream=s)  # g
+        """
+    # f's buffer is a parameter's business (unknown: no finding at all); g's size is unknown: reported.
+    assert rows(unknown, "PIN001", Settings(pin001_min_bytes=1 << 40)) == [row_of(unknown, "# g")]
+
+
+def test_a_small_copy_below_pin001s_threshold_is_not_pin007_either():
+    # PIN007 yields to PIN001 at an asynchronous copy; below PIN001's threshold the copy stays quiet.
+    src = """
+        import numpy as np, cupy as cp
+        h = np.empty(1024, dtype=np.uint8)
+        d = cp.empty(1024, dtype=cp.uint8)
+        s = cp.cuda.Stream(non_blocking=True)
+        for i in range(10):
+            d.set(h, stream=s)
+        """
+    assert rows(src, "PIN001") == [] and rows(src, "PIN007") == []
+
+
+# ------------------------------------------------------------------ configuration
+def test_thresholds_are_read_from_the_configuration(tmp_path):
+    path = write(tmp_path, "pyproject.toml", "[tool.pinlint]\npin001-min-bytes = 0\npin008-min-bytes = 4096\n"
+                                             "pin009-max-share = 0.5\n")
+    config = load_config(path)
+    settings = Settings(**thresholds_of(config))
+    assert (settings.pin001_min_bytes, settings.pin007_min_bytes, settings.pin008_min_bytes) == (0, 64 * 1024, 4096)
+    assert config.pin009_max_share == 0.5
+    assert list(settings.thresholds()) == ["pin001-min-bytes", "pin007-min-bytes", "pin008-min-bytes"]
+
+
+@pytest.mark.parametrize("body, key", [
+    ("pin001-min-bytes = -1", "pin001-min-bytes"),
+    ("pin008-min-bytes = 1.5", "pin008-min-bytes"),
+    ("pin008-min-bytes = true", "pin008-min-bytes"),
+    ("pin009-max-share = 0", "pin009-max-share"),
+    ("pin009-max-share = 1.5", "pin009-max-share"),
+    ('pin009-max-share = "25%"', "pin009-max-share"),
+])
+def test_bad_threshold_values_name_the_file_and_key(tmp_path, body, key):
+    path = write(tmp_path, "pyproject.toml", f"[tool.pinlint]\n{body}\n")
+    with pytest.raises(SettingsError) as error:
+        load_config(path)
+    assert f"`{key}`" in str(error.value) and "pyproject.toml" in str(error.value)
+
+
+def test_thresholds_can_be_set_with_dash_dash_config():
+    config = apply_overrides(load_config(None), {"pin008-min-bytes": 0, "pin009-max-share": 0.1})
+    assert config.pin008_min_bytes == 0 and config.pin009_max_share == 0.1
+
+
+def test_show_settings_prints_every_threshold(monkeypatch, capsys, tmp_path):
+    write(tmp_path, "pyproject.toml", "[tool.pinlint]\npin001-min-bytes = 10\npin008-min-bytes = 20\n"
+                                      "pin009-max-share = 0.5\n")
+    code, out, _ = run_in_process(monkeypatch, capsys, tmp_path, "check", "--show-settings")
+    shown = dict(line.split(": ", 1) for line in out.splitlines())
+    assert code == 0
+    assert (shown["pin001-min-bytes"], shown["pin007-min-bytes"], shown["pin008-min-bytes"]) == ("10", "65536", "20")
+    assert shown["pin009-max-share"] == "0.5 (pinlint trace)"
+
+
+def test_a_check_run_follows_the_configured_threshold(monkeypatch, capsys, tmp_path):
+    write(tmp_path, "small.py", "import torch\nt = torch.empty(4096, dtype=torch.uint8, pin_memory=True)\n"
+                                "g = t.cuda()\n")
+    code, out, _ = run_in_process(monkeypatch, capsys, tmp_path, "check", "--no-cache", ".")
+    assert code == 0, out
+    write(tmp_path, "pyproject.toml", "[tool.pinlint]\npin008-min-bytes = 4096\n")
+    code, out, _ = run_in_process(monkeypatch, capsys, tmp_path, "check", "--no-cache", ".")
+    assert code == 1 and "small.py:2:5: PIN008" in out
+
+
+def test_the_cache_key_changes_with_each_threshold():
+    cache = Cache(Path("/nonexistent"), "fingerprint")
+    keys = {cache.key(b"x = 1\n", settings) for settings in (
+        Settings(), Settings(pin001_min_bytes=0), Settings(pin007_min_bytes=0), Settings(pin008_min_bytes=0))}
+    assert len(keys) == 4
+
+
+def test_pin001_threshold_leaves_device_to_host_copies_reported_at_every_size():
+    # The call returns only when the copy is done: it waits for the stream, however small the buffer.
+    src = """
+        import numpy as np, cupy as cp
+        h = np.empty(16, dtype=np.uint8)
+        d = cp.empty(16, dtype=cp.uint8)
+        s = cp.cuda.Stream(non_blocking=True)
+        d.get(stream=s, out=h, blocking=False)
+        """
+    assert rows(src, "PIN001") == [row_of(src, "d.get")]
