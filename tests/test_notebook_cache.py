@@ -7,7 +7,7 @@ import json
 from helpers import run_in_process
 
 CELLS = [["import numpy as np\n", "from helpers_mod import upload\n"],
-         ["h = np.empty(100, dtype=np.float32)\n", "upload(h)\n"]]
+         ["h = np.empty(1 << 20, dtype=np.float32)\n", "upload(h)\n"]]
 HELPER = ("import cupy as cp\n\n\ndef upload(h):\n    s = cp.cuda.Stream(non_blocking=True)\n"
           "    d = cp.empty(h.shape, dtype=h.dtype)\n    d.set(h, stream=s)\n    s.synchronize()\n    return d\n")
 
