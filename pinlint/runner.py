@@ -260,6 +260,12 @@ def run_jobs(jobs: list, workers: int, cache: Optional["Cache"] = None) -> list:
     except KeyboardInterrupt:
         # Typer would turn this into a silent exit 130; pinlint says what happened and exits 2.
         print("pinlint: error: interrupted", file=sys.stderr, flush=True)
+        if _Stopped.pool:
+            # The workers are gone (_stop_pool waited for them); the executor's own threads, which the
+            # interpreter joins at exit, can block for good once their workers were killed (seen under
+            # load: a stopped `pinlint fix` that never ended). Nothing is left to write or to clean up.
+            sys.stdout.flush()
+            os._exit(2)
         raise SystemExit(2) from None
 
 
@@ -301,14 +307,31 @@ def _raise_interrupt(signum, frame) -> None:
     raise KeyboardInterrupt()
 
 
+class _Stopped:
+    pool = False  # a pool was stopped in this process: see run_jobs
+
+
 def _stop_pool(pool: ProcessPoolExecutor) -> None:
-    """Stop every worker (each ends at once, or right after the write it is in) and wait for them."""
-    for worker in list((getattr(pool, "_processes", None) or {}).values()):
+    """Stop every worker (each ends at once, or right after the write it is in) and wait for each of
+    them, not for the executor: with its workers killed, its queue threads may never return."""
+    _Stopped.pool = True
+    workers = list((getattr(pool, "_processes", None) or {}).values())
+    for worker in workers:
         try:
             worker.terminate()
         except (OSError, AttributeError):
             pass
-    pool.shutdown(wait=True, cancel_futures=True)
+    # At once, as before waiting: the executor's thread then ends as shut down rather than failing the
+    # futures map() has already cancelled (which raises InvalidStateError in that thread).
+    pool.shutdown(wait=False, cancel_futures=True)
+    for worker in workers:
+        try:
+            worker.join(timeout=10)
+            if worker.is_alive():  # still inside a write after 10 s: it must not write again
+                worker.kill()
+                worker.join(timeout=5)
+        except (OSError, AttributeError, ValueError):
+            pass
 
 
 def _init_worker(parent: int, root: Optional[Path] = None) -> None:

@@ -149,3 +149,10 @@ def run_in_process(monkeypatch, capsys, cwd: Path, *args: str) -> tuple:
     out, err = capsys.readouterr()
     assert "Traceback" not in out + err
     return (exited.value.code or 0), out, err
+
+
+def default_sigint() -> None:
+    """For a child that a test stops with SIGINT: a shell runs background jobs with SIGINT ignored, and
+    Python keeps an ignored SIGINT ignored, so under `nohup pytest &` the child would never see it."""
+    import signal
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

@@ -19,6 +19,7 @@ from pinlint.fixes import apply_plans, edits_between, source_lines
 from pinlint.settings import Settings
 
 from fixture_catalog import fixture_files
+from helpers import default_sigint
 
 CASES = Path(__file__).resolve().parent / "fix_cases"
 PAIRS = sorted(CASES.glob("*.in.py"))
@@ -227,7 +228,8 @@ def _fix_tree(tmp_path, count=400) -> tuple:
 def _start_fix_run(tmp_path, tree, *args) -> subprocess.Popen:
     """`pinlint fix tree` with two workers, in its own process group; returns once files are being fixed."""
     process = subprocess.Popen([sys.executable, "-m", "pinlint", "fix", "--jobs", "2", *args, "tree"], cwd=tmp_path,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+                               preexec_fn=default_sigint)
     deadline = time.time() + 60
     while time.time() < deadline:  # wait until some files are fixed
         time.sleep(0.05)

@@ -181,6 +181,9 @@ def _nested(attributor, depth: int):
 
 def test_the_innermost_user_frame_is_the_line_and_outer_user_frames_are_callers():
     attributor = Attributor(roots=(), cwd="/")
+    # Under pytest-xdist this process was started as `python -c ...`, which makes <string> frames the
+    # user's (execnet's are on this stack); this test is about nesting, as in a program run from a file.
+    attributor.pseudo = ()
     site, library, callers, frame = _nested(attributor, 2)
     assert site.filename == __file__ and site.function == "_nested" and site.user
     # Two more _nested frames, then this test; pytest's own frames are installed code, not callers.

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from helpers import BAD, run_in_process, write
+from helpers import BAD, default_sigint, run_in_process, write
 
 CLEAN = BAD.replace("d.set(h, stream=s)", "s.synchronize()")  # no copy left: nothing to report
 
@@ -56,7 +56,7 @@ def test_watch_for_real_until_ctrl_c(tmp_path):
     pytest.importorskip("watchfiles")
     bad = write(tmp_path, "bad.py", BAD)
     proc = subprocess.Popen([sys.executable, "-m", "pinlint", "check", "--watch", "--no-cache", "."], cwd=tmp_path,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint)
     seen: list = []  # lines of both streams; the two readers may add them in either order
     readers = [threading.Thread(target=lambda s=stream: [seen.append(line) for line in s], daemon=True)
                for stream in (proc.stdout, proc.stderr)]
