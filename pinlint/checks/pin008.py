@@ -51,7 +51,7 @@ def single_transfer(pinning: Event, events: list) -> Optional[Event]:
 class PinnedForSingleTransfer(Rule):
     code = "PIN008"
     name = "pinned-for-single-transfer"
-    summary = "Buffer pinned outside a loop for a single transfer, then dropped: pinning costs more than it saves"
+    summary = "Buffer allocated pinned outside a loop for a single transfer, then dropped: pinning costs more than it saves"
     fix_availability = "always"  # display-only advice: which remedy fits depends on the program
 
     def check(self, facts: FileFacts, ctx: CheckContext) -> Iterator[Report]:
