@@ -304,6 +304,10 @@ def _without_flag(node: cst.BaseExpression, is_wc):
 
 # ------------------------------------------------------------------ PIN005 / PIN006: synchronize first
 def insert_sync(copy: Event, access: Event, fx: FixContext) -> Optional[Plan]:
+    if access.trace:
+        # The access is inside a function this line calls (the race is reported at the call): a
+        # synchronize before the call would come before the copy too, and fix nothing.
+        return None
     anchor = fx.statement_of(access.node)
     if anchor is None:
         return None
@@ -316,6 +320,10 @@ def insert_sync(copy: Event, access: Event, fx: FixContext) -> Optional[Plan]:
         stream = None  # `stream=None`: the current stream, which only a device-wide synchronize names
     if stream is not None and not isinstance(stream, (cst.Name, cst.Attribute)):
         return None  # a stream made inline cannot be named again
+    if stream is not None and fx.namer.index.scope_of(stream) is not fx.namer.index.scope_of(anchor):
+        # The copy ran in another function (a callee, a nested function, a method): its stream's name
+        # means nothing, or something else, where the access is. Synchronize the device instead.
+        stream = None
     imports: tuple = ()
     if stream is not None and "stream_method" in templates:
         text = f"{fx.code(stream)}.{templates['stream_method']}()"  # the stream is in scope already

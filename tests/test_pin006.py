@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from helpers import codes, col_of, findings, only, row_of, rows
+from pinlint.settings import Settings
 
 CUPY = """
 import numpy as np
@@ -290,3 +291,45 @@ def test_unknown_source_is_quiet():
 def test_d2h_copy_is_not_pin006():
     src = CUPY + "d.get(out=h, stream=s, blocking=False)\nh[:] = x\n"
     assert "PIN006" not in codes(src)
+
+
+def test_a_race_inside_a_called_function_gets_no_synchronize_before_the_call():
+    # A synchronize before `step()` would run before the copy inside it: it fixes nothing, and the next
+    # fix pass would add another.
+    from pinlint.engine import fix_text
+    src = """
+import numpy as np
+import cupy as cp
+import cupyx
+h = cupyx.empty_pinned(1 << 20, dtype=np.float32)
+d = cp.empty(1 << 20, dtype=np.float32)
+s = cp.cuda.Stream(non_blocking=True)
+def step():
+    d.set(h, stream=s)
+    h[:] = 1
+step()
+"""
+    outcome = fix_text(src, "x.py", Settings(), unsafe=True)
+    assert "synchronize" not in outcome.text.split("def step")[0] + outcome.text.split("step()")[-1]
+
+
+def test_a_race_fix_does_not_name_another_function_s_stream():
+    from pinlint.engine import fix_text
+    src = """
+import numpy as np
+import cupy as cp
+import cupyx
+h = cupyx.empty_pinned(1 << 20, dtype=np.float32)
+d = cp.empty(1 << 20, dtype=np.float32)
+class Worker:
+    def __init__(self):
+        self.s = cp.cuda.Stream(non_blocking=True)
+    def step(self):
+        d.set(h, stream=self.s)
+w = Worker()
+w.step()
+h[:] = 1
+"""
+    outcome = fix_text(src, "x.py", Settings(), unsafe=True)
+    module_level = outcome.text.split("w.step()")[-1]
+    assert "self." not in module_level
