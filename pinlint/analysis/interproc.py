@@ -127,31 +127,17 @@ def _decides_a_test(fn: Function, env: dict) -> bool:
     return any(isinstance(v, Const) and ANYTHING not in v.values and name in tested for name, v in env.items())
 
 
-# Where statements nest inside a compound statement (If.orelse may be an `elif` If, or an Else).
-_NESTED = ("body", "orelse", "handlers", "finalbody", "cases")
-
-
 def tested_names(node: cst.FunctionDef, cache: Optional[dict] = None) -> frozenset:
     """Names an ``if`` of the function tests. Only statements are walked (an ``if`` is one), and only
     the tests' expressions: a visitor over the whole body cost 5 ms a function, a fifth of a cold run."""
+    from ..walk import statements, suite_body
     cache = {} if cache is None else cache
     found = cache.get(node)
     if found is None:
         names: set = set()
-        stack: list = [node.body]
-        while stack:
-            item = stack.pop()
-            if isinstance(item, (list, tuple)):
-                stack.extend(item)
-                continue
-            if isinstance(item, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) or item is None:
-                continue
-            if isinstance(item, cst.If):
-                item.test.visit(_Names(names))
-            for field in _NESTED:
-                child = getattr(item, field, None)
-                if child is not None:
-                    stack.append(child)
+        for statement in statements(suite_body(node.body), into_definitions=True):
+            if isinstance(statement, cst.If):
+                statement.test.visit(_Names(names))
         found = cache[node] = frozenset(names)
     return found
 

@@ -20,7 +20,7 @@ import libcst as cst
 
 from ..imports import ImportMap, collect_imports, dotted
 from ..modulefiles import _EXCLUDED_PARTS, module_files, search_folders  # noqa: F401
-from ..walk import suite_body
+from ..walk import statements, suite_body
 from . import cfg
 from .domain import UNKNOWN, ClassRef, Const, Function, Instance, ModuleRef, Value, join
 from .interproc import Invocation, Outcome, context_free_env
@@ -549,8 +549,6 @@ class Project:
 
 
 # ------------------------------------------------------------------------------ which methods set fields
-# Where statements nest inside a compound statement (If.orelse may be an `elif` If, or an Else).
-_NESTED = ("body", "orelse", "handlers", "finalbody", "cases")
 def may_set_fields(node: cst.FunctionDef, self_name: str, project_methods: frozenset, cache: dict) -> bool:
     """Whether running the method can change the fields of ``self``: it stores into ``self.x`` (or
     ``self.x[k]``, ``self.x.y``, deletes one, binds one in a ``for``/``with``), mutates one with a call
@@ -616,29 +614,17 @@ def _sets_fields(node: cst.FunctionDef, self_name: str, project_methods: frozens
                 return True
         return False
 
-    stack: list = [node.body]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, (list, tuple)):
-            stack.extend(item)
-            continue
-        if item is None:
-            continue
-        if isinstance(item, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
-            for small in item.body:
-                if any(stores(t) for t in _targets(small)) or any(changes(c) for c in _calls(small)):
-                    return True
-            continue
-        if isinstance(item, (cst.For, cst.With)):
+    for item in statements(suite_body(node.body), into_definitions=True):
+        if isinstance(item, cst.SimpleStatementLine):
+            if any(any(stores(t) for t in _targets(small)) or any(changes(c) for c in _calls(small))
+                   for small in item.body):
+                return True
+        elif isinstance(item, (cst.For, cst.With)):
             targets = [item.target] if isinstance(item, cst.For) else \
                 [i.asname.name for i in item.items if i.asname is not None]
             calls = [i.item for i in item.items if isinstance(i.item, cst.Call)] if isinstance(item, cst.With) else []
             if any(stores(t) for t in targets) or any(changes(c) for c in calls):
                 return True
-        for field in _NESTED:
-            child = getattr(item, field, None)
-            if child is not None:
-                stack.append(child)
     return False
 
 
