@@ -19,7 +19,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Optional
 
-from .verdict import beyond_noise, separated
+from .verdict import beyond_noise, separated, spread
 
 # Indexes into the runner's compact records.
 C_LINE, C_API, C_DIR, C_KIND, C_BYTES, C_DEVICE, C_HOST, C_BLOCKING = range(8)
@@ -43,9 +43,7 @@ class Measure:
     def fixed_median(self) -> float:
         return statistics.median(self.fixed)
 
-    @staticmethod
-    def spread(values: tuple) -> float:
-        return max(values) - min(values) if len(values) > 1 else 0.0
+    spread = staticmethod(spread)
 
     @property
     def margin(self) -> float:

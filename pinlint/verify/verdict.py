@@ -35,7 +35,7 @@ class Outcome:
         """Run-to-run spread: the range of all the timings, over every process. Host-memory speed
         drifts between processes by more than it varies within one (measured on the H200), so a
         margin taken inside one process can call a drift an effect."""
-        return max(self.times_ms) - min(self.times_ms) if len(self.times_ms) > 1 else 0.0
+        return spread(self.times_ms)
 
 
     @property
@@ -62,6 +62,11 @@ def combined(outcomes: list) -> Outcome:
 SEPARATED_MIN_SAMPLES = 5
 
 
+def spread(values) -> float:
+    """The range of a set of measurements (max - min); 0 for one."""
+    return max(values) - min(values) if len(values) > 1 else 0.0
+
+
 def separated(bad: tuple, fixed: tuple) -> bool:
     """Every bad measurement is worse than every fixed one, over enough samples of each."""
     return (len(bad) >= SEPARATED_MIN_SAMPLES and len(fixed) >= SEPARATED_MIN_SAMPLES
@@ -74,8 +79,6 @@ def beyond_noise(bad: tuple, fixed: tuple, unit: str = "") -> Optional[str]:
     Either the medians differ by more than the larger range (max - min) of the two sets, or the two
     sets do not overlap at all. The range alone let one slow outlier of the *bad* variant (a page
     fault storm in one pageable copy) hide a 50x effect whose samples never overlapped."""
-    def spread(values):
-        return max(values) - min(values) if len(values) > 1 else 0.0
     margin = max(spread(bad), spread(fixed))
     if statistics.median(bad) - statistics.median(fixed) > margin:
         return f"fixed is faster by more than the spread of all runs ({margin:.3g}{' ' + unit if unit else ''})"
