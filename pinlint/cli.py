@@ -7,6 +7,7 @@ on stderr, never a traceback).
 from __future__ import annotations
 
 import inspect
+import os
 import sys
 from enum import Enum
 from pathlib import Path
@@ -273,6 +274,28 @@ def rule(code: Optional[str] = typer.Argument(None, help="A rule code, e.g. PIN0
         typer.echo(doc.text, nl=not doc.text.endswith("\n"))
     else:
         typer.echo(f"{item.code} {item.name}: {item.summary}")
+
+
+def entry() -> None:
+    """The ``pinlint`` command: ``main``, then an exit that skips the interpreter's teardown. A run
+    keeps every module it analysed (the other files' calls reach into them), and freeing those
+    millions of objects one by one at exit took seconds on a large tree (3.5 s of a 26 s check of
+    cupy); nothing is left to do by then: the output is flushed, the cache and any fixed file written
+    as the run went."""
+    try:
+        main()
+        code = 0
+    except SystemExit as exc:
+        code = exc.code
+    if code is not None and not isinstance(code, int):
+        print(code, file=sys.stderr)
+        code = 1
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe (`pinlint check | head`): nothing more to say
+            pass
+    os._exit(code or 0)
 
 
 def main() -> None:

@@ -15,8 +15,8 @@ from .analysis import Project, analyze
 from .apitables import default_tables
 from .checks import ALL_RULES, CheckContext
 from .fixers import FixContext
-from .fixes import Plan, SourceFile, applicable, apply_plans, edits_between, select_plans
-from .parsing import parse, syntax_error
+from .fixes import Plan, SourceFile, applicable, apply_plans, edits_between, plan_edits, select_plans  # noqa: F401
+from .parsing import keep_trees, parse, syntax_error
 from .prefilter import (_source_path, calls_relevant_api, imported_modules, names_gpu_library,  # noqa: F401
                         passes_prefilter, reaches_gpu_code)
 from .model import Finding, Fix, Location, Related
@@ -94,12 +94,14 @@ def start_project(root: Optional[Path] = None) -> Project:
     """Share one project between the files this process checks from now on (a run, a worker)."""
     global _PROJECT
     _PROJECT = Project(default_tables(), root=root)
+    keep_trees(True)
     return _PROJECT
 
 
 def end_project() -> None:
     global _PROJECT
     _PROJECT = None
+    keep_trees(False)
 
 
 def _project() -> Project:
@@ -150,6 +152,7 @@ def _check_module(module: cst.Module, text: str, filename: str, settings: Settin
                        fixes=fix_context, qualify=imports.qualify, module=info)
     suppressions = Suppressions(text)
     findings: dict = {}
+    imports_done: dict = {}  # the edits of the imports fixes add at the top, made once per set
     reproduced: Optional[bool] = None  # whether libcst writes this file back byte for byte, asked once if needed
 
     def fixable(plan: Optional[Plan]) -> Optional[Plan]:
@@ -209,7 +212,7 @@ def _check_module(module: cst.Module, text: str, filename: str, settings: Settin
             plan = fixable(report.fix)
             finding = Finding(
                 code=rule.code, message=report.message, filename=filename, location=here[0], end_location=here[1],
-                fix=_rendered(module, text, plan, settings.render_fixes), related=related_of(report), url=None,
+                fix=_rendered(module, text, plan, settings.render_fixes, imports_done), related=related_of(report), url=None,
                 trace=trace_of(report, here), plan=plan,
                 nbytes=max((s.nbytes for s in report.sites if s.nbytes), default=None),
                 direction=report.direction, pooled=any(s.pooled for s in report.sites))
@@ -235,7 +238,8 @@ def _filename(module, info, filename: str) -> str:
     return filename if module is None or module is info else module.filename
 
 
-def _rendered(module: cst.Module, text: str, plan: Optional[Plan], with_edits: bool) -> Optional[Fix]:
+def _rendered(module: cst.Module, text: str, plan: Optional[Plan], with_edits: bool,
+              imports_done: dict) -> Optional[Fix]:
     """The plan as ruff-style edits: applied alone, then diffed against the original text. That costs
     a transform of the whole module, so text output (which shows only whether a fix exists) skips it."""
     if plan is None:
@@ -243,10 +247,10 @@ def _rendered(module: cst.Module, text: str, plan: Optional[Plan], with_edits: b
     if not with_edits:
         return Fix(plan.applicability, plan.message, ())
     try:
-        fixed = apply_plans(module, [plan])
+        edits = plan_edits(module, text, plan, imports_done)
     except Exception:  # noqa: BLE001 - a plan that cannot be rendered is offered as no fix at all
         return None
-    return Fix(plan.applicability, plan.message, edits_between(text, fixed))
+    return Fix(plan.applicability, plan.message, edits)
 
 
 # ---------------------------------------------------------------------------- fixing

@@ -133,6 +133,30 @@ def apply_plans(module: cst.Module, plans: Sequence[Plan]) -> str:
     return fixed.code
 
 
+def plan_edits(module: cst.Module, text: str, plan: Plan, imports_done: dict) -> tuple:
+    """The edits of one plan applied alone, as ``edits_between(text, apply_plans(module, [plan]))``
+    gives them. A plan that adds an import at the module's top would pay for libcst's import codemod
+    (a copy and a walk of the whole module) once per finding, and a file's findings mostly add the
+    same import: so the import's edits are made once per set of imports (``imports_done``, one per
+    module) and joined with the plan's own, unless the two touch the same lines."""
+    top = tuple(spec for spec in _new_imports([plan]) if spec.after is None and spec.before is None)
+    if not top:
+        return edits_between(text, apply_plans(module, [plan]))
+    key = tuple(sorted({(spec.module, spec.name, spec.asname) for spec in top}, key=repr))
+    if key not in imports_done:
+        imports_done[key] = edits_between(text, apply_plans(module, [Plan(plan.applicability, "", imports=top)]))
+    own = edits_between(text, module.visit(_Apply([plan])).code)
+    added = imports_done[key]
+    if any(_touch(a, b) for a in own for b in added):
+        return edits_between(text, apply_plans(module, [plan]))
+    return tuple(sorted((*own, *added), key=lambda e: (e.location.row, e.end_location.row)))
+
+
+def _touch(a: Edit, b: Edit) -> bool:
+    """Whether two line edits overlap or meet (then one diff would join them into one hunk)."""
+    return a.location.row <= b.end_location.row and b.location.row <= a.end_location.row
+
+
 def select_plans(plans: Iterable[Plan], spans: dict) -> list:
     """Plans that can apply together: none touches a node inside (or around) another's target,
     and at most one per group. ``spans`` maps a node to its (start, end) offsets."""

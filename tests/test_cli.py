@@ -482,7 +482,7 @@ def test_installed_pinlint_command_comes_from_the_cuda_pinlint_distribution(tmp_
 
     dist = distribution("cuda-pinlint")
     [script] = [e for e in dist.entry_points if e.group == "console_scripts"]
-    assert (script.name, script.value) == ("pinlint", "pinlint.cli:main")
+    assert (script.name, script.value) == ("pinlint", "pinlint.cli:entry")
     assert set(dist.metadata.get_all("Provides-Extra")) >= {"dev", "gpu", "lsp", "watch"}
     command = Path(sys.executable).with_name("pinlint")
     write(tmp_path, "bad.py", BAD)
@@ -490,6 +490,22 @@ def test_installed_pinlint_command_comes_from_the_cuda_pinlint_distribution(tmp_
                           text=True, timeout=120)
     assert done.returncode == 1 and done.stderr == ""
     assert [l["code"] for l in lines_of(done.stdout)] == ["PIN001"]
+
+
+def test_the_command_ends_without_teardown_yet_loses_no_output(tmp_path):
+    """`pinlint` ends with os._exit (freeing a large run's trees one by one took seconds): every line
+    of a long report still reaches a pipe, in order, with the documented exit code."""
+    body = "".join(f"def f{i}(s):\n    h = numpy.zeros(1 << 20)\n    cupy.asarray(h).set(h, stream=s)\n"
+                   f"    cupy.cuda.runtime.memcpyAsync(0, h.ctypes.data, h.nbytes, 1, s.ptr)\n" for i in range(60))
+    write(tmp_path, "many.py", "import cupy\nimport numpy\n\n" + body)
+    done = subprocess.run([sys.executable, "-m", "pinlint", "check", "--no-cache", "--output-format", "json",
+                           "many.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1, done.stderr
+    findings = json.loads(done.stdout)
+    assert len(findings) >= 60 and all(f["filename"].endswith("many.py") for f in findings)
+    clean = subprocess.run([sys.executable, "-m", "pinlint", "check", "--no-cache", "missing.py"], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=120)
+    assert clean.returncode == 2 and "missing.py" in clean.stderr
 
 
 def test_stdin_through_a_pipe(tmp_path):

@@ -346,3 +346,39 @@ def test_edits_for_a_long_file_of_repeated_lines_stay_small():
     assert [(e.location.row, e.end_location.row) for e in edits] == [(1, 1), (20_002, 20_003)]
     old, new = EDIT_CASES["repeated-lines-changed-inside"]
     assert [(e.location.row, e.content) for e in edits_between(old, new)] == [(3001, "b\n")]
+
+
+# ------------------------------------------------------------------ a finding's edits, made cheaply
+def _plans_of(text: str, name: str) -> tuple:
+    result = lint_text(text, name, Settings(select=frozenset(r.code for r in ALL_RULES), render_fixes=False))
+    return result.module, [f.plan for f in result.findings if f.plan is not None]
+
+
+def test_a_findings_edits_are_those_of_its_fix_applied_alone_on_every_fixture():
+    """`plan_edits` makes a top-of-module import's edits once per file and joins them with each
+    plan's own: on every fixture and fix case with a fix it gives exactly the edits of the plan applied alone."""
+    from pinlint.fixes import plan_edits
+
+    compared = with_import = 0
+    for path in [*fixture_files(), *PAIRS]:
+        text = path.read_text(encoding="utf-8")
+        module, plans = _plans_of(text, path.name)
+        memo: dict = {}
+        for plan in plans:
+            expected = edits_between(text, apply_plans(module, [plan]))
+            assert plan_edits(module, text, plan, memo) == expected, (path, plan.message)
+            compared += 1
+        with_import += bool(memo)
+    assert compared > 20 and with_import > 3  # the shortcut was exercised, not just the plain path
+
+
+def test_a_fix_next_to_the_import_it_adds_falls_back_to_one_whole_apply():
+    """Where a plan's own lines meet the added import's, one diff would join them: the edits are
+    then made from the plan applied whole, so they still equal its edits alone."""
+    from pinlint.fixes import plan_edits
+
+    text = "import cupy\nimport numpy\nh = numpy.zeros(1 << 22)\ncupy.asarray(h).set(h, stream=cupy.cuda.Stream())\n"
+    module, plans = _plans_of(text, "t.py")
+    assert plans
+    for plan in plans:
+        assert plan_edits(module, text, plan, {}) == edits_between(text, apply_plans(module, [plan]))

@@ -254,3 +254,49 @@ def test_the_measure_follows_libcsts_real_depth(kind):
         measured = full_depth(ast.parse(text), text)
         real = libcst_depth(parsing.cst.parse_module(text))
         assert real <= 3 * measured + 12, (kind, n, real, measured)
+
+
+# ------------------------------------------------------------------ the collector and validation
+def test_a_parse_leaves_the_collector_and_libcst_validation_as_they_were():
+    """The parse pauses the garbage collector and libcst's node checks; both come back, so trees
+    built by hand (the fixers') are still validated and the caller's collector still runs."""
+    import gc
+
+    import libcst as cst
+
+    assert gc.isenabled()
+    assert parse("import cupy\nx = cupy.zeros(3)\n").module is not None
+    assert gc.isenabled()
+    with pytest.raises(cst.CSTValidationError):
+        cst.Name("not a name")  # validation is back after the parse
+    gc.disable()
+    try:
+        parse("x = 1\n")
+        assert not gc.isenabled()  # a caller that had paused it keeps it paused
+    finally:
+        gc.enable()
+
+
+def test_a_failed_parse_restores_validation_too():
+    import libcst as cst
+
+    assert parse("x = (\n").error is not None
+    with pytest.raises(cst.CSTValidationError):
+        cst.Name("1x")
+
+
+def test_a_run_keeps_its_trees_out_of_the_collector_and_gives_them_back_at_its_end():
+    """In a run (``keep_trees``) each parsed module goes to the collector's permanent generation, so
+    later collections do not walk every tree the run keeps; at its end they return to it."""
+    import gc
+
+    gc.unfreeze()
+    parsing.keep_trees(True)
+    try:
+        parse("import cupy\n" + "x = cupy.zeros(3)\n" * 50)
+        assert gc.get_freeze_count() > 0
+    finally:
+        parsing.keep_trees(False)
+    assert gc.get_freeze_count() == 0
+    parse("x = 1\n")
+    assert gc.get_freeze_count() == 0  # outside a run nothing is frozen
