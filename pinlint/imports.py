@@ -10,6 +10,7 @@ resolves to nothing (precision first).
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Optional, Union
 
 import libcst as cst
@@ -19,8 +20,11 @@ from .walk import small_statements
 _AMBIGUOUS = object()
 
 
+@lru_cache(maxsize=1 << 16)
 def dotted(node: cst.BaseExpression) -> Optional[str]:
-    """``a.b.c`` for a Name/Attribute chain, else None."""
+    """``a.b.c`` for a Name/Attribute chain, else None. Kept per node (libcst nodes hash by
+    identity): the analysis asks it of the same nodes at every pass over a function, 700,000 times in
+    a cold run of numba-cuda."""
     parts: list[str] = []
     while isinstance(node, cst.Attribute):
         parts.append(node.attr.value)

@@ -124,6 +124,39 @@ def pinlint(cwd: Path, *args: str, timeout: float = 120) -> subprocess.Completed
     return proc
 
 
+def pinlint_in_process(cwd: Path, *args: str, input: Optional[bytes] = None,
+                       timeout: float = 120) -> subprocess.CompletedProcess:
+    """What ``pinlint(cwd, ARGS)`` gives, from pinlint's entry point run in this process: a test of
+    the options, configuration or output pays no interpreter start (one subprocess test per concern
+    keeps the real process covered). ``timeout`` is accepted for the same signature."""
+    import io
+    import os
+
+    from pinlint import cli
+
+    def stream(data: bytes = b"") -> io.TextIOWrapper:
+        return io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", errors="backslashreplace", newline="")
+
+    out, err, stdin = stream(), stream(), stream(input or b"")
+    saved = (os.getcwd(), sys.argv, sys.stdout, sys.stderr, sys.stdin)
+    os.chdir(cwd)
+    sys.argv, sys.stdout, sys.stderr, sys.stdin = ["pinlint", *args], out, err, stdin
+    try:
+        cli.main()
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    finally:
+        os.chdir(saved[0])
+        sys.argv, sys.stdout, sys.stderr, sys.stdin = saved[1:]
+    texts = []
+    for captured in (out, err):
+        captured.flush()
+        texts.append(captured.buffer.getvalue().decode("utf-8", "backslashreplace"))
+    assert "Traceback" not in texts[0] + texts[1], texts[0] + texts[1]
+    return subprocess.CompletedProcess(["pinlint", *args], code, texts[0], texts[1])
+
+
 def write(root: Path, relative: str, text, encoding: str = "utf-8") -> Path:
     """Write text (or bytes) to ``root/relative``, making its folders."""
     path = root / relative

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import pinlint, write, BAD
+from helpers import pinlint as pinlint_process, pinlint_in_process as pinlint, write, BAD
 
 # PIN001 at 6:1 and PIN007 at 9:10 (4 MiB buffers, above the default pin007-min-bytes).
 BOTH = textwrap.dedent("""\
@@ -454,7 +454,7 @@ def test_invalid_toml_is_an_error(tmp_path, name, text):
 
 def test_config_option_pointing_to_a_missing_file(tmp_path):
     write(tmp_path, "both.py", BOTH)
-    line = error_line(pinlint(tmp_path, "check", "--config", "nope/pinlint.toml", "."))
+    line = error_line(pinlint_process(tmp_path, "check", "--config", "nope/pinlint.toml", "."))  # one real process
     assert "nope/pinlint.toml" in line
 
 

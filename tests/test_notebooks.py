@@ -29,14 +29,19 @@ def _write(tmp_path, notebook=NOTEBOOK, indent=1):
     return path
 
 
-def _pinlint(cwd, *args):
+def _process(cwd, *args):
     return subprocess.run([sys.executable, "-m", "pinlint", *args], cwd=cwd, capture_output=True, text=True,
                           timeout=120)
 
 
+def _pinlint(cwd, *args):
+    from helpers import pinlint_in_process
+    return pinlint_in_process(cwd, *args)
+
+
 def test_findings_name_the_cell_and_the_line_in_it(tmp_path):
     _write(tmp_path)
-    done = _pinlint(tmp_path, "check", ".")
+    done = _process(tmp_path, "check", ".")  # one real process; the other tests run in this one
     assert done.returncode == 1
     first = done.stdout.splitlines()[0]
     assert first.startswith("demo.ipynb:cell 3:5:1: PIN001 ")

@@ -23,11 +23,17 @@ CODES = [rule.code for rule in ALL_RULES]
 RUNTIME = [rule.code for rule in RUNTIME_RULES]  # observed by `pinlint trace` only: no static example
 
 
-def pinlint(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
+def process(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
     proc = subprocess.run([sys.executable, "-m", "pinlint", *args], cwd=cwd, capture_output=True, text=True,
                           timeout=120)
     assert "Traceback" not in proc.stdout + proc.stderr, proc.stdout + proc.stderr
     return proc
+
+
+def pinlint(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
+    """In this process (``process`` for the one test of the real command)."""
+    from helpers import pinlint_in_process
+    return pinlint_in_process(cwd, *args)
 
 
 def doc(code: str) -> str:
@@ -60,7 +66,7 @@ def test_rule_prints_the_rule_doc(tmp_path):
 
 
 def test_rule_prints_exactly_the_rule_doc():
-    assert pinlint("rule", "PIN003").stdout == doc("PIN003")
+    assert process("rule", "PIN003").stdout == doc("PIN003")
 
 
 @pytest.mark.parametrize("code", CODES + RUNTIME)
