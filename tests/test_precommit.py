@@ -12,8 +12,11 @@ working tree as it is (tracked and untracked files, minus what .gitignore ignore
 repository with one commit, and point try-repo there: the hooks run exactly the code under test,
 whatever the state of git in the checkout.
 
-try-repo uses a fresh temporary store on every call (the environment is rebuilt each time, about
-10-15 s), so the scenarios are grouped into three calls.
+The user's repository names that snapshot in its own `.pre-commit-config.yaml` (``repo:`` the
+snapshot's path, ``rev:`` its commit) and runs `pre-commit run`, as a user's commit would. pre-commit
+keeps the hooks' environment in its store (``PRE_COMMIT_HOME``) by repository and revision, and the
+store lives for the whole session: the environment (``pip install .``, 10-15 s) is built once, not
+once per scenario as `pre-commit try-repo`'s fresh store did.
 """
 
 from __future__ import annotations
@@ -64,12 +67,12 @@ def git(cwd: Path, env: dict, *args: str) -> str:
     return proc.stdout
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def home(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("home")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def hook_repo(tmp_path_factory, home) -> Path:
     """The working tree of this checkout, committed into a repository of its own."""
     env = _env(home)
@@ -104,9 +107,15 @@ def make_target(root: Path, env: dict, files: dict) -> Path:
 
 
 def try_repo(target: Path, hook_repo: Path, home: Path, *args: str) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, "-m", "pre_commit", "try-repo", str(hook_repo), *args,
-                           "--color", "never"], cwd=target, env=_env(home), capture_output=True, text=True,
-                          timeout=300)
+    """Both hooks of the snapshot on the target's staged files, through the target's own config."""
+    env = _env(home)
+    rev = git(hook_repo, env, "rev-parse", "HEAD").strip()
+    config = target / ".pre-commit-config.yaml"
+    config.write_text(f"repos:\n  - repo: {hook_repo}\n    rev: {rev}\n    hooks:\n"
+                      "      - id: pinlint\n      - id: pinlint-fix\n", encoding="utf-8")
+    git(target, env, "add", ".pre-commit-config.yaml")  # pre-commit refuses an unstaged config
+    proc = subprocess.run([sys.executable, "-m", "pre_commit", "run", *args, "--color", "never"], cwd=target,
+                          env=env, capture_output=True, text=True, timeout=300)
     output = proc.stdout + proc.stderr
     if "An unexpected error has occurred" in output:
         log = home / "pre-commit-home" / "pre-commit.log"

@@ -27,6 +27,7 @@ from ..apitables import Tables, default_tables
 from .domain import Function
 from .dtypes import canonical_dtype
 from .facts import FileFacts, ScopeFacts
+from .inert import Screen
 from .interproc import function_value
 from .project import ModuleContext, ModuleInfo, Project
 
@@ -39,7 +40,13 @@ def analyze(module: cst.Module, tables: Optional[Tables] = None, imports=None, p
     project.contexts = {}
     ctx = project.add_module(filename, module, path, text)
     scopes = [ScopeFacts("<module>", module, list(project.module_scope(ctx).events))]
+    screen = Screen(ctx) if project.screen else None
     for fn in functions_of(ctx):
+        if screen is not None and screen.skippable(fn):
+            # Names nothing that can make an event: no finding of its own (``inert``), and its
+            # analysis in a caller's context is made when that caller's needs it.
+            scopes.append(ScopeFacts(fn.name, fn.node, []))
+            continue
         outcome = project.baseline(fn)
         scopes.append(ScopeFacts(fn.name, fn.node, list(outcome.events) if outcome is not None else []))
     # Kept by the project as graphs are built: merging every graph here made each file's check cost

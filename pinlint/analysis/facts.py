@@ -57,7 +57,14 @@ class ScopeFacts:
 
 
 def _copy_order(copy: PendingCopy) -> tuple:
-    return (getattr(copy.module, "filename", ""), id(copy.node))
+    """Copies in source order, so that the copy a finding names does not depend on where the
+    interpreter happened to allocate the nodes (it did: one of several copies in flight was named
+    at random). Positions are only asked here, for accesses that meet a copy in flight."""
+    module = copy.module
+    if module is None or not hasattr(module, "position"):
+        return ("", 0, 0, id(copy.node))
+    start = module.position(copy.node).start
+    return (module.filename, start.line, start.column)
 
 
 @dataclass

@@ -192,8 +192,9 @@ class ModuleContext:
 
 
 class Project:
-    def __init__(self, tables, root: Optional[Path] = None) -> None:
+    def __init__(self, tables, root: Optional[Path] = None, screen: bool = True) -> None:
         self.tables = tables
+        self.screen = screen             # skip the root analysis of inert functions (analysis/inert.py)
         self.root = root.resolve() if root is not None else None
         self.by_path: dict = {}          # resolved path -> ModuleContext (None: not loadable)
         self.by_name: dict = {}          # ModuleRef name -> ModuleContext
