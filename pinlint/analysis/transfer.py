@@ -63,8 +63,15 @@ def _stmt(ev, element) -> None:
 def _import(ev, node) -> None:
     """An import of the checked code's own module or definition binds the name where it runs (so two
     alternative imports under an ``if`` give one or the other); library imports are the import map's."""
+    top = ev.scope == "<module>"
     for local, qualified in ev.module.imports_in(node):
         if ev.tables.library_of(qualified) is not None:
+            continue
+        if top and local not in ev.module.top_level_names:
+            # Nothing at the module's top level reads the name (its functions reach imports through
+            # the import map, when they run), so the body's analysis need not load the module it
+            # names: a package's __init__ importing its submodules made every analysis of a
+            # module's globals load and analyse the whole package.
             continue
         value = ev.module.project.resolve(qualified, ev.module)
         if value is not UNKNOWN:
