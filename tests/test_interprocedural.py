@@ -237,3 +237,25 @@ def test_a_module_global_that_is_not_assigned_once_does_not_analyse_the_module_b
     ctx = project.add_module("m.py", parse(text).module, None, text)
     assert ctx.global_value("dumps") is None and ctx not in project._globals  # imports are not globals
     assert ctx.global_value("LIMIT") is not None and ctx in project._globals
+
+
+def test_reexports_that_come_back_to_themselves_resolve_to_nothing_and_the_file_is_still_checked(tmp_path):
+    """`a` re-exports `x` from `b` and `b` from `a`, and neither defines it: the name is unknown. It
+    was followed until Python's recursion limit, and the whole importing file went unanalysed
+    ("nested too deeply"), its real finding lost with it."""
+    from pinlint import engine
+    from pinlint.settings import Settings
+
+    write(tmp_path, "pkg/__init__.py", "from .a import x\n")
+    write(tmp_path, "pkg/a.py", "from .b import x\n")
+    write(tmp_path, "pkg/b.py", "from .a import x\n")
+    main = write(tmp_path, "main.py", "import numpy as np\nimport cupy as cp\nfrom pkg import x\n\n\ndef run():\n"
+                                      "    x()\n    h = np.zeros(1 << 22, dtype=np.float32)\n"
+                                      "    cp.empty(1 << 22, dtype=np.float32).set(h, stream=cp.cuda.Stream(non_blocking=True))\n")
+    engine.start_project(tmp_path)
+    try:
+        result = engine.lint_bytes(main.read_bytes(), str(main), Settings())
+    finally:
+        engine.end_project()
+    assert result.warning is None
+    assert [(f.code, f.location.row) for f in result.findings] == [("PIN001", 9)]

@@ -225,6 +225,7 @@ class Project:
         self.by_name: dict = {}          # ModuleRef name -> ModuleContext
         self._lookups: dict = {}         # (module name, importing file's folder) -> ModuleContext or None
         self._attributes: dict = {}      # (ModuleRef name, attribute) -> value, once settled
+        self._attribute_running: set = set()  # (ModuleRef name, attribute) being resolved now
         self._graphs: dict = {}
         self.loop_branch_depth: dict = {}   # loop node -> if arms around it, over every graph built
         self._outcomes: dict = {}
@@ -386,13 +387,24 @@ class Project:
         may see them incomplete): a package's ``__init__`` re-exports each name through a chain of
         modules, and Lightning's checks asked those chains 1.7 million times."""
         settled = not self._globals_running
+        pair = (key, attr)
         if settled:
-            found = self._attributes.get((key, attr))
+            found = self._attributes.get(pair)
             if found is not None:
                 return found
-        value = self._module_attribute(key, attr)
+        if pair in self._attribute_running:
+            # Re-exports that come back to themselves (`from .a import x` in b and `from .b import x`
+            # in a, with x defined in neither): nothing defines the name. Followed blindly, the
+            # cycle hit Python's recursion limit and the whole file went unanalysed (397 files of
+            # the surveyed repositories, 249 of Lightning's 424).
+            return UNKNOWN
+        self._attribute_running.add(pair)
+        try:
+            value = self._module_attribute(key, attr)
+        finally:
+            self._attribute_running.discard(pair)
         if settled and not self._globals_running:
-            self._attributes[(key, attr)] = value
+            self._attributes[pair] = value
         return value
 
     def _module_attribute(self, key: str, attr: str) -> Value:
