@@ -185,11 +185,17 @@ def _check_module(module: cst.Module, text: str, filename: str, settings: Settin
         if not crossing:
             return ()
         steps = []
-        site = min(report.sites, key=lambda s: _site_order(s, position, info)) if report.sites else None
+        def order(s) -> tuple:
+            # Two sites at one call (one per buffer it returns) tie on place: the one whose own
+            # allocation comes first leads, the same every run.
+            return (_site_order(s, position, info), tuple(sorted(order(v) for v in s.via)))
+        site = min(report.sites, key=order) if report.sites else None
         chain = []
         while site is not None:
             chain.append(site)
-            site = next(iter(site.via)) if site.via else None
+            # The earliest of the sites it came through, by place: not whichever a set gives first
+            # (that varied with where the interpreter put the nodes, so the trace did).
+            site = min(site.via, key=order) if site.via else None
         for depth, site in enumerate(reversed(chain)):
             start, end = location(site.node, site.module)
             message = f"allocated here by `{site.api}`" if depth == 0 else f"returned by `{site.api}`"
@@ -220,7 +226,12 @@ def _check_module(module: cst.Module, text: str, filename: str, settings: Settin
             # two copies inside the functions one call reaches are two).
             where = (report.trace[-1].module.filename, report.trace[-1].module.position(report.trace[-1].node).start)\
                 if report.trace else None
-            findings.setdefault((rule.code, finding.location, where), finding)
+            key = (rule.code, finding.location, where)
+            kept = findings.get(key)
+            if kept is None or _evidence_order(finding) < _evidence_order(kept):
+                # Of two reports of one mistake, the same one every run (which came first depended
+                # on set order, so the trace shown varied between runs).
+                findings[key] = finding
     result.module = module
     result.dependencies = tuple((str(dep.info.path), dep.info.digest) for dep in project.dependencies(facts.context))
     result.span = lambda node: ((position(node).start.line, position(node).start.column),
@@ -228,10 +239,16 @@ def _check_module(module: cst.Module, text: str, filename: str, settings: Settin
     return sorted(findings.values(), key=Finding.sort_key)
 
 
+def _evidence_order(finding: Finding) -> tuple:
+    def places(entries) -> tuple:
+        return tuple((r.filename, r.location.row, r.location.column, r.message) for r in entries)
+    return (finding.message, places(finding.trace), places(finding.related))
+
+
 def _site_order(site, position, info) -> tuple:
     where = site.module or info
     span = where.position(site.node)
-    return (where is not info, getattr(where, "filename", ""), span.start.line, span.start.column)
+    return (where is not info, getattr(where, "filename", ""), span.start.line, span.start.column, site.api)
 
 
 def _filename(module, info, filename: str) -> str:

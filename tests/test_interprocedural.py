@@ -259,3 +259,19 @@ def test_reexports_that_come_back_to_themselves_resolve_to_nothing_and_the_file_
         engine.end_project()
     assert result.warning is None
     assert [(f.code, f.location.row) for f in result.findings] == [("PIN001", 9)]
+
+
+def test_the_trace_of_a_finding_is_the_same_on_every_run(tmp_path):
+    """Two buffers come back from one call (a dict of two tensors): the trace names the one whose
+    allocation comes first, every time. It named whichever a set gave first, which changed with
+    where the interpreter put the nodes: half of the runs in one process disagreed."""
+    from helpers import pinlint_in_process
+
+    _write_project(tmp_path, PROJECTS["from-numpy-dict-helper-cross-module-torch"])
+    outputs = set()
+    for _ in range(6):
+        done = pinlint_in_process(tmp_path, "check", "--no-cache", "--jobs", "1", "--output-format", "json", ".")
+        outputs.add(done.stdout)
+    assert len(outputs) == 1
+    [finding] = json.loads(outputs.pop())
+    assert finding["trace"][0]["message"] == "allocated here by `numpy.load`"
