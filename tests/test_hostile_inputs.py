@@ -308,6 +308,7 @@ def test_deep_code_on_stdin_is_a_warning_and_passes_through_a_fix(tmp_path):
             assert done.stdout == text
 
 
+@pytest.mark.slow
 def test_long_flat_line_is_checked_not_skipped(tmp_path):
     # A 300,000-character line of a flat literal (generated tables, kernels in one string) is
     # neither deep nor slow for libcst: the file is checked like any other.

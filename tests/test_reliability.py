@@ -70,6 +70,7 @@ def _fuzz(stream) -> tuple:
 
 
 # ------------------------------------------------------------------ fuzzing
+@pytest.mark.slow
 def test_fuzz_programs_generated_from_the_api_tables():
     stream = ((name, f"fuzzing.program_at('generate', {SEED}, {i})", text)
               for i, (name, text) in enumerate(fuzzing.generated(SEED, GENERATED)))
@@ -82,6 +83,7 @@ def test_fuzz_programs_generated_from_the_api_tables():
     assert {"PIN001", "PIN002", "PIN007"} <= set(codes), codes
 
 
+@pytest.mark.slow
 def test_fuzz_mutants_of_the_bundled_programs():
     corpus = fuzzing.seed_corpus()
     stream = ((name, f"fuzzing.program_at('mutate', {SEED}, {i})", text)
@@ -141,6 +143,7 @@ def test_fuzzed_programs_through_the_command_line(tmp_path):
     assert {p.name: p.read_text(encoding="utf-8") for p in folder.glob("*.py")} == after, "fixing twice = once"
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore::SyntaxWarning")
 def test_fuzz_with_hypothesmith():
     """Programs from Python's grammar (hypothesmith), as written and with API calls spliced in."""
@@ -217,6 +220,7 @@ def test_the_property_checker_catches_what_it_claims(monkeypatch):
 
 
 # ------------------------------------------------------------------ concurrent fixes
+@pytest.mark.slow
 def test_two_fix_processes_on_one_tree_leave_every_file_old_or_fixed(tmp_path):
     tree = tmp_path / "tree"
     tree.mkdir()
