@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Iterator, Sequence
 
 import libcst as cst
@@ -54,3 +55,29 @@ def small_statements(body: Sequence[cst.CSTNode], into_definitions: bool = False
     for node in statements(body, into_definitions):
         if isinstance(node, cst.SimpleStatementLine):
             yield from node.body
+
+
+# Fields that hold layout only (whitespace, parentheses, punctuation): no name is in them.
+_LAYOUT_FIELDS = frozenset({"lpar", "rpar", "comma", "leading_lines", "lines_after_decorators", "header", "footer",
+                            "trailing_whitespace", "semicolon", "colon", "equal", "dot", "newline", "lines",
+                            "whitespace_before", "whitespace_after", "operator"})
+_CODE_FIELDS: dict = {}
+
+
+def code_parts(node: cst.CSTNode) -> list:
+    """The node's children that hold code, layout left out: for walks that look for names.
+    ``node.children`` rebuilds its list through a visitor on every call, and ``positions.children``
+    keeps the layout nodes that containment needs."""
+    kind = type(node)
+    names = _CODE_FIELDS.get(kind)
+    if names is None:
+        names = _CODE_FIELDS[kind] = tuple(f.name for f in dataclasses.fields(kind)
+                                           if f.name not in _LAYOUT_FIELDS and not f.name.startswith("whitespace"))
+    out = []
+    for name in names:
+        value = getattr(node, name)
+        if isinstance(value, cst.CSTNode):
+            out.append(value)
+        elif isinstance(value, (tuple, list)):
+            out.extend(item for item in value if isinstance(item, cst.CSTNode))
+    return out

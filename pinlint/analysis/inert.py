@@ -34,15 +34,13 @@ with the screen are those without it.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Optional
 
 import libcst as cst
 
 from ..modulefiles import module_files
-from ..walk import child_blocks, suite_body
+from ..walk import child_blocks, code_parts, suite_body
 
-_RELEVANT = "relevant"
 _BUILTIN_SUPER = "super"
 
 
@@ -134,10 +132,10 @@ class Screen:
             return found
         bindings = self._module_bindings()
         direct, refs = False, set()
-        imported = self.ctx.imports.lookup(name)
-        if self._star or (imported is not None and not isinstance(imported, str)):
-            direct = True  # a star import, or a name bound to two modules
-        elif isinstance(imported, str) and not self.qualified_is_inert(imported):
+        imported = self.ctx.imports.lookup(name)  # None also for a name bound to two modules: its
+        if self._star:                             # bindings below are each checked
+            direct = True
+        elif imported is not None and not self.qualified_is_inert(imported):
             direct = True
         for kind, node in bindings.get(name, ()):
             if direct:
@@ -306,7 +304,7 @@ class Screen:
                     if not self.qualified_is_inert(qualified):
                         return True, frozenset()
                 continue
-            stack.extend(_parts(node))
+            stack.extend(code_parts(node))
         return False, frozenset(refs)
 
 
@@ -316,33 +314,8 @@ def _has_string(node) -> bool:
         item = stack.pop()
         if isinstance(item, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
             return True
-        stack.extend(_parts(item))
+        stack.extend(code_parts(item))
     return False
-
-
-# libcst's ``children`` rebuilds the list through a visitor each time it is asked: the walk reads a
-# node's fields instead, leaving out whitespace, parentheses and punctuation (no name is in them).
-_SKIPPED_FIELDS = frozenset({"lpar", "rpar", "comma", "leading_lines", "lines_after_decorators", "header", "footer",
-                             "trailing_whitespace", "semicolon", "colon", "equal", "dot", "newline", "lines",
-                             "whitespace_before", "whitespace_after", "operator"})
-_FIELDS: dict = {}
-
-
-def _parts(node) -> list:
-    kind = type(node)
-    names = _FIELDS.get(kind)
-    if names is None:
-        names = tuple(f.name for f in dataclasses.fields(kind)
-                      if f.name not in _SKIPPED_FIELDS and not f.name.startswith("whitespace"))
-        _FIELDS[kind] = names
-    out = []
-    for name in names:
-        value = getattr(node, name)
-        if isinstance(value, cst.CSTNode):
-            out.append(value)
-        elif isinstance(value, (tuple, list)):
-            out.extend(item for item in value if isinstance(item, cst.CSTNode))
-    return out
 
 
 _KEYS: dict = {}

@@ -842,7 +842,7 @@ def _is_dataclass(ctx: ModuleContext, node: cst.ClassDef) -> bool:
 
 
 def _names_run_at_load(body) -> frozenset:
-    from .inert import _parts
+    from ..walk import code_parts
     names: set = set()
     stack = list(body)
     while stack:
@@ -857,12 +857,8 @@ def _names_run_at_load(body) -> frozenset:
             stack.append(node.params)
             if node.returns is not None:
                 stack.append(node.returns)
-        elif kind is cst.Lambda:
-            stack.append(node.params)  # defaults run at once, the body later (it may read anything:
-            names.add("<lambda>")      # a lambda's body is walked too, to stay on the safe side)
-            stack.append(node.body)
         else:
-            stack.extend(_parts(node))
+            stack.extend(code_parts(node))  # a lambda's body too: read later, but kept on the safe side
     return frozenset(names)
 
 
