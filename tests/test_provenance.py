@@ -227,11 +227,11 @@ def _all(src: str) -> list:
 @pytest.mark.parametrize("base", sorted(_BASES))
 @pytest.mark.parametrize("route", sorted(_FIELD_ROUTES))
 def test_skipping_methods_that_set_no_field_changes_no_finding(monkeypatch, route, base):
-    from pinlint.analysis import project
+    from pinlint.analysis import fields
 
     src = _FIELD_PROGRAM.format(base=_BASES[base], route=_FIELD_ROUTES[route])
     filtered = _all(src)
-    monkeypatch.setattr(project, "may_set_fields", lambda *args: True)
+    monkeypatch.setattr(fields, "may_set_fields", lambda *args: True)
     assert _all(src) == filtered
 
 
@@ -239,18 +239,18 @@ def test_skipping_methods_changes_no_finding_in_the_fixtures_and_projects(monkey
     from pathlib import Path
 
     from interproc_projects import PROJECTS
-    from pinlint.analysis import project
+    from pinlint.analysis import fields
 
     sources = [p.read_text(encoding="utf-8") for p in sorted((Path(__file__).parent.parent / "fixtures").rglob("*.py"))]
     sources += [textwrap.dedent(text) for files in PROJECTS.values() for text in files.values()]
     filtered = [_all(src) for src in sources]
-    monkeypatch.setattr(project, "may_set_fields", lambda *args: True)
+    monkeypatch.setattr(fields, "may_set_fields", lambda *args: True)
     assert [_all(src) for src in sources] == filtered
     assert sum(map(len, filtered)) > 50
 
 
 def test_a_method_that_only_reads_its_fields_does_not_set_them():
-    from pinlint.analysis.project import may_set_fields
+    from pinlint.analysis.fields import may_set_fields
     import libcst as cst
     module = cst.parse_module(textwrap.dedent("""
         def reads(self):

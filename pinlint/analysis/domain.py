@@ -105,12 +105,28 @@ class Items(Value):
 
     items: tuple
 
+    def __hash__(self) -> int:
+        # Kept: objects and containers are keys of every analysis memo, and hashing one walks all it holds.
+        cached = self.__dict__.get("_hash")
+        if cached is None:
+            cached = hash((self.items,))
+            object.__setattr__(self, "_hash", cached)
+        return cached
+
 
 @dataclass(frozen=True)
 class Seq(Value):
     """A list, set or tuple of unknown length whose every element may be ``element``."""
 
     element: Value
+
+    def __hash__(self) -> int:
+        # Kept: objects and containers are keys of every analysis memo, and hashing one walks all it holds.
+        cached = self.__dict__.get("_hash")
+        if cached is None:
+            cached = hash((self.element,))
+            object.__setattr__(self, "_hash", cached)
+        return cached
 
 
 @dataclass(frozen=True)
@@ -134,6 +150,14 @@ class Mapping(Value):
     def values(self) -> list:
         found = [v for _, v in self.entries]
         return found + ([self.rest] if self.rest is not None else [])
+
+    def __hash__(self) -> int:
+        # Kept: objects and containers are keys of every analysis memo, and hashing one walks all it holds.
+        cached = self.__dict__.get("_hash")
+        if cached is None:
+            cached = hash((self.entries, self.rest,))
+            object.__setattr__(self, "_hash", cached)
+        return cached
 
 
 def _sorted_entries(entries: dict) -> tuple:
@@ -214,6 +238,14 @@ class Instance(Value):
         fields = dict(self.fields)
         fields.update(updates)
         return Instance(self.klass, tuple(sorted(fields.items())))
+
+    def __hash__(self) -> int:
+        # Kept: objects and containers are keys of every analysis memo, and hashing one walks all it holds.
+        cached = self.__dict__.get("_hash")
+        if cached is None:
+            cached = hash((self.klass, self.fields,))
+            object.__setattr__(self, "_hash", cached)
+        return cached
 
 
 @dataclass(frozen=True)
@@ -404,24 +436,39 @@ def varying_in(value: Value, loop) -> Value:
     return value
 
 
+def _leaves(value) -> tuple:
+    """The plain values inside a container or object, in order, kept on it (values are frozen, and
+    an object's fields are looked through for nearly every call: recomputing them was a third of a
+    cold run of a project whose objects hold objects)."""
+    cached = value.__dict__.get("_leaves")
+    if cached is not None:
+        return cached
+    kind = type(value)
+    if kind is Items:
+        children = value.items
+    elif kind is Seq or kind is Iteration:
+        children = (value.element,)
+    elif kind is Mapping:
+        children = value.values()
+    else:
+        children = [v for _, v in value.fields]
+    out: list = []
+    for child in children:
+        if type(child) in _COMPOSITES:
+            out.extend(_leaves(child))
+        else:
+            out.append(child)
+    found = tuple(out)
+    object.__setattr__(value, "_leaves", found)
+    return found
+
+
 def flatten(values) -> list:
-    """Every value held in ``values``, looking inside containers and objects, in order. A list and
-    a stack, not nested generators: it runs for nearly every argument and assignment (two million
-    times in a cold run of numba-cuda), mostly on one plain value."""
+    """Every value held in ``values``, looking inside containers and objects, in order."""
     out = []
-    stack = list(values)
-    stack.reverse()
-    while stack:
-        value = stack.pop()
-        kind = type(value)
-        if kind is Items:
-            stack.extend(reversed(value.items))
-        elif kind is Seq or kind is Iteration:
-            stack.append(value.element)
-        elif kind is Mapping:
-            stack.extend(reversed(list(value.values())))
-        elif kind is Instance:
-            stack.extend(v for _, v in reversed(value.fields))
+    for value in values:
+        if type(value) in _COMPOSITES:
+            out.extend(_leaves(value))
         else:
             out.append(value)
     return out
@@ -435,42 +482,65 @@ def sites_of(value: Value) -> tuple[frozenset, bool]:
 
 def interesting(value: Value) -> bool:
     """Whether a value carries anything a callee's analysis could use: a buffer, a device object, a
-    stream, an object of the checked code. Calls whose arguments are all uninteresting share one
-    analysis of the callee."""
-    for item in flatten([value]):
-        if isinstance(item, (Host, Device, Stream, Tensor, Loader, ClassRef, Function, DeviceSpec)):
-            return True
-        if isinstance(item, Instance):
-            return True
-    return False
+    stream, a definition of the checked code (an object counts by what its fields hold). Calls whose
+    arguments are all uninteresting share one analysis of the callee."""
+    kind = type(value)
+    if kind not in _COMPOSITES:
+        return isinstance(value, _INTERESTING)
+    cached = value.__dict__.get("_interesting")
+    if cached is None:
+        cached = any(isinstance(item, _INTERESTING) for item in _leaves(value))
+        object.__setattr__(value, "_interesting", cached)
+    return cached
 
 
 def map_sites(value: Value, mapping_fn) -> Value:
-    """``value`` with every host site replaced by ``mapping_fn(site)`` (same site when it returns it)."""
+    """``value`` with every host site replaced by ``mapping_fn(site)`` (same site when it returns it);
+    the same object when no site changes."""
     if isinstance(value, Host):
         sites = frozenset(mapping_fn(s) for s in value.sites)
         return value if sites == value.sites else replace(value, sites=sites)
-    if isinstance(value, Items):
-        return Items(tuple(map_sites(v, mapping_fn) for v in value.items))
-    if isinstance(value, Seq):
-        return Seq(map_sites(value.element, mapping_fn))
-    if isinstance(value, Mapping):
-        return Mapping(tuple((k, map_sites(v, mapping_fn)) for k, v in value.entries),
-                       map_sites(value.rest, mapping_fn) if value.rest is not None else None)
-    if isinstance(value, Instance):
-        return Instance(value.klass, tuple((k, map_sites(v, mapping_fn)) for k, v in value.fields))
-    if isinstance(value, Iteration):
-        return Iteration(map_sites(value.element, mapping_fn))
+    if type(value) in _COMPOSITES:
+        if all(mapping_fn(s) == s for s in all_sites(value)):
+            return value
+        if isinstance(value, Items):
+            return Items(tuple(map_sites(v, mapping_fn) for v in value.items))
+        if isinstance(value, Seq):
+            return Seq(map_sites(value.element, mapping_fn))
+        if isinstance(value, Mapping):
+            return Mapping(tuple((k, map_sites(v, mapping_fn)) for k, v in value.entries),
+                           map_sites(value.rest, mapping_fn) if value.rest is not None else None)
+        if isinstance(value, Instance):
+            return Instance(value.klass, tuple((k, map_sites(v, mapping_fn)) for k, v in value.fields))
+        if isinstance(value, Iteration):
+            return Iteration(map_sites(value.element, mapping_fn))
     if isinstance(value, Loader):
         return Loader(mapping_fn(value.site))
     return value
 
 
+def _leaf_sites(item, found: set) -> None:
+    if isinstance(item, Host):
+        found |= item.sites
+    elif isinstance(item, Loader):
+        found.add(item.site)
+
+
 def all_sites(value: Value) -> frozenset:
+    """The allocation sites of every buffer (and loader) inside ``value``."""
+    if type(value) in _COMPOSITES:
+        cached = value.__dict__.get("_sites")
+        if cached is None:
+            found: set = set()
+            for item in _leaves(value):
+                _leaf_sites(item, found)
+            cached = frozenset(found)
+            object.__setattr__(value, "_sites", cached)
+        return cached
     found = set()
-    for item in flatten([value]):
-        if isinstance(item, Host):
-            found |= item.sites
-        elif isinstance(item, Loader):
-            found.add(item.site)
+    _leaf_sites(value, found)
     return frozenset(found)
+
+
+_COMPOSITES = frozenset((Items, Seq, Iteration, Mapping, Instance))
+_INTERESTING = (Host, Device, Stream, Tensor, Loader, ClassRef, Function, DeviceSpec)

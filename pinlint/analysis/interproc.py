@@ -74,7 +74,7 @@ def construct(ev, cls: ClassRef, args, node: cst.Call) -> Value:
     project = ev.module.project
     info = project.class_info(cls)
     instance = Instance(cls, ())
-    init = info.lookup("__init__") if info is not None else None
+    init = info.lookup("__init__", record=False) if info is not None else None
     if init is None:
         if info is not None and info.fields is not None:
             # A dataclass or NamedTuple: the constructor stores its arguments in the fields.
@@ -253,7 +253,7 @@ def literal(node) -> Value:
     return UNKNOWN
 
 
-def context_free_env(project, fn: Function) -> dict:
+def context_free_env(project, fn: Function, with_receiver: bool = True) -> dict:
     """A function's parameters when nothing is known of its callers: what the annotations say; a
     parameter defaulting to ``0``/``None``/``False`` may well be left at it, so it is "that constant
     or anything" (a ``stream=0`` parameter is not an async request); the receiver of a method is an
@@ -272,7 +272,7 @@ def context_free_env(project, fn: Function) -> dict:
             if constant in (Const.of(None), Const.of(False), Const.of(0)):
                 value = Const(frozenset([constant.single, ANYTHING]))
         env[name] = value
-    if fn.klass is not None and ordered and fn.kind in ("method", "property"):
+    if fn.klass is not None and ordered and fn.kind in ("method", "property") and with_receiver:
         env[ordered[0].name.value] = Instance(fn.klass, project.class_fields(fn.klass))
     elif fn.klass is not None and ordered and fn.kind == "class":
         env[ordered[0].name.value] = fn.klass
@@ -495,7 +495,7 @@ def member(ev, base: Value, attr: str, node) -> Value:
         return UNKNOWN
     if isinstance(base, ClassRef):
         info = project.class_info(base)
-        found = info.lookup(attr) if info is not None else None
+        found = info.lookup(attr, record=False) if info is not None else None
         if found is not None:
             if found.kind == "nested-class":
                 return found.nested

@@ -22,6 +22,7 @@ from ..imports import ImportMap, collect_imports, dotted
 from ..modulefiles import _EXCLUDED_PARTS, module_files, search_folders  # noqa: F401
 from ..walk import statements, suite_body
 from . import cfg
+from .fields import FieldSolver
 from .domain import UNKNOWN, ClassRef, Const, Function, Instance, ModuleRef, Value, join
 from .interproc import Invocation, Outcome, context_free_env
 from .solver import solve
@@ -90,7 +91,12 @@ class ClassInfo:
     fields: Optional[list] = None   # a dataclass's / NamedTuple's fields, in order
     project: object = None
 
-    def lookup(self, attr: str, after_self: bool = False) -> Optional[Member]:
+    _mro: Optional[list] = field(default=None, repr=False)
+
+    def lookup(self, attr: str, after_self: bool = False, record: bool = True) -> Optional[Member]:
+        if record and not after_self and self.project._observing:
+            # On an object of the class: a subclass must resolve it alike to share a field analysis (fields.py).
+            self.project._observing[-1].add((self.cls, attr))
         for info in self.mro()[1 if after_self else 0:]:
             found = info.members.get(attr)
             if found is not None:
@@ -98,6 +104,8 @@ class ClassInfo:
         return None
 
     def mro(self) -> list:
+        if self._mro is not None:
+            return self._mro
         order, seen, todo = [], set(), [self]
         while todo:
             info = todo.pop(0)
@@ -106,6 +114,7 @@ class ClassInfo:
             seen.add(info.cls)
             order.append(info)
             todo.extend(b for b in (self.project.class_info(base) for base in info.bases) if b is not None)
+        self._mro = order
         return order
 
 
@@ -234,12 +243,13 @@ class Project:
         self._globals: dict = {}
         self._globals_running: set = set()
         self._classes: dict = {}
-        self._fields: dict = {}
-        self._fields_running: set = set()
-        self._sets_fields: dict = {}     # (method node, self name, method names) -> may it set fields
+        self.fields = FieldSolver(self)
+        self._fields_running = self.fields.running
         self.tested_names: dict = {}     # function node -> the names its ifs test
         self._provisional_outcomes: dict = {}
         self._provisional_baselines: dict = {}
+        self._observing: list = []        # a set per provisional analysis under way: the (class, attribute)
+        self._observed: dict = {}         # lookups on objects it made; memo key -> that set, once made
         self.solves = 0                  # scope analyses since the current file's check began
         self.contexts: dict = {}         # function node -> calling contexts analysed for the current file
         self.method_names: set = set()
@@ -377,7 +387,7 @@ class Project:
             return self.module_attribute(value.name, attr)
         if isinstance(value, ClassRef):
             info = self.class_info(value)
-            member = info.lookup(attr) if info is not None else None
+            member = info.lookup(attr, record=False) if info is not None else None
             if member is not None and member.kind == "nested-class":
                 return member.nested
         return UNKNOWN
@@ -477,15 +487,38 @@ class Project:
         memo = self._memo(fn, self._outcomes, self._provisional_outcomes)
         found = memo.get(key)
         if found is not None:
+            if memo is self._provisional_outcomes:
+                self._replay(key)
             return found
         if invocation.depth >= MAX_DEPTH or fn.node in invocation.stack or invocation.budget[0] >= MAX_ANALYSES or \
                 self.solves >= MAX_SOLVES or self.contexts.get(fn.node, 0) >= MAX_CONTEXTS:
             return None
         invocation.budget[0] += 1
         self.contexts[fn.node] = self.contexts.get(fn.node, 0) + 1
-        outcome = self.run(fn.module, fn.name, fn.node, env, pending, stream, invocation.child(fn))
+        if memo is self._provisional_outcomes:
+            outcome = self._observe(key, lambda: self.run(fn.module, fn.name, fn.node, env, pending, stream,
+                                                          invocation.child(fn)))
+        else:
+            outcome = self.run(fn.module, fn.name, fn.node, env, pending, stream, invocation.child(fn))
         memo[key] = outcome
         return outcome
+
+    def _observe(self, key, compute):
+        """``compute()``, keeping the lookups on objects it makes (see ``_observing``) under ``key``: a
+        later use of its kept result stands for them too (``_replay``)."""
+        self._observing.append(set())
+        try:
+            return compute()
+        finally:
+            seen = self._observing.pop()
+            if key is not None:
+                self._observed[key] = seen
+            if self._observing:
+                self._observing[-1] |= seen
+
+    def _replay(self, key) -> None:
+        if self._observing:
+            self._observing[-1] |= self._observed.get(key, ())
 
     def _memo(self, fn: Function, final: dict, provisional: dict) -> dict:
         """Where an analysis of ``fn`` is kept: for good, or (made while a module's globals or a class's
@@ -498,6 +531,7 @@ class Project:
         if not self._globals_running and not self._fields_running:
             self._provisional_outcomes.clear()
             self._provisional_baselines.clear()
+            self._observed.clear()
 
     def baseline(self, fn: Function, invocation: Optional[Invocation] = None) -> Optional[Outcome]:
         """The function analysed with nothing known of its callers: its own file's findings."""
@@ -505,14 +539,19 @@ class Project:
         memo = self._memo(fn, self._baselines, self._provisional_baselines)
         found = memo.get(key)
         if found is not None:
+            if memo is self._provisional_baselines:
+                self._replay(key)
             return found
         if key in self._baseline_running or self.solves >= MAX_SOLVES:
             return None
         self._baseline_running.add(key)
         try:
             budget = invocation.budget if invocation is not None else [0]
-            outcome = self.run(fn.module, fn.name, fn.node, context_free_env(self, fn), frozenset(), None,
-                               Invocation(0, (fn.node,), fn, budget))
+
+            def compute() -> Outcome:
+                return self.run(fn.module, fn.name, fn.node, context_free_env(self, fn), frozenset(), None,
+                                Invocation(0, (fn.node,), fn, budget))
+            outcome = self._observe(key, compute) if memo is self._provisional_baselines else compute()
         finally:
             self._baseline_running.discard(key)
         memo[key] = outcome
@@ -581,120 +620,7 @@ class Project:
 
     def class_fields(self, cls: ClassRef) -> tuple:
         """``self.x`` of the class: the join of what every method assigns to it (and its bases')."""
-        found = self._fields.get(cls)
-        if found is not None:
-            return found
-        if cls in self._fields_running:
-            return ()
-        self._fields_running.add(cls)
-        fields: dict = {}
-        try:
-            info = self.class_info(cls)
-            mro = info.mro() if info is not None else []
-            project_methods = frozenset(name for klass_info in mro for name in klass_info.members)
-            for klass_info in mro:
-                for member in klass_info.members.values():
-                    if member.kind not in ("method",):
-                        continue
-                    params = [*member.node.params.posonly_params, *member.node.params.params]
-                    if not params or not may_set_fields(member.node, params[0].name.value, project_methods,
-                                                                   self._sets_fields):
-                        continue
-                    fn = Function(node=member.node, module=klass_info.cls.module, name=member.qualified,
-                                  kernel=member.kernel, klass=klass_info.cls, kind="method")
-                    env = context_free_env(self, fn)
-                    env[params[0].name.value] = Instance(cls, ())
-                    outcome = self.run(fn.module, fn.name, fn.node, env, frozenset(), None, Invocation(0, (fn.node,), fn))
-                    after = dict(outcome.params).get(params[0].name.value)
-                    if isinstance(after, Instance):
-                        for name, value in after.fields:
-                            fields[name] = join(fields[name], value) if name in fields else value
-        finally:
-            self._fields_running.discard(cls)
-            self._settled()
-        result = tuple(sorted(fields.items()))
-        self._fields[cls] = result
-        return result
-
-
-# ------------------------------------------------------------------------------ which methods set fields
-def may_set_fields(node: cst.FunctionDef, self_name: str, project_methods: frozenset, cache: dict) -> bool:
-    """Whether running the method can change the fields of ``self``: it stores into ``self.x`` (or
-    ``self.x[k]``, ``self.x.y``, deletes one, binds one in a ``for``/``with``), mutates one with a call
-    (``self.x.append(h)``), hands ``self`` or a field to a call (``Base.__init__(self, h)``,
-    ``cudaHostRegister(self.h.ctypes.data, ...)``, ``with cuda.pinned(self.h):``), or
-    calls a method of the checked code through ``self`` or ``super()`` (which may store what it is
-    given). Most methods of a test class do none of these, and the fields of a class are worked out
-    by running every method that does: skipping the others halves a cold run's analyses. Statements
-    only are walked, and in them the targets and the outermost calls."""
-    key = (node, self_name, project_methods)
-    found = cache.get(key)
-    if found is None:
-        found = cache[key] = _sets_fields(node, self_name, project_methods)
-    return found
-
-
-def _rooted_at(expr, name: str) -> int:
-    """How many attribute/subscript steps lead from the name ``name`` to ``expr`` (-1: not rooted there)."""
-    depth = 0
-    while isinstance(expr, (cst.Attribute, cst.Subscript)):
-        expr = expr.value
-        depth += 1
-    return depth if isinstance(expr, cst.Name) and expr.value == name else -1
-
-
-def _targets(statement) -> list:
-    if isinstance(statement, cst.Assign):
-        return [t.target for t in statement.targets]
-    if isinstance(statement, (cst.AugAssign, cst.AnnAssign)):
-        return [statement.target]
-    if isinstance(statement, cst.Del):
-        return [statement.target]
-    return []
-
-
-def _calls(statement) -> list:
-    value = getattr(statement, "value", None)
-    if isinstance(value, cst.Await):
-        value = value.expression
-    return [value] if isinstance(value, cst.Call) else []
-
-
-def _sets_fields(node: cst.FunctionDef, self_name: str, project_methods: frozenset) -> bool:
-    def stores(target) -> bool:
-        if isinstance(target, (cst.Tuple, cst.List)):
-            return any(stores(e.value) for e in target.elements)
-        if isinstance(target, cst.StarredElement):
-            return stores(target.value)
-        return _rooted_at(target, self_name) >= 1
-
-    def changes(call: cst.Call) -> bool:
-        # self or one of its fields handed to a call (registered, pinned, filled, stored elsewhere)
-        if any(_rooted_at(a.value, self_name) >= 0 or (isinstance(a.value, cst.Call) and changes(a.value))
-               for a in call.args):
-            return True
-        func = call.func
-        if isinstance(func, cst.Attribute):
-            depth = _rooted_at(func, self_name)
-            if depth >= 2 or (depth == 1 and func.attr.value in project_methods):
-                return True
-            if isinstance(func.value, cst.Call) and isinstance(func.value.func, cst.Name) and \
-                    func.value.func.value == "super":
-                return True
-        return False
-
-    for item in statements(suite_body(node.body), into_definitions=True):
-        if isinstance(item, cst.SimpleStatementLine):
-            if any(any(stores(t) for t in _targets(small)) or any(changes(c) for c in _calls(small))
-                   for small in item.body):
-                return True
-        elif isinstance(item, (cst.For, cst.With)):
-            targets = [item.target] if isinstance(item, cst.For) else \
-                [i.asname.name for i in item.items if i.asname is not None]
-            calls = [i.item for i in item.items if isinstance(i.item, cst.Call)] if isinstance(item, cst.With) else []
-            if any(stores(t) for t in targets) or any(changes(c) for c in calls):
-                return True
-    return False
+        return self.fields.of(cls)
 
 
 # ------------------------------------------------------------------------------ finding modules

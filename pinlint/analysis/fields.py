@@ -1,0 +1,242 @@
+"""What ``self.x`` holds for a class of the checked code: the join of what its methods, and its
+bases' methods, assign to it.
+
+A class's fields are worked out by running every method that may set them (``may_set_fields``) with
+``self`` an object of the class and nothing known of its fields yet. A base class's methods would
+be run again for every subclass, and a test suite has hundreds of subclasses of one framework class
+(``class TestModel(BoringModel)`` in pytorch-lightning, whose bases run dozens of methods): five of
+every six scope analyses of a cold run there were these repeats. A base's methods give an object of
+a subclass what they gave an object of another class unless the two classes resolve differently
+something the run looked up on its object, so each run of one class's methods on an object of some
+class is kept (a ``Share``), and a later class takes a kept one as it is when
+
+- the same methods of the base may set fields under its method names (a base method calling
+  ``self.hook()`` may set fields only once some class defines ``hook``);
+- every attribute the run looked up on its object (``ClassInfo.lookup`` records them, and the kept
+  analyses the run reused stand for theirs: ``Project._observe``) resolves to the same member from
+  both classes (an override would run instead);
+- no value in it holds an object of the class it ran on (on the later class's own run that would
+  be the later class's object).
+
+Otherwise the methods run on the later class's object, and that run is kept too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+
+from ..walk import statements, suite_body
+from .domain import (Alternatives, ClassRef, Function, Instance, Items, Iteration, Mapping, Seq, Super,
+                     Value, join)
+from .interproc import Invocation, context_free_env
+
+MAX_SHARES = 16   # kept runs of one class's methods (on objects of different classes) tried for a new class
+
+
+@dataclass(frozen=True)
+class Share:
+    """What one class's methods gave the fields of an object of class ``on``."""
+
+    on: ClassRef
+    methods: tuple      # the members run (the ones that may set fields), in class order
+    fields: tuple       # ((name, value), ...)
+    lookups: frozenset  # attributes the run looked up on its object
+
+
+class FieldSolver:
+    """The fields of every class of one project, each worked out once."""
+
+    def __init__(self, project) -> None:
+        self.project = project
+        self.done: dict = {}           # ClassRef -> ((name, value), ...)
+        self.running: set = set()      # classes whose fields are being worked out now
+        self.shares: dict = {}         # ClassRef of the methods' class -> [Share, ...]
+        self.runs = 0                  # method runs made (for tests and the benchmark's curiosity)
+        self._sets_fields: dict = {}   # (method node, self name, method names) -> may it set fields
+
+    def of(self, cls: ClassRef) -> tuple:
+        """The fields of ``cls`` (none while they are being worked out)."""
+        found = self.done.get(cls)
+        if found is not None:
+            return found
+        if cls in self.running:
+            return ()
+        self.running.add(cls)
+        fields: dict = {}
+        try:
+            info = self.project.class_info(cls)
+            for klass_info in (info.mro() if info is not None else []):
+                for name, value in self._part(cls, info, klass_info):
+                    fields[name] = join(fields[name], value) if name in fields else value
+        finally:
+            self.running.discard(cls)
+            self.project._settled()
+        result = tuple(sorted(fields.items()))
+        self.done[cls] = result
+        return result
+
+    def _part(self, cls: ClassRef, info, klass_info) -> tuple:
+        """What the methods ``klass_info`` defines give an object of ``cls`` (it or a subclass)."""
+        methods = self._methods(klass_info, _method_names(info))
+        kept = self.shares.setdefault(klass_info.cls, [])
+        for share in reversed(kept[-MAX_SHARES:]):
+            if share.methods == methods and self._resolves_alike(info, share):
+                return share.fields
+        fields, lookups = self._run(cls, methods)
+        if not any(_holds(value, cls) for _, value in fields):
+            kept.append(Share(cls, methods, fields, lookups))
+        return fields
+
+    def _resolves_alike(self, info, share: Share) -> bool:
+        other = self.project.class_info(share.on)
+        return other is not None and all(info.lookup(attr, record=False) is other.lookup(attr, record=False)
+                                         for attr in share.lookups)
+
+    def _methods(self, klass_info, names: frozenset) -> tuple:
+        found = []
+        for member in klass_info.members.values():
+            if member.kind != "method":
+                continue
+            params = [*member.node.params.posonly_params, *member.node.params.params]
+            if params and may_set_fields(member.node, params[0].name.value, names, self._sets_fields):
+                found.append(member)
+        return tuple(found)
+
+    def _run(self, cls: ClassRef, methods: tuple) -> tuple:
+        """Run ``methods`` (of one of ``cls``'s classes) on an object of ``cls`` with no fields: the
+        fields they leave, and the attributes looked up on objects of ``cls`` meanwhile."""
+        project = self.project
+        fields: dict = {}
+        project._observing.append(set())
+        try:
+            for member in methods:
+                self.runs += 1
+                self_name = [*member.node.params.posonly_params, *member.node.params.params][0].name.value
+                fn = Function(node=member.node, module=member.owner.module, name=member.qualified,
+                              kernel=member.kernel, klass=member.owner, kind="method")
+                env = context_free_env(project, fn, with_receiver=False)
+                env[self_name] = Instance(cls, ())
+                outcome = project.run(fn.module, fn.name, fn.node, env, frozenset(), None,
+                                      Invocation(0, (fn.node,), fn))
+                after = dict(outcome.params).get(self_name)
+                if isinstance(after, Instance):
+                    for name, value in after.fields:
+                        fields[name] = join(fields[name], value) if name in fields else value
+        finally:
+            seen = project._observing.pop()
+            if project._observing:
+                project._observing[-1] |= seen
+        lookups = frozenset(attr for klass, attr in seen if klass == cls)
+        return tuple(sorted(fields.items())), lookups
+
+
+def _method_names(info) -> frozenset:
+    """Every method name of the class and its bases (a call ``self.name()`` may reach one)."""
+    return frozenset(name for klass_info in info.mro() for name in klass_info.members)
+
+
+def _holds(value: Value, cls: ClassRef) -> bool:
+    """Whether an object of ``cls`` is anywhere inside ``value``."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is Instance:
+            if item.klass == cls:
+                return True
+            stack.extend(v for _, v in item.fields)
+        elif kind is Items:
+            stack.extend(item.items)
+        elif kind is Seq or kind is Iteration:
+            stack.append(item.element)
+        elif kind is Mapping:
+            stack.extend(item.values())
+        elif kind is Alternatives:
+            stack.extend(item.options)
+        elif kind is Function and item.bound is not None:
+            stack.append(item.bound)
+        elif kind is Super:
+            stack.append(item.receiver)
+    return False
+
+
+# ------------------------------------------------------------------------------ which methods set fields
+def may_set_fields(node: cst.FunctionDef, self_name: str, project_methods: frozenset, cache: dict) -> bool:
+    """Whether running the method can change the fields of ``self``: it stores into ``self.x`` (or
+    ``self.x[k]``, ``self.x.y``, deletes one, binds one in a ``for``/``with``), mutates one with a call
+    (``self.x.append(h)``), hands ``self`` or a field to a call (``Base.__init__(self, h)``,
+    ``cudaHostRegister(self.h.ctypes.data, ...)``, ``with cuda.pinned(self.h):``), or
+    calls a method of the checked code through ``self`` or ``super()`` (which may store what it is
+    given). Most methods of a test class do none of these, and the fields of a class are worked out
+    by running every method that does: skipping the others halves a cold run's analyses. Statements
+    only are walked, and in them the targets and the outermost calls."""
+    key = (node, self_name, project_methods)
+    found = cache.get(key)
+    if found is None:
+        found = cache[key] = _sets_fields(node, self_name, project_methods)
+    return found
+
+
+def _rooted_at(expr, name: str) -> int:
+    """How many attribute/subscript steps lead from the name ``name`` to ``expr`` (-1: not rooted there)."""
+    depth = 0
+    while isinstance(expr, (cst.Attribute, cst.Subscript)):
+        expr = expr.value
+        depth += 1
+    return depth if isinstance(expr, cst.Name) and expr.value == name else -1
+
+
+def _targets(statement) -> list:
+    if isinstance(statement, cst.Assign):
+        return [t.target for t in statement.targets]
+    if isinstance(statement, (cst.AugAssign, cst.AnnAssign)):
+        return [statement.target]
+    if isinstance(statement, cst.Del):
+        return [statement.target]
+    return []
+
+
+def _calls(statement) -> list:
+    value = getattr(statement, "value", None)
+    if isinstance(value, cst.Await):
+        value = value.expression
+    return [value] if isinstance(value, cst.Call) else []
+
+
+def _sets_fields(node: cst.FunctionDef, self_name: str, project_methods: frozenset) -> bool:
+    def stores(target) -> bool:
+        if isinstance(target, (cst.Tuple, cst.List)):
+            return any(stores(e.value) for e in target.elements)
+        if isinstance(target, cst.StarredElement):
+            return stores(target.value)
+        return _rooted_at(target, self_name) >= 1
+
+    def changes(call: cst.Call) -> bool:
+        # self or one of its fields handed to a call (registered, pinned, filled, stored elsewhere)
+        if any(_rooted_at(a.value, self_name) >= 0 or (isinstance(a.value, cst.Call) and changes(a.value))
+               for a in call.args):
+            return True
+        func = call.func
+        if isinstance(func, cst.Attribute):
+            depth = _rooted_at(func, self_name)
+            if depth >= 2 or (depth == 1 and func.attr.value in project_methods):
+                return True
+            if isinstance(func.value, cst.Call) and isinstance(func.value.func, cst.Name) and \
+                    func.value.func.value == "super":
+                return True
+        return False
+
+    for item in statements(suite_body(node.body), into_definitions=True):
+        if isinstance(item, cst.SimpleStatementLine):
+            if any(any(stores(t) for t in _targets(small)) or any(changes(c) for c in _calls(small))
+                   for small in item.body):
+                return True
+        elif isinstance(item, (cst.For, cst.With)):
+            targets = [item.target] if isinstance(item, cst.For) else \
+                [i.asname.name for i in item.items if i.asname is not None]
+            calls = [i.item for i in item.items if isinstance(i.item, cst.Call)] if isinstance(item, cst.With) else []
+            if any(stores(t) for t in targets) or any(changes(c) for c in calls):
+                return True
+    return False
