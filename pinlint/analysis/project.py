@@ -544,12 +544,19 @@ class Project:
             return found
         if key in self._baseline_running or self.solves >= MAX_SOLVES:
             return None
+        # The parameters first: a method's receiver has its class's fields, and working them out may run
+        # a base method that calls this very method (``self.h = self.load()`` in ``Base.__init__``),
+        # which must then find it analysable, not under way.
+        env = context_free_env(self, fn)
+        found = memo.get(key)
+        if found is not None:
+            return found
         self._baseline_running.add(key)
         try:
             budget = invocation.budget if invocation is not None else [0]
 
             def compute() -> Outcome:
-                return self.run(fn.module, fn.name, fn.node, context_free_env(self, fn), frozenset(), None,
+                return self.run(fn.module, fn.name, fn.node, env, frozenset(), None,
                                 Invocation(0, (fn.node,), fn, budget))
             outcome = self._observe(key, compute) if memo is self._provisional_baselines else compute()
         finally:

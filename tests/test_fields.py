@@ -1,0 +1,213 @@
+"""The fields of a class: a base class's methods run once, and their result is shared by the
+subclasses that resolve alike what the run looked up on its object (``pinlint/analysis/fields.py``).
+
+Sharing is a shortcut, never a change of verdict: every program below, the fixtures and the
+interprocedural projects give the same findings with sharing turned off; an override of something a
+base method calls stops the sharing (the subclass gets its own run); and the number of method runs
+grows with the number of classes, not with classes times base methods.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from helpers import FIXTURES, findings, rows, source
+
+from pinlint import engine
+from pinlint.analysis import fields
+from pinlint.settings import Settings
+
+# A base whose __init__ asks a hook for its host buffer; subclasses keep or override the hook.
+_HOOKED = """
+import numpy as np
+import cupy as cp
+import cupyx
+
+
+class Base:
+    def __init__(self):
+        self.h = self.make()
+        self.d = cp.empty(4, cp.float32)
+        self.s = cp.cuda.Stream(non_blocking=True)
+
+    def make(self):
+        return cupyx.empty_pinned(1 << 20, cp.float32)
+
+{first}
+
+{second}
+"""
+_PINNED = """
+class Pinned(Base):
+    def push(self):
+        self.d.set(self.h, stream=self.s)
+"""
+_PAGEABLE = """
+class Pageable(Base):
+    def make(self):
+        return np.empty(1 << 20, np.float32)
+
+    def push(self):
+        self.d.set(self.h, stream=self.s)  # pageable: PIN001
+"""
+
+_PROGRAMS = {
+    "hook kept, then overridden": _HOOKED.format(first=_PINNED, second=_PAGEABLE),
+    "hook overridden, then kept": _HOOKED.format(first=_PAGEABLE, second=_PINNED),
+    "base keeps its object in a field": """
+import numpy as np
+import cupy as cp
+
+class Base:
+    def __init__(self):
+        self.me = self
+        self.d = cp.empty(4, cp.float32)
+        self.s = cp.cuda.Stream(non_blocking=True)
+
+class Child(Base):
+    def setup(self):
+        self.h = np.empty(1 << 20, np.float32)
+
+    def push(self):
+        self.me.d.set(self.h, stream=self.s)
+
+class Other(Base):
+    def push(self):
+        self.d.set(self.me.d.get(), stream=self.s)
+""",
+    "subclass adds the method a base method calls": """
+import numpy as np
+import cupy as cp
+
+class Base:
+    def __init__(self):
+        self.d = cp.empty(4, cp.float32)
+        self.s = cp.cuda.Stream(non_blocking=True)
+
+    def prepare(self):
+        self.h = self.load()
+
+class Plain(Base):
+    def push(self):
+        self.d.set(self.h, stream=self.s)
+
+class Loading(Base):
+    def load(self):
+        return np.empty(1 << 20, np.float32)
+
+    def push(self):
+        self.d.set(self.h, stream=self.s)
+""",
+    "a property overridden in a subclass": """
+import numpy as np
+import cupy as cp
+import cupyx
+
+class Base:
+    @property
+    def size(self):
+        return 1 << 20
+
+    def __init__(self):
+        self.h = self.fresh()
+        self.d = cp.empty(4, cp.float32)
+        self.s = cp.cuda.Stream(non_blocking=True)
+
+    def fresh(self):
+        return cupyx.empty_pinned(1 << 20, cp.float32)
+
+class A(Base):
+    def push(self):
+        self.d.set(self.h, stream=self.s)
+
+class B(Base):
+    def fresh(self):
+        return np.zeros(self.size, np.float32)
+
+    def push(self):
+        self.d.set(self.h, stream=self.s)
+""",
+}
+
+
+def _all(src: str) -> list:
+    return [(f.code, f.location.row, f.message) for f in findings(src)]
+
+
+@pytest.fixture
+def no_sharing(monkeypatch):
+    def turn_off():
+        monkeypatch.setattr(fields.FieldSolver, "_resolves_alike", lambda self, info, share: False)
+    return turn_off
+
+
+@pytest.mark.parametrize("name", sorted(_PROGRAMS))
+def test_sharing_changes_no_finding(name, no_sharing):
+    src = _PROGRAMS[name]
+    shared = _all(src)
+    no_sharing()
+    assert _all(src) == shared
+
+
+def test_sharing_changes_no_finding_in_the_fixtures_and_projects(no_sharing):
+    from interproc_projects import PROJECTS
+
+    sources = [p.read_text(encoding="utf-8") for p in sorted(FIXTURES.rglob("*.py"))]
+    sources += [textwrap.dedent(text) for files in PROJECTS.values() for text in files.values()]
+    shared = [_all(src) for src in sources]
+    no_sharing()
+    assert [_all(src) for src in sources] == shared
+    assert sum(map(len, shared)) > 50
+
+
+@pytest.mark.parametrize("name", ["hook kept, then overridden", "hook overridden, then kept"])
+def test_an_overridden_hook_gets_its_own_run(name):
+    src = _PROGRAMS[name]
+    assert rows(src, "PIN001") == [n + 1 for n, line in enumerate(source(src).splitlines()) if "PIN001" in line]
+
+
+def test_a_subclass_adding_the_called_method_gets_its_own_run():
+    src = _PROGRAMS["subclass adds the method a base method calls"]
+    lines = source(src).splitlines()
+    loading_push = max(n for n, line in enumerate(lines) if "self.d.set" in line) + 1
+    assert rows(src, "PIN001") == [loading_push]
+
+
+def _method_runs(src: str) -> int:
+    project = engine.start_project()
+    try:
+        result = engine.lint_text(source(src), "t.py", Settings())
+        assert result.error is None
+        return project.fields.runs
+    finally:
+        engine.end_project()
+
+
+def _many_subclasses(count: int, override: bool) -> str:
+    base = ["import numpy as np", "import cupy as cp", "", "class Base:",
+            "    def __init__(self):", "        self.s = cp.cuda.Stream(non_blocking=True)",
+            "        self.d = cp.empty(4, cp.float32)"]
+    for k in range(10):
+        base += [f"    def setup{k}(self):", f"        self.h{k} = np.empty(1 << 20, np.float32)"]
+    for n in range(count):
+        base += [f"class T{n}(Base):", "    def push(self):", "        self.d.set(self.h0, stream=self.s)"]
+        if override:
+            base += ["    def setup0(self):", "        self.h0 = np.empty(1 << 21, np.float32)"]
+    return "\n".join(base) + "\n"
+
+
+def test_base_methods_run_once_for_all_subclasses():
+    few, many = _method_runs(_many_subclasses(2, False)), _method_runs(_many_subclasses(20, False))
+    # 11 base methods set fields; each subclass adds one method of its own (push reads only).
+    assert many - few <= 18 * 1, (few, many)
+    assert len(findings(_many_subclasses(20, False))) == 20   # every subclass's push is still reported
+
+
+def test_subclasses_that_override_what_a_base_method_sets_still_share_the_rest():
+    few, many = _method_runs(_many_subclasses(2, True)), _method_runs(_many_subclasses(20, True))
+    # Each subclass runs its own setup0; the base's other methods do not look it up, so they are shared.
+    assert many - few <= 18 * 2, (few, many)
+    assert len(findings(_many_subclasses(20, True))) == 20
