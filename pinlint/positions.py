@@ -20,6 +20,8 @@ from typing import Optional
 import libcst as cst
 from libcst._position import CodePosition, CodeRange
 
+from .walk import is_node
+
 _NEWLINE = re.compile(r"\r\n?|\n")  # libcst's own line breaks (form feeds and the like are not)
 _FIELDS: dict = {}
 
@@ -66,11 +68,11 @@ def visit(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
     if visitor.on_visit(node):
         for name in _ordered_fields(node):
             value = getattr(node, name)
-            if isinstance(value, cst.CSTNode):
+            if is_node(value):
                 visit(value, visitor)
             elif type(value) in (tuple, list):
                 for item in value:
-                    if isinstance(item, cst.CSTNode):
+                    if is_node(item):
                         visit(item, visitor)
     visitor.on_leave(node)
 
@@ -79,11 +81,11 @@ def children(node: cst.CSTNode):
     """The node's children, in field order (enough for parents and containment)."""
     for name in _child_fields(type(node)):
         value = getattr(node, name)
-        if isinstance(value, cst.CSTNode):
+        if is_node(value):
             yield value
         elif type(value) in (tuple, list):
             for item in value:
-                if isinstance(item, cst.CSTNode):
+                if is_node(item):
                     yield item
 
 

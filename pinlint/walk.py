@@ -76,8 +76,21 @@ def code_parts(node: cst.CSTNode) -> list:
     out = []
     for name in names:
         value = getattr(node, name)
-        if isinstance(value, cst.CSTNode):
+        if is_node(value):
             out.append(value)
         elif isinstance(value, (tuple, list)):
-            out.extend(item for item in value if isinstance(item, cst.CSTNode))
+            out.extend(item for item in value if is_node(item))
     return out
+
+
+_NODE_TYPES: dict = {}
+
+
+def is_node(value) -> bool:
+    """``isinstance(value, cst.CSTNode)`` by a dict of types: ``CSTNode`` is an ABC, whose instance
+    check costs several times a plain one, and the walks ask it of every field of every node."""
+    kind = type(value)
+    found = _NODE_TYPES.get(kind)
+    if found is None:
+        found = _NODE_TYPES[kind] = issubclass(kind, cst.CSTNode)
+    return found

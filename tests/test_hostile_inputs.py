@@ -35,7 +35,7 @@ from pathlib import Path
 import pytest
 
 import helpers
-from helpers import BAD
+from helpers import BAD, pinlint_in_process
 
 # A prefix that makes pinlint parse a file (it names a GPU library and calls a copy API).
 PARSED = "import cupy as cp\nd = cp.asarray([0])\n"
@@ -47,9 +47,15 @@ ROOT_REASON = "running as root, which ignores file permissions (the in-process s
 MESSAGE = re.compile(r"^pinlint: (error|warning): .+$")
 
 
-def run(cwd: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    done = subprocess.run([sys.executable, "-m", "pinlint", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout, errors="replace")
+def run(cwd: Path, *args: str, timeout: float = 120, process: bool = False) -> subprocess.CompletedProcess:
+    """pinlint on the input, in this process unless ``process``: the inputs that could crash or hang
+    a parser (deep nesting, long chains, a named pipe, ten megabytes) get a process of their own, so
+    a crash fails that test, not the worker running the suite."""
+    if process:
+        done = subprocess.run([sys.executable, "-m", "pinlint", *args], cwd=cwd, capture_output=True, text=True,
+                              timeout=timeout, errors="replace")
+    else:
+        done = pinlint_in_process(cwd, *args)
     assert "Traceback" not in done.stdout + done.stderr, done.stderr[-3000:]
     for line in done.stderr.splitlines():
         assert MESSAGE.match(line), f"stderr line is not a one-line pinlint message: {line!r}"
@@ -79,12 +85,12 @@ def with_good(root: Path) -> Path:
     return root / GOOD
 
 
-def check_and_fix(root: Path, hostile: str, *extra: str, timeout: float = 120):
+def check_and_fix(root: Path, hostile: str, *extra: str, timeout: float = 120, process: bool = False):
     """Run check, then check --fix, on the hostile path and the good file; return both results."""
     with_good(root)
-    checked = run(root, "check", "--no-cache", *extra, hostile, GOOD, timeout=timeout)
+    checked = run(root, "check", "--no-cache", *extra, hostile, GOOD, timeout=timeout, process=process)
     assert ("z_good.py", "PIN001", 5) in reported(checked.stdout), "the run went on to the good file"
-    fixed = run(root, "check", "--fix", *extra, hostile, GOOD, timeout=timeout)
+    fixed = run(root, "check", "--fix", *extra, hostile, GOOD, timeout=timeout, process=process)
     assert fixed_good(root), "the good file is still fixed"
     return checked, fixed
 
@@ -196,7 +202,7 @@ def test_ten_megabyte_file(tmp_path):
     assert len(data) >= 10_000_000
     target = tmp_path / "huge.py"
     target.write_bytes(data)
-    checked, fixed = check_and_fix(tmp_path, "huge.py", timeout=300)
+    checked, fixed = check_and_fix(tmp_path, "huge.py", timeout=300, process=True)
     assert [(c, r) for p, c, r in reported(checked.stdout) if p == "huge.py"] == [("PIN001", 5)]
     assert fixed.returncode == 0, fixed.stderr
     raw = target.read_bytes()
@@ -244,7 +250,7 @@ def test_deep_nesting_is_pin000_not_a_crash(tmp_path, name):
     text = PARSED + DEEP[name]
     target = tmp_path / "deep.py"
     target.write_text(text, encoding="utf-8")
-    checked, fixed = check_and_fix(tmp_path, "deep.py", timeout=180)
+    checked, fixed = check_and_fix(tmp_path, "deep.py", timeout=180, process=True)
     assert_pin000_or_message(checked, "deep.py")
     assert target.read_text(encoding="utf-8") == text
 
@@ -256,9 +262,9 @@ def _many(tmp_path: Path, cases: dict) -> tuple:
     for name, body in cases.items():
         (folder / f"{name}.py").write_text(PARSED + body, encoding="utf-8")
     (folder / GOOD).write_text(BAD, encoding="utf-8")
-    checked = run(tmp_path, "check", "--no-cache", "--jobs", "1", "cases", timeout=600)
+    checked = run(tmp_path, "check", "--no-cache", "--jobs", "1", "cases", timeout=600, process=True)
     assert ("cases/z_good.py", "PIN001", 5) in reported(checked.stdout), "the run went on to the good file"
-    fixed = run(tmp_path, "check", "--fix", "--jobs", "1", "cases", timeout=600)
+    fixed = run(tmp_path, "check", "--fix", "--jobs", "1", "cases", timeout=600, process=True)
     assert "zeros_pinned" in (folder / GOOD).read_text(encoding="utf-8")
     for name, body in cases.items():
         assert (folder / f"{name}.py").read_text(encoding="utf-8") == PARSED + body, f"{name} was changed"
@@ -280,7 +286,7 @@ def test_long_valid_programs_do_not_crash_or_hang(tmp_path):
 def test_long_and_chain_does_not_crash(tmp_path):
     text = PARSED + "x = " + " and ".join(["a"] * 20_000) + "\n"
     (tmp_path / "chain.py").write_text(text, encoding="utf-8")
-    check_and_fix(tmp_path, "chain.py", timeout=180)
+    check_and_fix(tmp_path, "chain.py", timeout=180, process=True)
 
 
 @pytest.mark.parametrize("operator", ["and", "or", "+"])
@@ -290,7 +296,7 @@ def test_long_multiline_chain_is_skipped_with_a_warning(tmp_path, operator):
     text = PARSED + f"x = (a {operator}\n" + f" a {operator}\n" * 20_000 + " a)\n"
     (tmp_path / "chain.py").write_text(text, encoding="utf-8")
     (tmp_path / GOOD).write_text(BAD, encoding="utf-8")
-    checked = run(tmp_path, "check", "--no-cache", ".", timeout=180)
+    checked = run(tmp_path, "check", "--no-cache", ".", timeout=180, process=True)
     assert (GOOD, "PIN001", 5) in reported(checked.stdout), "the run went on to the good file"
     assert "pinlint: warning: chain.py: line 3: nested more than 1,000 levels deep" in checked.stderr
     assert checked.returncode == 1
@@ -314,7 +320,7 @@ def test_long_flat_line_is_checked_not_skipped(tmp_path):
     # neither deep nor slow for libcst: the file is checked like any other.
     text = BAD + "TABLE = [" + "1, " * 100_000 + "]\n" + "KERNEL = '" + "x" * 500_000 + "'\n"
     (tmp_path / "long.py").write_text(text, encoding="utf-8")
-    checked, fixed = check_and_fix(tmp_path, "long.py", timeout=180)
+    checked, fixed = check_and_fix(tmp_path, "long.py", timeout=180, process=True)
     assert [(c, r) for p, c, r in reported(checked.stdout) if p == "long.py"] == [("PIN001", 5)]
     assert checked.stderr == ""
     fixed_text = (tmp_path / "long.py").read_text(encoding="utf-8")
@@ -332,7 +338,7 @@ def test_what_libcst_nests_and_python_keeps_flat_is_skipped_not_a_crash(tmp_path
     # Each of these crashed the whole run with SIGSEGV (the last four) or became a false PIN000.
     (tmp_path / "deep.py").write_text(PARSED + body, encoding="utf-8")
     (tmp_path / GOOD).write_text(BAD, encoding="utf-8")
-    checked = run(tmp_path, "check", "--no-cache", ".", timeout=180)
+    checked = run(tmp_path, "check", "--no-cache", ".", timeout=180, process=True)
     assert [c for p, c, r in reported(checked.stdout) if p == "deep.py"] == []
     assert "pinlint: warning: deep.py: line 3: nested more than 1,000 levels deep" in checked.stderr
     assert (GOOD, "PIN001", 5) in reported(checked.stdout)
@@ -478,10 +484,10 @@ def test_fifo_named_py_does_not_block(tmp_path):
         pytest.skip("no named pipes on this platform")
     os.mkfifo(tmp_path / "pipe.py")
     with_good(tmp_path)
-    done = run(tmp_path, "check", "--no-cache", "pipe.py", GOOD, timeout=60)
+    done = run(tmp_path, "check", "--no-cache", "pipe.py", GOOD, timeout=60, process=True)
     assert ("z_good.py", "PIN001", 5) in reported(done.stdout)
     assert done.returncode == 2 and "pipe.py" in done.stderr
-    walked = run(tmp_path, "check", "--no-cache", ".", timeout=60)  # in a folder: not a source file, skipped
+    walked = run(tmp_path, "check", "--no-cache", ".", timeout=60, process=True)  # in a folder: not a source file, skipped
     assert walked.returncode == 1 and ("z_good.py", "PIN001", 5) in reported(walked.stdout)
 
 

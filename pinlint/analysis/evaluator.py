@@ -215,10 +215,16 @@ class Evaluator:
             return UNKNOWN
 
     def _expr_SimpleString(self, node: cst.SimpleString) -> Value:
-        try:
-            return Const.of(node.evaluated_value)
-        except Exception:  # noqa: BLE001 - odd prefixes stay unknown
-            return UNKNOWN
+        # Kept per node: libcst evaluates a string with ast.literal_eval, which compiles it, every time.
+        literals = self.module.project.literals
+        found = literals.get(node)
+        if found is None:
+            try:
+                found = Const.of(node.evaluated_value)
+            except Exception:  # noqa: BLE001 - odd prefixes stay unknown
+                found = UNKNOWN
+            literals[node] = found
+        return found
 
     def _expr_Float(self, node: cst.Float) -> Value:
         try:

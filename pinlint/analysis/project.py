@@ -246,6 +246,7 @@ class Project:
         self.fields = FieldSolver(self)
         self._fields_running = self.fields.running
         self.tested_names: dict = {}     # function node -> the names its ifs test
+        self.literals: dict = {}         # string node -> its value
         self._provisional_outcomes: dict = {}
         self._provisional_baselines: dict = {}
         self._observing: list = []        # a set per provisional analysis under way: the (class, attribute)
