@@ -14,7 +14,8 @@ class is kept (a ``Share``), and a later class takes a kept one as it is when
   ``self.hook()`` may set fields only once some class defines ``hook``);
 - every attribute the run looked up on its object (``ClassInfo.lookup`` records them, and the kept
   analyses the run reused stand for theirs: ``Project._observe``) resolves to the same member from
-  both classes (an override would run instead);
+  both classes (an override would run instead), except a method that the run only took as a value
+  and never ran on the object (``_invoke`` records the runs): any method does there;
 - no value in it holds an object of the class it ran on (on the later class's own run that would
   be the later class's object).
 
@@ -42,7 +43,7 @@ class Share:
     on: ClassRef
     methods: tuple      # the members run (the ones that may set fields), in class order
     fields: tuple       # ((name, value), ...)
-    lookups: frozenset  # attributes the run looked up on its object
+    lookups: frozenset  # ("take" or "call", attribute): looked up (and run) on its object during the run
 
 
 class FieldSolver:
@@ -91,8 +92,17 @@ class FieldSolver:
 
     def _resolves_alike(self, info, share: Share) -> bool:
         other = self.project.class_info(share.on)
-        return other is not None and all(info.lookup(attr, record=False) is other.lookup(attr, record=False)
-                                         for attr in share.lookups)
+        if other is None:
+            return False
+        for use, attr in share.lookups:
+            mine, theirs = info.lookup(attr, record=False), other.lookup(attr, record=False)
+            if mine is theirs:
+                continue
+            # A method taken as a value and never run (``hook_signature(self.training_step)``): any method
+            # serves, unless the run kept it (then a value holds the object, and no share was kept).
+            if use == "call" or mine is None or theirs is None or mine.kind != "method" or theirs.kind != "method":
+                return False
+        return True
 
     def _methods(self, klass_info, names: frozenset) -> tuple:
         found = []
@@ -128,7 +138,7 @@ class FieldSolver:
             seen = project._observing.pop()
             if project._observing:
                 project._observing[-1] |= seen
-        lookups = frozenset(attr for klass, attr in seen if klass == cls)
+        lookups = frozenset((use, attr) for use, klass, attr in seen if klass == cls)
         return tuple(sorted(fields.items())), lookups
 
 

@@ -99,6 +99,14 @@ def construct(ev, cls: ClassRef, args, node: cst.Call) -> Value:
 
 def _invoke(ev, fn: Function, env: dict, node) -> Optional[Outcome]:
     project = ev.module.project
+    if project._observing and type(fn.bound) is Instance:
+        # A method run on an object as its class dispatches it (not a super() call, which goes where the
+        # caller's class says): what the object's class resolves the name to matters (fields.py).
+        name = fn.node.name.value
+        info = project.class_info(fn.bound.klass)
+        found = info.lookup(name, record=False) if info is not None else None
+        if found is not None and (found.node is fn.node or found.setter is fn.node):
+            project._observing[-1].add(("call", fn.bound.klass, name))
     stream = ev.state.env.get(STREAM)
     contextual = bool(ev.state.pending) or (isinstance(stream, Stream) and not stream.default) or \
         any(interesting(v) for v in env.values()) or _decides_a_test(fn, env)

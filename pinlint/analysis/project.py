@@ -96,7 +96,7 @@ class ClassInfo:
     def lookup(self, attr: str, after_self: bool = False, record: bool = True) -> Optional[Member]:
         if record and not after_self and self.project._observing:
             # On an object of the class: a subclass must resolve it alike to share a field analysis (fields.py).
-            self.project._observing[-1].add((self.cls, attr))
+            self.project._observing[-1].add(("take", self.cls, attr))
         for info in self.mro()[1 if after_self else 0:]:
             found = info.members.get(attr)
             if found is not None:
@@ -249,8 +249,8 @@ class Project:
         self.literals: dict = {}         # string node -> its value
         self._provisional_outcomes: dict = {}
         self._provisional_baselines: dict = {}
-        self._observing: list = []        # a set per provisional analysis under way: the (class, attribute)
-        self._observed: dict = {}         # lookups on objects it made; memo key -> that set, once made
+        self._observing: list = []        # a set per provisional analysis under way: ("take" or "call", class,
+        self._observed: dict = {}         # attribute) looked up or called on objects; memo key -> its set
         self.solves = 0                  # scope analyses since the current file's check began
         self.contexts: dict = {}         # function node -> calling contexts analysed for the current file
         self.method_names: set = set()
