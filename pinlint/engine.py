@@ -16,6 +16,7 @@ from .apitables import default_tables
 from .checks import ALL_RULES, CheckContext
 from .fixers import FixContext
 from .fixes import Plan, SourceFile, applicable, apply_plans, edits_between, plan_edits, select_plans  # noqa: F401
+from .modulefiles import remember_files
 from .parsing import keep_trees, parse, syntax_error
 from .prefilter import (_source_path, calls_relevant_api, imported_modules, names_gpu_library,  # noqa: F401
                         passes_prefilter, reaches_gpu_code)
@@ -95,6 +96,7 @@ def start_project(root: Optional[Path] = None) -> Project:
     global _PROJECT
     _PROJECT = Project(default_tables(), root=root)
     keep_trees(True)
+    remember_files(True)
     return _PROJECT
 
 
@@ -102,6 +104,7 @@ def end_project() -> None:
     global _PROJECT
     _PROJECT = None
     keep_trees(False)
+    remember_files(False)
 
 
 def _project() -> Project:

@@ -275,3 +275,18 @@ def test_the_trace_of_a_finding_is_the_same_on_every_run(tmp_path):
     assert len(outputs) == 1
     [finding] = json.loads(outputs.pop())
     assert finding["trace"][0]["message"] == "allocated here by `numpy.load`"
+
+
+def test_file_lookups_are_remembered_within_a_run_only(tmp_path):
+    # A run asks the disk once per candidate module file; the language server, between runs, each time.
+    from pinlint import engine, modulefiles
+
+    path = tmp_path / "late.py"
+    engine.start_project(tmp_path)
+    try:
+        assert not modulefiles.is_file(path)
+        path.write_text("x = 1\n", encoding="utf-8")
+        assert not modulefiles.is_file(path)
+    finally:
+        engine.end_project()
+    assert modulefiles.is_file(path)

@@ -19,7 +19,7 @@ from typing import Optional
 import libcst as cst
 
 from ..imports import ImportMap, collect_imports, dotted
-from ..modulefiles import _EXCLUDED_PARTS, module_files, search_folders  # noqa: F401
+from ..modulefiles import _EXCLUDED_PARTS, is_file, module_files, search_folders  # noqa: F401
 from ..walk import statements, suite_body
 from . import cfg
 from .fields import FieldSolver
@@ -283,7 +283,7 @@ class Project:
         is_package = path.name == "__init__.py"
         parts = [] if is_package else [path.stem]
         folder = path.parent
-        while (folder / "__init__.py").is_file():
+        while is_file(folder / "__init__.py"):
             parts.insert(0, folder.name)
             if folder.parent == folder:
                 break
@@ -431,7 +431,7 @@ class Project:
         if ctx.info.path is not None and ctx.info.path.name == "__init__.py":
             sub = None
             for candidate in (ctx.info.path.parent / f"{attr}.py", ctx.info.path.parent / attr / "__init__.py"):
-                if candidate.is_file():
+                if is_file(candidate):
                     sub = self._load_path(candidate)
                     if sub is not None:
                         break
