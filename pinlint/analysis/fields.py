@@ -86,23 +86,12 @@ class FieldSolver:
             if share.methods == methods and self._resolves_alike(info, share):
                 return share.fields
         fields, lookups = self._run(cls, methods)
-        if not any(_holds(value, cls) for _, value in fields):
+        if not any(holds(value, cls) for _, value in fields):
             kept.append(Share(cls, methods, fields, lookups))
         return fields
 
     def _resolves_alike(self, info, share: Share) -> bool:
-        other = self.project.class_info(share.on)
-        if other is None:
-            return False
-        for use, attr in share.lookups:
-            mine, theirs = info.lookup(attr, record=False), other.lookup(attr, record=False)
-            if mine is theirs:
-                continue
-            # A method taken as a value and never run (``hook_signature(self.training_step)``): any method
-            # serves, unless the run kept it (then a value holds the object, and no share was kept).
-            if use == "call" or mine is None or theirs is None or mine.kind != "method" or theirs.kind != "method":
-                return False
-        return True
+        return resolves_alike(self.project, info.cls, share.on, share.lookups)
 
     def _methods(self, klass_info, names: frozenset) -> tuple:
         found = []
@@ -142,12 +131,29 @@ class FieldSolver:
         return tuple(sorted(fields.items())), lookups
 
 
+def resolves_alike(project, cls: ClassRef, other_cls: ClassRef, lookups) -> bool:
+    """Whether objects of ``cls`` and of ``other_cls`` give the same analysis, as far as the lookups
+    (``("take" or "call", attribute)``) an analysis on an object of ``other_cls`` made can tell."""
+    info, other = project.class_info(cls), project.class_info(other_cls)
+    if info is None or other is None:
+        return False
+    for use, attr in lookups:
+        mine, theirs = info.lookup(attr, record=False), other.lookup(attr, record=False)
+        if mine is theirs:
+            continue
+        # A method taken as a value and never run (``hook_signature(self.training_step)``): any method
+        # serves, unless the analysis kept it (then a value holds the object, and nothing is shared).
+        if use == "call" or mine is None or theirs is None or mine.kind != "method" or theirs.kind != "method":
+            return False
+    return True
+
+
 def _method_names(info) -> frozenset:
     """Every method name of the class and its bases (a call ``self.name()`` may reach one)."""
     return frozenset(name for klass_info in info.mro() for name in klass_info.members)
 
 
-def _holds(value: Value, cls: ClassRef) -> bool:
+def holds(value: Value, cls: ClassRef) -> bool:
     """Whether an object of ``cls`` is anywhere inside ``value``."""
     stack = [value]
     while stack:
