@@ -211,3 +211,27 @@ def test_subclasses_that_override_what_a_base_method_sets_still_share_the_rest()
     # Each subclass runs its own setup0; the base's other methods do not look it up, so they are shared.
     assert many - few <= 18 * 2, (few, many)
     assert len(findings(_many_subclasses(20, True))) == 20
+
+
+def _hook_program(count: int, base_runs_hook: bool) -> str:
+    use = "self.h = self.hook()" if base_runs_hook else "atexit.register(self.hook)"
+    lines = ["import atexit", "import numpy as np", "import cupy as cp", "", "class Base:",
+             "    def __init__(self):", "        self.s = cp.cuda.Stream(non_blocking=True)",
+             "        self.d = cp.empty(4, cp.float32)", f"        {use}",
+             "    def hook(self):", "        return None"]
+    for k in range(6):
+        lines += [f"    def setup{k}(self):", f"        self.g{k} = np.empty(1 << 20, np.float32)"]
+    for n in range(count):
+        lines += [f"class T{n}(Base):", "    def hook(self):", "        return np.empty(1 << 20, np.float32)",
+                  "    def push(self):", "        self.d.set(self.g0, stream=self.s)"]
+    return "\n".join(lines) + "\n"
+
+
+def test_a_method_only_taken_as_a_value_does_not_stop_the_sharing():
+    # `atexit.register(self.hook)`: whichever class's hook it is, the run gives the same fields.
+    taken = _method_runs(_hook_program(20, False)) - _method_runs(_hook_program(2, False))
+    # `self.h = self.hook()`: every subclass's hook runs, so the base's __init__ runs for each.
+    run = _method_runs(_hook_program(20, True)) - _method_runs(_hook_program(2, True))
+    assert taken < 2 * 18, taken       # at most about one run per subclass (its own methods)
+    assert run >= 5 * 18, run          # the base's seven methods again for each subclass
+    assert len(findings(_hook_program(3, True))) == 3   # push of each subclass: g0 is pageable
