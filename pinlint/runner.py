@@ -270,6 +270,33 @@ def run_jobs(jobs: list, workers: int, cache: Optional["Cache"] = None) -> list:
 
 
 def _run(jobs: list, workers: int, cache: Optional["Cache"]) -> list:
+    if cache is not None:
+        # Answered from the cache here first: a warm run then starts no pool (and no worker imports
+        # the analysis) unless enough files changed to need one.
+        results = [_cached(job, cache) for job in jobs]
+        misses = [index for index, result in enumerate(results) if result is None]
+        if len(misses) < len(jobs):
+            for index, result in zip(misses, _run_all([jobs[i] for i in misses], workers, cache)):
+                results[index] = result
+            return results
+    return _run_all(jobs, workers, cache)
+
+
+def _cached(job: Job, cache: "Cache") -> Optional[JobResult]:
+    """The job's result from the cache, when it is a lint of an unchanged file (None otherwise)."""
+    if job.mode != LINT:
+        return None
+    try:
+        data = Path(job.path).read_bytes()
+    except OSError:
+        return None  # the job itself reports it
+    hit = cache.get(cache.key(data, job.settings), job.name)
+    return JobResult(findings=hit) if hit is not None else None
+
+
+def _run_all(jobs: list, workers: int, cache: Optional["Cache"]) -> list:
+    if not jobs:
+        return []
     root = Path.cwd()
     if workers <= 1 or len(jobs) < 2 * workers:
         _start_project(root)
@@ -384,6 +411,23 @@ def _tables_fingerprint() -> str:
     return digest.hexdigest()[:16]
 
 
+_DIGESTS: dict = {}  # (path, mtime, size) -> sha256 of a file other files' entries rest on
+
+
+def _digest(path: str) -> Optional[str]:
+    """A file's sha256, hashed once while it is unchanged (a framework module is a dependency of
+    hundreds of entries: a warm run of pytorch-lightning hashed it for each)."""
+    try:
+        stat = os.stat(path)
+        key = (path, stat.st_mtime_ns, stat.st_size)
+        found = _DIGESTS.get(key)
+        if found is None:
+            found = _DIGESTS[key] = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+        return found
+    except OSError:
+        return None
+
+
 @dataclass(frozen=True)
 class Cache:
     """Findings per file content, keyed by the content hash, the settings, pinlint's version and its
@@ -410,10 +454,7 @@ class Cache:
         try:
             entry = json.loads((self.directory / key[:2] / key).read_text(encoding="utf-8"))
             for path, digest in entry["dependencies"]:
-                try:
-                    if hashlib.sha256(Path(path).read_bytes()).hexdigest() != digest:
-                        return None
-                except OSError:
+                if _digest(path) != digest:
                     return None
             return [_finding_from_json(item, filename) for item in entry["findings"]]
         except (OSError, ValueError, KeyError, TypeError):

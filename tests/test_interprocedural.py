@@ -121,6 +121,27 @@ def test_the_cache_rechecks_callers_of_a_changed_module_and_nothing_else(tmp_pat
     assert sorted(linted) == ["helpers.py", "main.py"]
 
 
+def test_a_warm_run_answers_from_the_cache_without_a_worker_pool(tmp_path, monkeypatch, capsys):
+    bad = "import numpy as np\nimport pycuda.driver as cuda\n\nh = np.zeros(1 << 20)\n" \
+          "cuda.memcpy_htod_async(0, h, cuda.Stream())\n"
+    for n in range(6):
+        write(tmp_path, f"m{n}.py", bad)
+    first = run_in_process(monkeypatch, capsys, tmp_path, "check", "--jobs", "1", "--format", "json", ".")
+    assert len(json.loads(first[1])) == 6
+
+    from pinlint import runner
+
+    def no_pool(*args, **kwargs):
+        raise AssertionError("a worker pool was started for files the cache answers")
+    monkeypatch.setattr(runner, "ProcessPoolExecutor", no_pool)
+    again = run_in_process(monkeypatch, capsys, tmp_path, "check", "--jobs", "2", "--format", "json", ".")
+    assert json.loads(again[1]) == json.loads(first[1])
+    # One file changed: it alone is checked (in this process: one file needs no pool).
+    write(tmp_path, "m3.py", bad.replace("memcpy_htod_async(0, h, cuda.Stream())", "memcpy_htod(0, h)"))
+    third = run_in_process(monkeypatch, capsys, tmp_path, "check", "--jobs", "2", "--format", "json", ".")
+    assert sorted(f["filename"] for f in json.loads(third[1])) == [f"m{n}.py" for n in (0, 1, 2, 4, 5)]
+
+
 # ------------------------------------------------------------------ the language server
 def test_the_language_server_uses_the_project_s_modules_for_the_open_file(tmp_path):
     from pinlint.server import SettingsResolver, analyse
