@@ -10,7 +10,6 @@ grows with the number of classes, not with classes times base methods.
 from __future__ import annotations
 
 import textwrap
-from pathlib import Path
 
 import pytest
 

@@ -19,7 +19,7 @@ from pinlint.fixes import apply_plans, edits_between, source_lines
 from pinlint.settings import Settings
 
 from fixture_catalog import fixture_files
-from helpers import default_sigint
+from helpers import default_sigint, pinlint_in_process
 
 CASES = Path(__file__).resolve().parent / "fix_cases"
 PAIRS = sorted(CASES.glob("*.in.py"))
@@ -122,8 +122,9 @@ def _apply_edits(text: str, edits) -> str:
 
 # ------------------------------------------------------------------ the command line on real files
 def _pinlint(cwd: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pinlint", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=120)
+    # In this process: what these tests check is the written file and the report, not the process
+    # (the tests further down that stop, kill and race fix runs have processes of their own).
+    return pinlint_in_process(cwd, *args)
 
 
 def test_fix_keeps_crlf_bom_and_mode(tmp_path):

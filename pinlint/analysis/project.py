@@ -20,10 +20,10 @@ import libcst as cst
 
 from ..imports import ImportMap, collect_imports, dotted
 from ..modulefiles import _EXCLUDED_PARTS, is_file, module_files, search_folders  # noqa: F401
-from ..walk import statements, suite_body
+from ..walk import suite_body
 from . import cfg
+from .domain import UNKNOWN, ClassRef, Const, Function, Instance, ModuleRef, Value
 from .fields import FieldSolver
-from .domain import UNKNOWN, ClassRef, Const, Function, Instance, ModuleRef, Value, join
 from .interproc import Invocation, Outcome, context_free_env
 from .solver import solve
 from .state import MUTATED, RETURN, STREAM, State
