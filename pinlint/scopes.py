@@ -68,6 +68,9 @@ class ScopeIndex:
         visit(module, collector)  # libcst's visit order, without its copying
         self.scopes: dict = collector.scopes     # scope node -> Scope
         self.module_scope: Scope = self.scopes[module]
+        # Asked once per fix, each a walk of every scope (20,000 in a generated module): kept.
+        self._imports: Optional[list] = None
+        self._by_name: Optional[dict] = None
 
     # ---- tree navigation
     def parent(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
@@ -125,16 +128,21 @@ class ScopeIndex:
         return None
 
     def bindings_of(self, name: str) -> Iterator[Binding]:
-        for scope in self.scopes.values():
-            yield from scope.names.get(name, ())
+        if self._by_name is None:
+            by_name: dict = {}
+            for scope in self.scopes.values():
+                for key, bindings in scope.names.items():
+                    by_name.setdefault(key, []).extend(bindings)
+            self._by_name = by_name
+        return iter(self._by_name.get(name, ()))
 
     def imports(self) -> Iterator[tuple]:
         """(scope, binding) of every import that runs (not under ``if TYPE_CHECKING:``)."""
-        for scope in self.scopes.values():
-            for bindings in scope.names.values():
-                for binding in bindings:
-                    if binding.target is not None and not binding.type_checking:
-                        yield scope, binding
+        if self._imports is None:
+            self._imports = [(scope, binding) for scope in self.scopes.values()
+                             for bindings in scope.names.values() for binding in bindings
+                             if binding.target is not None and not binding.type_checking]
+        return iter(self._imports)
 
     def refers_to(self, name: str, target: str, node: cst.CSTNode) -> bool:
         """At ``node``, ``name`` is bound by an import of ``target`` that has run: in the scope that

@@ -19,10 +19,11 @@ from .domain import (UNKNOWN, Alternatives, ClassRef, Const, Device, Host, Insta
                      Mapping, ModuleRef, Seq, Stream, Super, Tensor, Value, element_of, flatten, join, mapping,
                      sites_of, varying_in)
 from .dtypes import fold, transposed
-from .state import State
+from .state import DOTTED, State
 
 _TRANSPOSING = frozenset({"T", "mT", "transpose", "swapaxes", "permute", "moveaxis"})
 LOOP_VARIABLE = "$loop-variable:"  # env key prefix: this name is the variable of that loop
+_HELD = Const.of(True)
 
 
 class Evaluator:
@@ -55,11 +56,16 @@ class Evaluator:
     def bind(self, key: str, value: Value) -> None:
         env = self.state.env
         if "." not in key:
-            # A name rebound: what was known of its attributes belonged to the old object.
-            prefix = key + "."
-            for stale in [k for k in env if k.startswith(prefix)]:
-                del env[stale]
+            # A name rebound: what was known of its attributes belonged to the old object. Only an
+            # environment that ever held an attribute chain is searched (a module of 20,000
+            # functions binds 20,000 names, each a search of all the others).
+            if DOTTED in env:
+                prefix = key + "."
+                for stale in [k for k in env if k.startswith(prefix)]:
+                    del env[stale]
             env.pop(LOOP_VARIABLE + key, None)
+        else:
+            env[DOTTED] = _HELD
         env[key] = value
 
     def store(self, key: str, value: Value) -> None:

@@ -17,6 +17,8 @@ from ..model import PendingCopy
 STREAM = "$stream"     # the current stream (None: the default stream)
 RETURN = "$return"     # the value returned on the paths that reach the exit
 MUTATED = "$mutated:"  # prefix: a parameter whose object the scope changed (appended to, stored into)
+DOTTED = "$dotted"     # present once the environment held an attribute chain (``obj.attr``): rebinding
+                       # a name must then drop its chains (see ``Evaluator.bind``); set by every writer
 
 
 class State:
