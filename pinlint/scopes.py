@@ -64,8 +64,8 @@ class ScopeIndex:
         self._parents = parents                  # callable: () -> {node: parent}
         self._parent_map: Optional[dict] = None
         collector = _Collector(module)
-        from .positions import visit
-        visit(module, collector)  # libcst's visit order, without its copying
+        from .positions import visit_code
+        visit_code(module, collector)  # libcst's visit order, without its copying or the layout nodes
         self.scopes: dict = collector.scopes     # scope node -> Scope
         self.module_scope: Scope = self.scopes[module]
         # Asked once per fix, each a walk of every scope (20,000 in a generated module): kept.

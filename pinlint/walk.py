@@ -64,6 +64,10 @@ _LAYOUT_FIELDS = frozenset({"lpar", "rpar", "comma", "leading_lines", "lines_aft
 _CODE_FIELDS: dict = {}
 
 
+def is_layout_field(name: str) -> bool:
+    return name in _LAYOUT_FIELDS or name.startswith("whitespace")
+
+
 def code_parts(node: cst.CSTNode) -> list:
     """The node's children that hold code, layout left out: for walks that look for names.
     ``node.children`` rebuilds its list through a visitor on every call, and ``positions.children``
@@ -71,8 +75,7 @@ def code_parts(node: cst.CSTNode) -> list:
     kind = type(node)
     names = _CODE_FIELDS.get(kind)
     if names is None:
-        names = _CODE_FIELDS[kind] = tuple(f.name for f in dataclasses.fields(kind)
-                                           if f.name not in _LAYOUT_FIELDS and not f.name.startswith("whitespace"))
+        names = _CODE_FIELDS[kind] = tuple(f.name for f in dataclasses.fields(kind) if not is_layout_field(f.name))
     out = []
     for name in names:
         value = getattr(node, name)

@@ -96,3 +96,55 @@ def test_visit_calls_a_visitor_as_libcsts_traversal_does():
         visit(module, ours)
         module.visit(theirs)
         assert ours.calls == theirs.calls, name
+
+
+def test_visit_code_makes_the_same_calls_for_every_node_but_layout():
+    from pinlint.positions import visit_code
+    from pinlint.walk import code_parts
+
+    class Record(cst.CSTVisitor):
+        def __init__(self, keep):
+            super().__init__()
+            self.calls, self.keep = [], keep
+
+        def on_visit(self, node):
+            if self.keep(node):
+                self.calls.append(("visit", id(node)))
+            return not isinstance(node, cst.Lambda)
+
+        def on_leave(self, node):
+            if self.keep(node):
+                self.calls.append(("leave", id(node)))
+
+    visited = everything = 0
+    for name, text in _sources():
+        module = cst.parse_module(text)
+        code_nodes = set()
+        stack = [module]
+        while stack:  # the nodes reachable through code fields only
+            node = stack.pop()
+            code_nodes.add(id(node))
+            stack.extend(code_parts(node))
+        ours, theirs, full = Record(lambda n: True), Record(lambda n: id(n) in code_nodes), Record(lambda n: True)
+        visit_code(module, ours)
+        visit(module, theirs)
+        visit(module, full)
+        assert ours.calls == theirs.calls, name
+        visited, everything = visited + len(ours.calls), everything + len(full.calls)
+    assert visited < 0.7 * everything  # the point: the layout nodes are most of a tree
+
+
+def test_the_scope_index_is_the_same_from_the_code_nodes_alone():
+    from pinlint.scopes import ScopeIndex, _Collector
+
+    def summary(scopes) -> list:
+        return [(type(node).__name__, sorted((n, [(b.target, b.type_checking, b.in_handler) for b in bindings])
+                                             for n, bindings in scope.names.items()))
+                for node, scope in scopes.items()]
+
+    for name, text in _sources():
+        module = cst.parse_module(text)
+        index = ScopeIndex(module, lambda: {})
+        full = _Collector(module)
+        visit(module, full)
+        assert summary(index.scopes) == summary(full.scopes), name
