@@ -16,6 +16,7 @@ from typing import Optional
 NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:\s*,\s*[A-Z]+[0-9]+)*))?", re.IGNORECASE)
 _IGNORE = re.compile(r"#\s*pinlint:\s*ignore\[(?P<codes>[^\]]*)\]")
 ALL = frozenset(["*"])
+_ANY_SUPPRESSION = re.compile(r"noqa|pinlint\s*:", re.IGNORECASE)  # in every comment the two above match
 
 
 def suppressed_codes(comment: str) -> Optional[frozenset]:
@@ -76,7 +77,12 @@ class Suppressions:
         """A comment on a reported row suppresses, and so does one where that row's line goes on
         to end (after a backslash continuation or a string spanning lines): ``--add-noqa`` puts it there."""
         if self._lines is None:
-            self._lines = read_lines(self._text)
+            if _ANY_SUPPRESSION.search(self._text) is None:
+                # No comment can suppress anything (each needs "noqa" or "pinlint:" in it): a file
+                # with no such text is not tokenized (a second of a 100k-line file's check).
+                self._lines = Lines({}, (), True)
+            else:
+                self._lines = read_lines(self._text)
         lines = self._lines
         for row in {*rows, *(lines.comment_row(r) for r in rows)}:
             comment = lines.comments.get(row)

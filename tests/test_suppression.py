@@ -121,3 +121,17 @@ def test_suppression_after_an_unusual_line_separator(separator):
             "d.set(h, stream=s)  # noqa: PIN001\n")
     result = lint_text(text, "t.py", Settings())
     assert [(f.code, f.location.row) for f in result.findings] == [("PIN001", 6)]
+
+
+def test_a_file_without_suppression_text_is_not_tokenized(monkeypatch):
+    from pinlint import suppress
+
+    read: list = []
+    original = suppress.read_lines
+    monkeypatch.setattr(suppress, "read_lines", lambda text: read.append(text) or original(text))
+    plain = "x = 1\ny = 2  # a comment\n"
+    assert not suppress.Suppressions(plain).suppressed("PIN001", [1, 2]) and read == []
+    for comment in ("# noqa", "# NOQA: PIN001", "# pinlint: ignore[PIN001]"):
+        text = f"x = 1  {comment}\n"
+        assert suppress.Suppressions(text).suppressed("PIN001", [1]), comment
+    assert len(read) == 3
