@@ -65,38 +65,37 @@ def _ordered_fields(node: cst.CSTNode) -> tuple:
 def visit(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
     """``node.visit(visitor)`` for a visitor that only reads: the same calls of ``on_visit`` and
     ``on_leave`` in the same order, without libcst rebuilding every node on the way back up."""
-    if visitor.on_visit(node):
-        for name in _ordered_fields(node):
-            value = getattr(node, name)
-            if is_node(value):
-                visit(value, visitor)
-            elif type(value) in (tuple, list):
-                for item in value:
-                    if is_node(item):
-                        visit(item, visitor)
-    visitor.on_leave(node)
+    _visit(node, visitor, _ordered_fields)
 
 
 _CODE_ORDERED: dict = {}
+
+
+def _ordered_code_fields(node: cst.CSTNode) -> tuple:
+    kind = type(node)
+    names = _CODE_ORDERED.get(kind)
+    if names is None:
+        names = _CODE_ORDERED[kind] = tuple(n for n in _ordered_fields(node) if not is_layout_field(n))
+    return names
 
 
 def visit_code(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
     """``visit`` without the layout nodes (whitespace, parentheses, commas, operators: the fields
     ``walk.code_parts`` leaves out), for a visitor that has no method for any of them: the same calls
     for every other node, in the same order, over about half the nodes."""
+    _visit(node, visitor, _ordered_code_fields)
+
+
+def _visit(node: cst.CSTNode, visitor: cst.CSTVisitor, fields_of) -> None:
     if visitor.on_visit(node):
-        kind = type(node)
-        names = _CODE_ORDERED.get(kind)
-        if names is None:
-            names = _CODE_ORDERED[kind] = tuple(n for n in _ordered_fields(node) if not is_layout_field(n))
-        for name in names:
+        for name in fields_of(node):
             value = getattr(node, name)
             if is_node(value):
-                visit_code(value, visitor)
+                _visit(value, visitor, fields_of)
             elif type(value) in (tuple, list):
                 for item in value:
                     if is_node(item):
-                        visit_code(item, visitor)
+                        _visit(item, visitor, fields_of)
     visitor.on_leave(node)
 
 

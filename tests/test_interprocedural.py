@@ -224,26 +224,31 @@ def test_tested_names_walk_statements_like_a_full_visitor():
 
 
 # ------------------------------------------------------------------ what a resolution loads
+def _checked_in_a_run(root: Path, path: Path) -> tuple:
+    """(the file's result, the run's project): the file checked as a run checks it."""
+    from pinlint import engine
+    from pinlint.settings import Settings
+
+    project = engine.start_project(root)
+    try:
+        return engine.lint_bytes(path.read_bytes(), str(path), Settings()), project
+    finally:
+        engine.end_project()
+
+
 def test_a_package_init_reexport_loads_only_the_module_the_name_comes_from(tmp_path):
     """`from pkg import f` reaches `pkg/a.py` through `pkg/__init__.py`'s `from .a import f` without
     analysing the package's body, so `pkg/b.py`, which the body imports but nothing reads, is never
     loaded (every module of a large package was: Lightning's cold run took 4x as long); the finding
     through `f` is still made."""
-    from pinlint import engine
-    from pinlint.settings import Settings
-
     write(tmp_path, "pkg/__init__.py", "from .a import f\nfrom .b import g\n")
     write(tmp_path, "pkg/a.py", "import cupy as cp\n\ndef f(h, s):\n    d = cp.empty(h.shape)\n    d.set(h, stream=s)\n")
     write(tmp_path, "pkg/b.py", "import cupy\n\ndef g():\n    return cupy.zeros(3)\n")
     main = write(tmp_path, "main.py", "import numpy as np\nimport cupy as cp\nfrom pkg import f\n\n\ndef run():\n"
                                       "    h = np.zeros(1 << 22, dtype=np.float32)\n"
                                       "    f(h, cp.cuda.Stream(non_blocking=True))\n")
-    project = engine.start_project(tmp_path)
-    try:
-        result = engine.lint_bytes(main.read_bytes(), str(main), Settings())
-        loaded = {p.name for p, ctx in project.by_path.items() if ctx is not None}
-    finally:
-        engine.end_project()
+    result, project = _checked_in_a_run(tmp_path, main)
+    loaded = {p.name for p, ctx in project.by_path.items() if ctx is not None}
     assert [(f.code, f.location.row) for f in result.findings] == [("PIN001", 8)]
     assert "a.py" in loaded and "b.py" not in loaded
 
@@ -264,20 +269,13 @@ def test_reexports_that_come_back_to_themselves_resolve_to_nothing_and_the_file_
     """`a` re-exports `x` from `b` and `b` from `a`, and neither defines it: the name is unknown. It
     was followed until Python's recursion limit, and the whole importing file went unanalysed
     ("nested too deeply"), its real finding lost with it."""
-    from pinlint import engine
-    from pinlint.settings import Settings
-
     write(tmp_path, "pkg/__init__.py", "from .a import x\n")
     write(tmp_path, "pkg/a.py", "from .b import x\n")
     write(tmp_path, "pkg/b.py", "from .a import x\n")
     main = write(tmp_path, "main.py", "import numpy as np\nimport cupy as cp\nfrom pkg import x\n\n\ndef run():\n"
                                       "    x()\n    h = np.zeros(1 << 22, dtype=np.float32)\n"
                                       "    cp.empty(1 << 22, dtype=np.float32).set(h, stream=cp.cuda.Stream(non_blocking=True))\n")
-    engine.start_project(tmp_path)
-    try:
-        result = engine.lint_bytes(main.read_bytes(), str(main), Settings())
-    finally:
-        engine.end_project()
+    result, _ = _checked_in_a_run(tmp_path, main)
     assert result.warning is None
     assert [(f.code, f.location.row) for f in result.findings] == [("PIN001", 9)]
 

@@ -9,12 +9,22 @@ stream), because methods resolve through that provenance, never through their na
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Optional
 
 
 class Value:
     __slots__ = ()
+
+
+def _kept_hash(value) -> int:
+    """A frozen container's or object's hash (that of its fields, as a dataclass's own), computed once:
+    they are keys of every analysis memo, and hashing one walks all it holds."""
+    cached = value.__dict__.get("_hash")
+    if cached is None:
+        cached = hash(tuple(getattr(value, f.name) for f in fields(value)))
+        object.__setattr__(value, "_hash", cached)
+    return cached
 
 
 @dataclass(frozen=True)
@@ -105,13 +115,7 @@ class Items(Value):
 
     items: tuple
 
-    def __hash__(self) -> int:
-        # Kept: objects and containers are keys of every analysis memo, and hashing one walks all it holds.
-        cached = self.__dict__.get("_hash")
-        if cached is None:
-            cached = hash((self.items,))
-            object.__setattr__(self, "_hash", cached)
-        return cached
+    __hash__ = _kept_hash
 
 
 @dataclass(frozen=True)
@@ -120,13 +124,7 @@ class Seq(Value):
 
     element: Value
 
-    def __hash__(self) -> int:
-        # Kept: objects and containers are keys of every analysis memo, and hashing one walks all it holds.
-        cached = self.__dict__.get("_hash")
-        if cached is None:
-            cached = hash((self.element,))
-            object.__setattr__(self, "_hash", cached)
-        return cached
+    __hash__ = _kept_hash
 
 
 @dataclass(frozen=True)
@@ -151,13 +149,7 @@ class Mapping(Value):
         found = [v for _, v in self.entries]
         return found + ([self.rest] if self.rest is not None else [])
 
-    def __hash__(self) -> int:
-        # Kept: objects and containers are keys of every analysis memo, and hashing one walks all it holds.
-        cached = self.__dict__.get("_hash")
-        if cached is None:
-            cached = hash((self.entries, self.rest,))
-            object.__setattr__(self, "_hash", cached)
-        return cached
+    __hash__ = _kept_hash
 
 
 def _sorted_entries(entries: dict) -> tuple:
@@ -239,13 +231,7 @@ class Instance(Value):
         fields.update(updates)
         return Instance(self.klass, tuple(sorted(fields.items())))
 
-    def __hash__(self) -> int:
-        # Kept: objects and containers are keys of every analysis memo, and hashing one walks all it holds.
-        cached = self.__dict__.get("_hash")
-        if cached is None:
-            cached = hash((self.klass, self.fields,))
-            object.__setattr__(self, "_hash", cached)
-        return cached
+    __hash__ = _kept_hash
 
 
 @dataclass(frozen=True)

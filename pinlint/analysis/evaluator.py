@@ -19,11 +19,10 @@ from .domain import (UNKNOWN, Alternatives, ClassRef, Const, Device, Host, Insta
                      Mapping, ModuleRef, Seq, Stream, Super, Tensor, Value, element_of, flatten, join, mapping,
                      sites_of, varying_in)
 from .dtypes import fold, transposed
-from .state import DOTTED, State
+from .state import DOTTED, State, put
 
 _TRANSPOSING = frozenset({"T", "mT", "transpose", "swapaxes", "permute", "moveaxis"})
 LOOP_VARIABLE = "$loop-variable:"  # env key prefix: this name is the variable of that loop
-_HELD = Const.of(True)
 
 
 class Evaluator:
@@ -64,9 +63,7 @@ class Evaluator:
                 for stale in [k for k in env if k.startswith(prefix)]:
                     del env[stale]
             env.pop(LOOP_VARIABLE + key, None)
-        else:
-            env[DOTTED] = _HELD
-        env[key] = value
+        put(env, key, value)
 
     def store(self, key: str, value: Value) -> None:
         """``key`` (a name or ``obj.attr``) now holds ``value``; an attribute store changes the object,

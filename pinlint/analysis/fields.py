@@ -68,8 +68,9 @@ class FieldSolver:
         fields: dict = {}
         try:
             info = self.project.class_info(cls)
+            names = _method_names(info) if info is not None else frozenset()
             for klass_info in (info.mro() if info is not None else []):
-                for name, value in self._part(cls, info, klass_info):
+                for name, value in self._part(cls, info, klass_info, names):
                     fields[name] = join(fields[name], value) if name in fields else value
         finally:
             self.running.discard(cls)
@@ -78,9 +79,10 @@ class FieldSolver:
         self.done[cls] = result
         return result
 
-    def _part(self, cls: ClassRef, info, klass_info) -> tuple:
-        """What the methods ``klass_info`` defines give an object of ``cls`` (it or a subclass)."""
-        methods = self._methods(klass_info, _method_names(info))
+    def _part(self, cls: ClassRef, info, klass_info, names: frozenset) -> tuple:
+        """What the methods ``klass_info`` defines give an object of ``cls`` (it or a subclass);
+        ``names``: the method names of ``cls`` and its bases."""
+        methods = self._methods(klass_info, names)
         kept = self.shares.setdefault(klass_info.cls, [])
         for share in reversed(kept[-MAX_SHARES:]):
             if share.methods == methods and self._resolves_alike(info, share):

@@ -11,14 +11,22 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Optional
 
-from .domain import UNKNOWN, Value, join, widen_join
+from .domain import UNKNOWN, Const, Value, join, widen_join
 from ..model import PendingCopy
 
 STREAM = "$stream"     # the current stream (None: the default stream)
 RETURN = "$return"     # the value returned on the paths that reach the exit
 MUTATED = "$mutated:"  # prefix: a parameter whose object the scope changed (appended to, stored into)
 DOTTED = "$dotted"     # present once the environment held an attribute chain (``obj.attr``): rebinding
-                       # a name must then drop its chains (see ``Evaluator.bind``); set by every writer
+                       # a name must then drop its chains (see ``Evaluator.bind``); set by ``put``
+_HELD = Const.of(True)
+
+
+def put(env: dict, key: str, value: Value) -> None:
+    """``env[key] = value``, marking an environment that now holds an attribute chain (``DOTTED``)."""
+    if "." in key:
+        env[DOTTED] = _HELD
+    env[key] = value
 
 
 class State:

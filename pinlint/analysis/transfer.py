@@ -15,7 +15,7 @@ from ..imports import dotted
 from ..model import EventType
 from .domain import (UNKNOWN, Const, Context, Device, Host, Instance, Items, Mapping, Seq, Stream, Value,
                      add_element, element_of, join)
-from .state import DOTTED, MUTATED, RETURN, STREAM
+from .state import MUTATED, RETURN, STREAM, put
 
 
 def run_element(ev, element) -> None:
@@ -94,13 +94,7 @@ def _augmented(ev, node: cst.AugAssign) -> None:
         return  # `d *= 2` keeps a device array a device array
     key = dotted(node.target)
     if key:
-        _write(ev.state.env, key, UNKNOWN)
-
-
-def _write(env: dict, key: str, value: Value) -> None:
-    if "." in key:
-        env[DOTTED] = Const.of(True)
-    env[key] = value
+        put(ev.state.env, key, UNKNOWN)
 
 
 def _forget(ev, target: cst.BaseExpression) -> None:
@@ -119,7 +113,7 @@ def rebind(ev, target: cst.BaseExpression, value: Value, mutated: bool = True) -
     key = dotted(target)
     if key is None:
         return
-    _write(ev.state.env, key, value)
+    put(ev.state.env, key, value)
     if mutated:
         ev.state.env[MUTATED + key.split(".")[0]] = Const.of(True)
 
@@ -276,7 +270,7 @@ def _enter(ev, element) -> None:
             env[STREAM] = value.stream
         for key, registered in value.registered:
             env[prefix + "saved:" + key] = env.get(key, Const.of("$unbound"))
-            _write(env, key, registered)
+            put(env, key, registered)
         if item.asname is not None:
             bound = value.registered[0][1] if len(value.registered) == 1 else \
                 (value.stream if value.stream is not None else UNKNOWN)
@@ -306,7 +300,7 @@ def _exit(ev, element) -> None:
             if previous == Const.of("$unbound"):
                 env.pop(name, None)
             else:
-                _write(env, name, previous)
+                put(env, name, previous)
 
 
 def _handler(ev, element) -> None:
