@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Optional
 
 from .apitables import default_tables
-from .modulefiles import module_files
+from .modulefiles import is_file, module_files
 
 
 def names_gpu_library(data: bytes) -> bool:
@@ -54,9 +54,19 @@ def reaches_gpu_code(data: bytes, path: Optional[Path], depth: int = 3) -> bool:
     finding here, where the file's own buffers meet it."""
     if path is None or depth <= 0:
         return False
+    libraries = default_tables().modules
+    in_library = None  # whether the file's own package is named like a library (computed once, if asked)
     for name in imported_modules(data):
         relative = name.startswith(".")
+        if not relative and name.split(".")[0] in libraries:
+            # The analysis takes a library's names from its tables and never from the tree (even in
+            # the library's own repository, where `import cupy` would find cupy/__init__.py).
+            continue
         if relative:
+            if in_library is None:
+                in_library = _top_package(path) in libraries
+            if in_library:
+                continue  # made absolute, a relative import in cupy/ names `cupy.…`: the tables'
             levels = len(name) - len(name.lstrip("."))
             folder = path.parent
             for _ in range(levels - 1):
@@ -71,6 +81,14 @@ def reaches_gpu_code(data: bytes, path: Optional[Path], depth: int = 3) -> bool:
             if _reaches(candidate, depth - 1):
                 return True
     return False
+
+
+def _top_package(path: Path) -> Optional[str]:
+    """The top-level package a file belongs to (the analysis names its modules the same way)."""
+    folder, top = path.parent, None
+    while is_file(folder / "__init__.py") and folder.parent != folder:
+        top, folder = folder.name, folder.parent
+    return top
 
 
 def _reaches(path: Path, depth: int) -> bool:

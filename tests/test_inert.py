@@ -133,6 +133,29 @@ def test_arithmetic_and_libraries_without_table_entries_are_skipped():
     assert verdicts == {"size": True, "kind": True, "Shape.__init__": True, "Shape.area": True}
 
 
+def test_a_library_name_the_tables_do_not_describe_is_inert_where_it_is_used():
+    """``torch`` has table entries, but ``torch.nn.functional.pad`` and ``torch.no_grad`` are none of
+    them: the analysis takes such a chain as an unknown value, so using it makes nothing relevant."""
+    verdicts = _verdicts("""
+        import torch
+        import torch.nn as nn
+        from torch import nn as tnn
+
+        def pad(x):
+            with torch.no_grad():
+                return torch.nn.functional.pad(x, (1, 1))
+
+        class Block(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.layer = tnn.Linear(4, 4)
+
+            def forward(self, x):
+                return self.layer(x)
+        """)
+    assert verdicts == {"pad": True, "Block.__init__": True, "Block.forward": True}
+
+
 @pytest.mark.parametrize("line", [
     "import cupy\ndef f(n):\n    return cupy.zeros(n)\n",                        # a library with table entries
     "from numba import cuda\ndef f(h):\n    return cuda.to_device(h)\n",
@@ -149,6 +172,12 @@ def test_arithmetic_and_libraries_without_table_entries_are_skipped():
     "try:\n    import cupy\nexcept ImportError:\n    cupy = None\ndef f(n):\n    return cupy.zeros(n)\n",
     "for cupy in ():\n    pass\ndef f(n):\n    return cupy(n)\n",                  # a name bound by a loop
     "def f():\n    return super().x\n",                                            # super() outside a class
+    "import torch\ndef f(n):\n    return torch.nn.functional.pad(torch.zeros(n), (1,))\n",  # a table name inside
+    "import torch\ndef f(n):\n    return n.astype(torch.float32)\n",              # a dtype constant
+    "import torch\ndef f(n):\n    m = torch.cuda\n    return m\n",                # a module holding entries
+    "import torch\ndef f(x: torch.Tensor):\n    return x\n",                      # an annotation the tables know
+    "import torch\ndef f(n):\n    lib = torch\n    return lib.zeros(n)\n",         # the library itself as a value
+    "import torch\ntorch = None\ndef f(n):\n    return torch.nn.x(n)\n",          # a name bound to more than the import
 ])
 def test_a_function_that_names_something_relevant_is_analysed(line):
     verdicts = _verdicts(line)

@@ -87,3 +87,26 @@ def test_passing_files_are_not_skipped():
     result = lint_bytes(b"import cupy\nd = cupy.asarray(h)\ndef f(:\n", "gpu.py", Settings())
     assert not result.skipped
     assert [f.code for f in result.findings] == ["PIN000"]
+
+
+def test_a_library_of_the_tables_is_not_followed_into_the_tree(tmp_path):
+    """In a library's own repository (cupy's: ``import cupy`` finds ``cupy/__init__.py``) the
+    analysis still takes the library's names from the tables and never loads that package, so
+    importing it does not make a file a caller of the tree's GPU code; a module of the tree that the
+    analysis does load still does, and so does a relative import outside a library's package."""
+    from pinlint.prefilter import reaches_gpu_code
+
+    copies = b"import cupy\nimport numpy as np\ndef put(h, s):\n    d = cupy.empty(3)\n    d.set(h, stream=s)\n"
+    (tmp_path / "cupy").mkdir()
+    (tmp_path / "cupy" / "__init__.py").write_bytes(copies)
+    (tmp_path / "cupy" / "_util.py").write_bytes(copies)
+    (tmp_path / "mylib").mkdir()
+    (tmp_path / "mylib" / "__init__.py").write_bytes(b"")
+    (tmp_path / "mylib" / "upload.py").write_bytes(copies)
+    caller = tmp_path / "caller.py"
+    assert not reaches_gpu_code(b"import cupy\nfrom cupy import testing\n", caller)
+    assert reaches_gpu_code(b"from mylib.upload import put\n", caller)
+    inside_library = tmp_path / "cupy" / "core.py"
+    assert not reaches_gpu_code(b"from ._util import put\n", inside_library)  # made absolute: cupy._util
+    inside_package = tmp_path / "mylib" / "api.py"
+    assert reaches_gpu_code(b"from .upload import put\n", inside_package)

@@ -58,6 +58,8 @@ class Screen:
         self._classes: Optional[frozenset] = None
         self._qualified: dict = {}   # qualified import target -> inert
         self._scans: dict = {}       # (node, super allowed) -> _scan's answer
+        self._libraries: Optional[dict] = None  # top-level name -> the library name it imports
+        self._chains: dict = {}      # qualified library chain -> whether the tables know it
 
     # ------------------------------------------------------------------ the module's top level
     def _module_bindings(self) -> dict:
@@ -204,6 +206,49 @@ class Screen:
                 return False
         return True
 
+    def _library_chain(self, node) -> Optional[bool]:
+        """For ``torch.nn.functional.pad`` (a chain from a name the module binds only to an import
+        of a library): True when the tables know the name or something under it, False when they
+        do not (the analysis then takes the whole chain as an unknown value: a use that can make no
+        event, however much else the library has), None for any other expression. Every use is
+        judged by itself: a framework's code names ``torch`` everywhere, mostly for what the
+        tables never describe (``torch.nn.Module``, ``torch.no_grad``)."""
+        parts = _chain(node)
+        if parts is None:
+            return None
+        root = parts[0]
+        library = self._library_names().get(root)
+        if library is None:
+            return None
+        qualified = ".".join([library, *parts[1:]])
+        found = self._chains.get(qualified)
+        if found is None:
+            found = self._chains[qualified] = self._touches(qualified)
+        return found
+
+    def _touches(self, qualified: str) -> bool:
+        tables = self.tables
+        if _touches_table(qualified, _table_keys(tables)):
+            return True
+        head, _, last = qualified.rpartition(".")
+        dtypes = tables.dtypes
+        # `torch.float32`: a dtype constant (the evaluator's `Const("dtype:…")`).
+        return head.split(".")[0] in dtypes.get("modules", ()) and \
+            (last in dtypes.get("sizes", {}) or last in dtypes.get("attributes", {}))
+
+    def _library_names(self) -> dict:
+        """Top-level names bound only by imports, all to the same library module or name."""
+        if self._libraries is None:
+            found = {}
+            if not self._star:
+                for name, entries in self._module_bindings().items():
+                    imported = self.ctx.imports.lookup(name)
+                    if isinstance(imported, str) and self.tables.library_of(imported) is not None and \
+                            all(kind == "import" and node == imported for kind, node in entries):
+                        found[name] = imported
+            self._libraries = found
+        return self._libraries
+
     # ------------------------------------------------------------------ definitions
     def skippable(self, fn) -> bool:
         """Whether the function's baseline analysis cannot have an event (see the docstring): top-level
@@ -269,7 +314,11 @@ class Screen:
             if kind is cst.Attribute:
                 if node.attr.value in unknown_methods:
                     return True, frozenset()  # `f = x.pin_memory` and the like: the call is not seen here
-                stack.append(node.value)
+                chain = self._library_chain(node)
+                if chain is True:
+                    return True, frozenset()
+                if chain is None:
+                    stack.append(node.value)
                 continue
             if kind is cst.Call and type(node.func) is cst.Attribute:
                 entries = unknown_methods.get(node.func.attr.value)
@@ -278,7 +327,11 @@ class Screen:
                     if any(all(kw in keywords for kw in api.requires_kw) for api in entries) or \
                             any(arg.star == "**" for arg in node.args):
                         return True, frozenset()
-                stack.append(node.func.value)
+                chain = self._library_chain(node.func)
+                if chain is True:
+                    return True, frozenset()
+                if chain is None:
+                    stack.append(node.func.value)
                 stack.extend(node.args)
                 continue
             if kind is cst.Annotation:
@@ -306,6 +359,19 @@ class Screen:
                 continue
             stack.extend(code_parts(node))
         return False, frozenset(refs)
+
+
+def _chain(node) -> Optional[list]:
+    """``[a, b, c]`` for the chain ``a.b.c`` (outermost attribute last), None for anything else."""
+    parts = []
+    while type(node) is cst.Attribute:
+        parts.append(node.attr.value)
+        node = node.value
+    if type(node) is not cst.Name:
+        return None
+    parts.append(node.value)
+    parts.reverse()
+    return parts
 
 
 def _has_string(node) -> bool:
