@@ -492,6 +492,7 @@ def test_installed_pinlint_command_comes_from_the_cuda_pinlint_distribution(tmp_
     assert [l["code"] for l in lines_of(done.stdout)] == ["PIN001"]
 
 
+@pytest.mark.slow
 def test_the_command_ends_without_teardown_yet_loses_no_output(tmp_path):
     """`pinlint` ends with os._exit (freeing a large run's trees one by one took seconds): every line
     of a long report still reaches a pipe, in order, with the documented exit code."""

@@ -151,6 +151,7 @@ def test_sharing_changes_no_finding(name, no_sharing):
     assert _all(src) == shared
 
 
+@pytest.mark.slow
 def test_sharing_changes_no_finding_in_the_fixtures_and_projects(no_sharing):
     from interproc_projects import PROJECTS
 

@@ -275,6 +275,7 @@ def _assert_stopped(tree, group, original, fixed) -> None:
     assert states["new"] >= 5 and states["old"] >= 1, states
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads processes from /proc (Linux)")
 def test_killed_fix_run_leaves_every_file_old_or_new(tmp_path):
     tree, original, fixed = _fix_tree(tmp_path)
@@ -284,6 +285,7 @@ def test_killed_fix_run_leaves_every_file_old_or_new(tmp_path):
     _assert_stopped(tree, process.pid, original, fixed)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads processes from /proc (Linux)")
 def test_workers_die_with_a_killed_parent(tmp_path):
     # Issue 14: after SIGKILL of the parent alone, both workers lived on (parent 1) and kept fixing files.
@@ -294,6 +296,7 @@ def test_workers_die_with_a_killed_parent(tmp_path):
     _assert_stopped(tree, process.pid, original, fixed)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads processes from /proc (Linux)")
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_a_stopped_run_stops_its_workers_cleanly(tmp_path, signum):

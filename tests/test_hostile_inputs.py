@@ -196,6 +196,7 @@ def test_empty_file(tmp_path):
     assert alone.returncode == 0
 
 
+@pytest.mark.slow
 def test_ten_megabyte_file(tmp_path):
     blob = ("0123456789abcdef" * 4 + "\n") * (10_000_000 // 65)
     data = (BAD + 'DATA = """\n' + blob + '"""\n').encode()
@@ -277,6 +278,7 @@ def test_more_deep_nesting_and_chains_in_one_run(tmp_path):
         assert_pin000_or_message(checked, f"cases/{name}.py")
 
 
+@pytest.mark.slow
 def test_long_valid_programs_do_not_crash_or_hang(tmp_path):
     checked, fixed = _many(tmp_path, LONG_BUT_VALID)
     # Each is checked, or skipped with a one-line warning; the other files are checked and fixed.

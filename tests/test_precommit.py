@@ -32,6 +32,9 @@ import pytest
 
 from helpers import BAD
 
+# Every test here builds (once) and runs pre-commit's own environment for the hooks: seconds each.
+pytestmark = pytest.mark.slow
+
 pytest.importorskip("pre_commit", reason="pre-commit is not installed: `pip install pre-commit` "
                                          "(add `pre-commit>=3.2` to the dev extra) to run the hook tests")
 if shutil.which("git") is None:  # pragma: no cover - git is everywhere pre-commit is

@@ -235,6 +235,7 @@ def test_skipping_methods_that_set_no_field_changes_no_finding(monkeypatch, rout
     assert _all(src) == filtered
 
 
+@pytest.mark.slow
 def test_skipping_methods_changes_no_finding_in_the_fixtures_and_projects(monkeypatch, tmp_path):
     from pathlib import Path
 

@@ -119,6 +119,7 @@ def test_generator_uses_aliases_nesting_and_the_tables():
         assert needle in joined, f"no generated program contains {needle!r}"
 
 
+@pytest.mark.slow
 def test_fuzzed_programs_through_the_command_line(tmp_path):
     """`pinlint check` and `pinlint fix --unsafe-fixes` on a folder of fuzzed programs: exit 0 or 1,
     no traceback, every file still compiles, and a second fix changes nothing."""
@@ -421,6 +422,7 @@ def _markers(folder: Path) -> list:
     return sorted(p.name for p in folder.rglob("*") if "MARKER" in p.name)
 
 
+@pytest.mark.slow
 def test_check_and_fix_never_run_or_import_the_linted_code(tmp_path):
     folder = tmp_path / "project"
     _plant(folder)
@@ -485,6 +487,7 @@ CRASHES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", sorted(CRASHES))
 def test_measure_reports_a_crashing_fixture_as_an_error(tmp_path, kind):
     from pinlint.verify import harness
@@ -497,6 +500,7 @@ def test_measure_reports_a_crashing_fixture_as_an_error(tmp_path, kind):
     assert time.monotonic() - started < 30
 
 
+@pytest.mark.slow
 def test_measure_times_out_a_hanging_fixture(tmp_path):
     from pinlint.verify import harness
 
@@ -508,6 +512,7 @@ def test_measure_times_out_a_hanging_fixture(tmp_path):
     assert time.monotonic() - started < 20
 
 
+@pytest.mark.slow
 def test_measure_timeout_leaves_no_process_of_the_fixture_behind(tmp_path):
     from pinlint.verify import harness
 
@@ -576,6 +581,7 @@ def _toy(folder: Path, name: str, body: str) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_verify_reports_hanging_and_crashing_fixtures_as_errors_and_goes_on(tmp_path, monkeypatch):
     from pinlint.verify import harness
     from pinlint.verify.verdict import ERROR

@@ -155,6 +155,7 @@ def test_runner_failure_is_reported_not_raised_through(tmp_path):
         harness.measure(program, 1, 1, 0, 60)
 
 
+@pytest.mark.slow
 def test_runner_timeout_is_an_error(tmp_path):
     program = tmp_path / "slow.py"
     program.write_text("import time\nSIZES = [1]\ndef run(n):\n    time.sleep(30)\n")
