@@ -18,7 +18,11 @@ def names_gpu_library(data: bytes) -> bool:
 
 def calls_relevant_api(data: bytes) -> bool:
     """Every finding needs a call, by name, of a copy, registration or pinnable-allocation API."""
-    return default_tables().call_pattern.search(data) is not None
+    tables = default_tables()
+    if tables.call_pattern.search(data) is not None:
+        return True
+    keywords, pattern = tables.keyword_pins
+    return any(keyword in data for keyword in keywords) and pattern.search(data) is not None
 
 
 def passes_prefilter(data: bytes) -> bool:

@@ -110,3 +110,20 @@ def test_a_library_of_the_tables_is_not_followed_into_the_tree(tmp_path):
     assert not reaches_gpu_code(b"from ._util import put\n", inside_library)  # made absolute: cupy._util
     inside_package = tmp_path / "mylib" / "api.py"
     assert reaches_gpu_code(b"from .upload import put\n", inside_package)
+
+
+def test_an_allocation_pinned_by_a_keyword_counts_only_where_the_keyword_is_written():
+    """``torch.empty`` pins only with ``pin_memory=`` in the call (the analysis never reads the
+    keyword out of a ``**kwargs``): without the keyword in the file it is a pageable buffer, which
+    no rule reports without a copy, and the file is skipped; the analysis agrees."""
+    from pinlint.engine import lint_text
+
+    pinned = "import torch\nfor i in range(4):\n    h = torch.empty(1 << 20, pin_memory=True)\n    h.fill_(i)\n"
+    plain = pinned.replace(", pin_memory=True", "")
+    through_kwargs = "import torch\nopts = {}\nfor i in range(4):\n    h = torch.empty(1 << 20, **opts)\n    h.fill_(i)\n"
+    assert passes_prefilter(pinned.encode())
+    assert [f.code for f in lint_text(pinned, "a.py", Settings()).findings] == ["PIN002"]
+    for text in (plain, through_kwargs):
+        assert not passes_prefilter(text.encode())
+        assert lint_text(text, "a.py", Settings()).findings == []
+    assert passes_prefilter(b"import torch\nh = torch.zeros(8)\nd = h.to('cuda', non_blocking=True)\n")  # the copy
