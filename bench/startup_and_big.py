@@ -35,7 +35,10 @@ SMALL_GPU = ("import numpy as np\nimport cupy as cp\n\n\ndef upload(n):\n    s =
 
 def timed(command: list, cwd: Path) -> tuple:
     start = time.perf_counter()
-    process = subprocess.Popen(command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        process = subprocess.Popen(command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    except OSError as exc:
+        raise SystemExit(f"startup_and_big.py: error: cannot run {command[0]}: {exc.strerror}") from None
     _, status, usage = os.wait4(process.pid, 0)
     wall = time.perf_counter() - start
     code = os.waitstatus_to_exitcode(status)
@@ -49,9 +52,13 @@ def main() -> None:
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/pinlint-bench16"))
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--big", action="store_true", help="also the 600 kB and 100k-line files")
+    parser.add_argument("--ruff", help="ruff to compare with (default: next to this Python, then on PATH)")
     args = parser.parse_args()
     here = Path(sys.executable).parent
-    pinlint, ruff = str(here / "pinlint"), shutil.which("ruff", path=str(here)) or "ruff"
+    pinlint = str(here / "pinlint")
+    ruff = args.ruff or shutil.which("ruff", path=str(here)) or shutil.which("ruff")
+    if ruff is None or shutil.which(ruff) is None:
+        raise SystemExit("startup_and_big.py: error: ruff not found: install it (`pip install ruff`) or pass --ruff PATH")
     work = args.workdir
     work.mkdir(parents=True, exist_ok=True)
     (work / "plain.py").write_text(PLAIN)
