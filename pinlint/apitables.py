@@ -102,7 +102,8 @@ class Tables:
     @functools.cached_property
     def call_pattern(self) -> "re.Pattern":
         """Bytes regex for a call of any API a finding needs (``to_device(``, ``.set(``, ``empty_pinned(``).
-        Every finding comes from such a call written in the file, so a file without one is skipped."""
+        A finding in a file's own code comes from such a call written in it (or from
+        ``keyword_pins``); the prefilter skips a file without one unless it imports GPU code of the tree."""
         return _names_pattern(self._api_names(_relevant))
 
     @functools.cached_property

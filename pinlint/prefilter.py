@@ -17,7 +17,9 @@ def names_gpu_library(data: bytes) -> bool:
 
 
 def calls_relevant_api(data: bytes) -> bool:
-    """Every finding needs a call, by name, of a copy, registration or pinnable-allocation API."""
+    """A finding in the file's own code needs a call, by name, of a copy, a registration or an
+    allocation that pins (one pinned by a keyword only where the keyword is written too); a file
+    without one still counts when it imports GPU code of the tree (``reaches_gpu_code``)."""
     tables = default_tables()
     if tables.call_pattern.search(data) is not None:
         return True

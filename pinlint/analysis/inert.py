@@ -16,7 +16,10 @@ included) is a builtin, a local, or bound at the module's top level only to iner
 
 - an import of a library module with no table entry at or under it (``from numba.core import
   types``: the analysis treats library names it has no entry for as unknown values), or of a module
-  outside the checked tree (found by the same file lookups the project uses);
+  outside the checked tree (found by the same file lookups the project uses); and, for a name bound
+  only to an import of a library, each use of it through an attribute chain is judged by itself:
+  ``torch.nn.functional.pad`` names nothing the tables know at or under it, so it is inert however
+  much else ``torch`` has, while ``torch.zeros``, ``torch.float32`` or ``torch.cuda`` are not;
 - a top-level function or class of the same module that is itself inert (recursively; a cycle of
   definitions that names nothing else stays inert, as the analysis would find);
 - a top-level assignment whose value names only inert things;
@@ -38,6 +41,7 @@ from typing import Optional
 
 import libcst as cst
 
+from ..imports import dotted
 from ..modulefiles import module_files
 from ..walk import child_blocks, code_parts, suite_body
 
@@ -213,14 +217,14 @@ class Screen:
         event, however much else the library has), None for any other expression. Every use is
         judged by itself: a framework's code names ``torch`` everywhere, mostly for what the
         tables never describe (``torch.nn.Module``, ``torch.no_grad``)."""
-        parts = _chain(node)
-        if parts is None:
+        name = dotted(node)
+        if name is None:
             return None
-        root = parts[0]
+        root, _, rest = name.partition(".")
         library = self._library_names().get(root)
         if library is None:
             return None
-        qualified = ".".join([library, *parts[1:]])
+        qualified = f"{library}.{rest}" if rest else library
         found = self._chains.get(qualified)
         if found is None:
             found = self._chains[qualified] = self._touches(qualified)
@@ -359,19 +363,6 @@ class Screen:
                 continue
             stack.extend(code_parts(node))
         return False, frozenset(refs)
-
-
-def _chain(node) -> Optional[list]:
-    """``[a, b, c]`` for the chain ``a.b.c`` (outermost attribute last), None for anything else."""
-    parts = []
-    while type(node) is cst.Attribute:
-        parts.append(node.attr.value)
-        node = node.value
-    if type(node) is not cst.Name:
-        return None
-    parts.append(node.value)
-    parts.reverse()
-    return parts
 
 
 def _has_string(node) -> bool:
