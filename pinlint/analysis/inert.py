@@ -19,7 +19,7 @@ included) is a builtin, a local, or bound at the module's top level only to iner
   outside the checked tree (found by the same file lookups the project uses); and, for a name bound
   only to an import of a library, each use of it through an attribute chain is judged by itself:
   ``torch.nn.functional.pad`` names nothing the tables know at or under it, so it is inert however
-  much else ``torch`` has, while ``torch.zeros``, ``torch.float32`` or ``torch.cuda`` are not;
+  much else ``torch`` has, while ``torch.zeros`` or ``torch.cuda`` are not;
 - a top-level function or class of the same module that is itself inert (recursively; a cycle of
   definitions that names nothing else stays inert, as the analysis would find);
 - a top-level assignment whose value names only inert things;
@@ -63,7 +63,6 @@ class Screen:
         self._qualified: dict = {}   # qualified import target -> inert
         self._scans: dict = {}       # (node, super allowed) -> _scan's answer
         self._libraries: Optional[dict] = None  # top-level name -> the library name it imports
-        self._chains: dict = {}      # qualified library chain -> whether the tables know it
 
     # ------------------------------------------------------------------ the module's top level
     def _module_bindings(self) -> dict:
@@ -212,8 +211,8 @@ class Screen:
 
     def _library_chain(self, node) -> Optional[bool]:
         """For ``torch.nn.functional.pad`` (a chain from a name the module binds only to an import
-        of a library): True when the tables know the name or something under it, False when they
-        do not (the analysis then takes the whole chain as an unknown value: a use that can make no
+        of a library): True when the tables know the name or something under it (as for an import
+        of it: ``qualified_is_inert``), False when they do not (the analysis then takes the whole chain as an unknown value: a use that can make no
         event, however much else the library has), None for any other expression. Every use is
         judged by itself: a framework's code names ``torch`` everywhere, mostly for what the
         tables never describe (``torch.nn.Module``, ``torch.no_grad``)."""
@@ -225,20 +224,7 @@ class Screen:
         if library is None:
             return None
         qualified = f"{library}.{rest}" if rest else library
-        found = self._chains.get(qualified)
-        if found is None:
-            found = self._chains[qualified] = self._touches(qualified)
-        return found
-
-    def _touches(self, qualified: str) -> bool:
-        tables = self.tables
-        if _touches_table(qualified, _table_keys(tables)):
-            return True
-        head, _, last = qualified.rpartition(".")
-        dtypes = tables.dtypes
-        # `torch.float32`: a dtype constant (the evaluator's `Const("dtype:…")`).
-        return head.split(".")[0] in dtypes.get("modules", ()) and \
-            (last in dtypes.get("sizes", {}) or last in dtypes.get("attributes", {}))
+        return not self.qualified_is_inert(qualified)
 
     def _library_names(self) -> dict:
         """Top-level names bound only by imports, all to the same library module or name."""
