@@ -25,12 +25,13 @@ Otherwise the methods run on the later class's object, and that run is kept too.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Optional
 
 import libcst as cst
 
 from ..walk import statements, suite_body
-from .domain import (Alternatives, ClassRef, Function, Instance, Items, Iteration, Mapping, Seq, Super,
-                     Value, join)
+from .domain import (UNKNOWN, Alternatives, ClassRef, Function, Instance, Items, Iteration, Mapping, Seq,
+                     Super, Value, join)
 from .interproc import Invocation, context_free_env
 
 MAX_SHARES = 16   # kept runs of one class's methods (on objects of different classes) tried for a new class
@@ -54,6 +55,7 @@ class FieldSolver:
         self.done: dict = {}           # ClassRef -> ((name, value), ...)
         self.running: set = set()      # classes whose fields are being worked out now
         self.shares: dict = {}         # ClassRef of the methods' class -> [Share, ...]
+        self.again: dict = {}          # (method node, fields it starts with) -> [Share, ...]
         self.runs = 0                  # method runs made (for tests and the benchmark's curiosity)
         self._sets_fields: dict = {}   # (method node, self name, method names) -> may it set fields
 
@@ -72,6 +74,8 @@ class FieldSolver:
             for klass_info in (info.mro() if info is not None else []):
                 for name, value in self._part(cls, info, klass_info, names):
                     fields[name] = join(fields[name], value) if name in fields else value
+            if info is not None:
+                self._changed_in_place(cls, info, names, fields)
         finally:
             self.running.discard(cls)
             self.project._settled()
@@ -92,6 +96,41 @@ class FieldSolver:
             kept.append(Share(cls, methods, fields, lookups))
         return fields
 
+    def _changed_in_place(self, cls: ClassRef, info, names: frozenset, fields: dict) -> None:
+        """A method that changes a field in place (``self.inputs.append(HostDeviceMem(h, d))``,
+        ``self.buf[k] = h``, ``self.mem.host = h``) ran on an object with no fields yet, so when another
+        method sets that field (``self.inputs = []`` in ``__init__``) the change was lost. Such a
+        method runs once more on an object whose fields are those it changes in place, as found, and
+        what it leaves in them joins them (its other stores were counted by the first run). These
+        runs are kept and shared between classes as the first ones are (a subclass of a framework
+        class that keeps a list in ``__init__`` and appends in ``setup`` runs ``setup`` once)."""
+        known = {name for name, value in fields.items() if value is not UNKNOWN}
+        if not known:
+            return
+        again = []
+        for klass_info in info.mro():
+            for member in self._methods(klass_info, names):
+                changed = _changed_fields(member.node, _self_name(member)) & known
+                if changed:
+                    again.append((member, tuple(sorted((name, fields[name]) for name in changed))))
+        for member, start in again:
+            for name, value in self._run_again(cls, info, member, start):
+                if name in fields:
+                    fields[name] = join(fields[name], value)
+
+    def _run_again(self, cls: ClassRef, info, member, start: tuple) -> tuple:
+        """The fields of ``start`` after ``member`` ran on an object holding them."""
+        kept = self.again.setdefault((member.node, start), [])
+        for share in reversed(kept[-MAX_SHARES:]):
+            if self._resolves_alike(info, share):
+                return share.fields
+        after, lookups = self._run(cls, (member,), start)
+        changed = {name for name, _ in start}
+        fields = tuple((name, value) for name, value in after if name in changed)
+        if not any(holds(value, cls) for _, value in fields):
+            kept.append(Share(cls, (member,), fields, lookups))
+        return fields
+
     def _resolves_alike(self, info, share: Share) -> bool:
         return resolves_alike(self.project, info.cls, share.on, share.lookups)
 
@@ -105,20 +144,21 @@ class FieldSolver:
                 found.append(member)
         return tuple(found)
 
-    def _run(self, cls: ClassRef, methods: tuple) -> tuple:
-        """Run ``methods`` (of one of ``cls``'s classes) on an object of ``cls`` with no fields: the
-        fields they leave, and the attributes looked up on objects of ``cls`` meanwhile."""
+    def _run(self, cls: ClassRef, methods: tuple, start: tuple = ()) -> tuple:
+        """Run ``methods`` (of one of ``cls``'s classes) on an object of ``cls`` with the fields
+        ``start`` (none, but for ``_changed_in_place``): the fields they leave, and the attributes
+        looked up on objects of ``cls`` meanwhile."""
         project = self.project
         fields: dict = {}
         project._observing.append(set())
         try:
             for member in methods:
                 self.runs += 1
-                self_name = [*member.node.params.posonly_params, *member.node.params.params][0].name.value
+                self_name = _self_name(member)
                 fn = Function(node=member.node, module=member.owner.module, name=member.qualified,
                               kernel=member.kernel, klass=member.owner, kind="method")
                 env = context_free_env(project, fn, with_receiver=False)
-                env[self_name] = Instance(cls, ())
+                env[self_name] = Instance(cls, start)
                 outcome = project.run(fn.module, fn.name, fn.node, env, frozenset(), None,
                                       Invocation(0, (fn.node,), fn))
                 after = dict(outcome.params).get(self_name)
@@ -148,6 +188,10 @@ def resolves_alike(project, cls: ClassRef, other_cls: ClassRef, lookups) -> bool
         if use == "call" or mine is None or theirs is None or mine.kind != "method" or theirs.kind != "method":
             return False
     return True
+
+
+def _self_name(member) -> str:
+    return [*member.node.params.posonly_params, *member.node.params.params][0].name.value
 
 
 def _method_names(info) -> frozenset:
@@ -258,3 +302,49 @@ def _sets_fields(node: cst.FunctionDef, self_name: str, project_methods: frozens
             if any(stores(t) for t in targets) or any(changes(c) for c in calls):
                 return True
     return False
+
+
+# Methods by which a list, dict or set takes what it is given (``self.x.append(h)``).
+_FILLING = frozenset({"append", "extend", "insert", "add", "update", "setdefault"})
+
+
+def _changed_fields(node: cst.FunctionDef, self_name: str) -> frozenset:
+    """The fields a method changes in place rather than rebinds: ``self.x.append(v)`` (a container
+    filled by one of its own methods), stores into ``self.x[k]`` or ``self.x.y`` (and deeper)."""
+    found = set()
+
+    def field_of(expr) -> Optional[str]:
+        # self.x... -> "x", for a chain at least two steps below self
+        steps = []
+        while isinstance(expr, (cst.Attribute, cst.Subscript)):
+            steps.append(expr)
+            expr = expr.value
+        if not (isinstance(expr, cst.Name) and expr.value == self_name) or len(steps) < 2:
+            return None
+        first = steps[-1]
+        return first.attr.value if isinstance(first, cst.Attribute) else None
+
+    def targets(target) -> None:
+        if isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                targets(element.value)
+        elif isinstance(target, cst.StarredElement):
+            targets(target.value)
+        else:
+            name = field_of(target)
+            if name is not None:
+                found.add(name)
+
+    for item in statements(suite_body(node.body), into_definitions=True):
+        if isinstance(item, cst.SimpleStatementLine):
+            for small in item.body:
+                for target in _targets(small):
+                    targets(target)
+                for call in _calls(small):
+                    if isinstance(call.func, cst.Attribute) and call.func.attr.value in _FILLING:
+                        name = field_of(call.func)
+                        if name is not None:
+                            found.add(name)
+        elif isinstance(item, cst.For):
+            targets(item.target)
+    return frozenset(found)
