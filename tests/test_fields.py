@@ -235,3 +235,95 @@ def test_a_method_only_taken_as_a_value_does_not_stop_the_sharing():
     assert taken < 2 * 18, taken       # at most about one run per subclass (its own methods)
     assert run >= 5 * 18, run          # the base's seven methods again for each subclass
     assert len(findings(_hook_program(3, True))) == 3   # push of each subclass: g0 is pageable
+
+
+# ------------------------------------------------------------------ fields filled in place by another method
+_FILLED = """
+import numpy as np
+import pycuda.driver as cuda
+
+
+class HostDeviceMem:
+    def __init__(self, host, device):
+        self.host = host
+        self.device = device
+
+
+class Model:
+    def __init__(self):
+        self.inputs = []
+        self.stream = cuda.Stream()
+
+    def allocate_buffers(self, size):
+        host = {host}
+        self.inputs.append(HostDeviceMem(host, cuda.mem_alloc(host.nbytes)))
+
+    def infer(self):
+        for inp in self.inputs:
+            cuda.memcpy_htod_async(inp.device, inp.host, self.stream)  {mark}
+        self.stream.synchronize()
+"""
+
+
+@pytest.mark.parametrize("host, expected", [
+    ("np.empty(size, np.float32)", True),                  # pageable: the copy is PIN001
+    ("cuda.pagelocked_empty(size, np.float32)", False),   # pinned: quiet
+])
+def test_a_list_kept_in_init_and_filled_by_another_method_holds_what_was_appended(host, expected):
+    src = _FILLED.format(host=host, mark="# PIN001" if expected else "")
+    lines = source(src).splitlines()
+    assert rows(src, "PIN001") == ([n + 1 for n, line in enumerate(lines) if "# PIN001" in line] if expected else [])
+
+
+def test_a_holder_filled_in_place_then_overwritten_by_a_callers_pageable_batch():
+    """A holder list made in __init__, filled with pinned buffers by allocate_buffers, and one of its
+    holders given the caller's batch in infer: the caller's pageable batch is reported where it is
+    passed; a pinned batch is not."""
+    body = _FILLED.format(host="cuda.pagelocked_empty(size, np.float32)", mark="") + """
+
+    def infer_batch(self, batch):
+        self.inputs[0].host = batch
+        [cuda.memcpy_htod_async(inp.device, inp.host, self.stream) for inp in self.inputs]
+        self.stream.synchronize()
+
+
+class Detection(Model):
+    def run(self, images):
+        self.infer_batch(np.array(images, dtype=np.float32))  # PIN001
+
+    def run_pinned(self, n):
+        self.infer_batch(cuda.pagelocked_empty(n, np.float32))
+"""
+    lines = source(body).splitlines()
+    assert rows(body, "PIN001") == [n + 1 for n, line in enumerate(lines) if "# PIN001" in line]
+
+
+def test_a_dict_kept_in_init_and_filled_by_key_in_another_method():
+    src = """
+import numpy as np
+import cupy as cp
+
+
+class Buffers:
+    def __init__(self):
+        self.host = {}
+        self.d = cp.empty(1 << 20, cp.float32)
+        self.s = cp.cuda.Stream(non_blocking=True)
+
+    def prepare(self, name):
+        self.host[name] = np.empty(1 << 20, np.float32)
+
+    def push(self, name):
+        self.d.set(self.host[name], stream=self.s)  # PIN001
+"""
+    lines = source(src).splitlines()
+    assert rows(src, "PIN001") == [n + 1 for n, line in enumerate(lines) if "# PIN001" in line]
+
+
+def test_the_run_again_of_a_base_method_filling_a_field_is_shared_by_the_subclasses():
+    def program(count: int) -> str:
+        src = _FILLED.format(host="np.empty(size, np.float32)", mark="")
+        return source(src) + "".join(f"\n\nclass M{n}(Model):\n    def name(self):\n        return {n}\n"
+                                     for n in range(count))
+    few, many = _method_runs(program(2)), _method_runs(program(20))
+    assert many - few <= 2, (few, many)   # unshared, each subclass ran allocate_buffers again: 18 more

@@ -20,6 +20,13 @@ class is kept (a ``Share``), and a later class takes a kept one as it is when
   be the later class's object).
 
 Otherwise the methods run on the later class's object, and that run is kept too.
+
+Each method runs on an object with no fields yet, so a method that fills a field in place
+(``self.inputs.append(HostDeviceMem(host, device))`` in ``allocate_buffers``, where ``__init__`` set
+``self.inputs = []``: TensorRT's samples and the projects built on them) would add nothing. Such a
+method runs once more, on an object holding just the fields it fills as the first runs left them,
+and what they hold after it joins them (``_changed_in_place``); those runs are kept and shared the
+same way.
 """
 
 from __future__ import annotations
