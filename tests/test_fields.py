@@ -327,3 +327,38 @@ def test_the_run_again_of_a_base_method_filling_a_field_is_shared_by_the_subclas
                                      for n in range(count))
     few, many = _method_runs(program(2)), _method_runs(program(20))
     assert many - few <= 2, (few, many)   # unshared, each subclass ran allocate_buffers again: 18 more
+
+
+# ------------------------------------------------------------------ a dict kept in a list, changed by key
+_DICT_HOLDERS = """
+import numpy as np
+import pycuda.driver as cuda
+
+
+class BaseEngine:
+    def __init__(self, size):
+        self.inputs = []
+        self.stream = cuda.Stream()
+        host = cuda.pagelocked_empty(size, np.float32)
+        self.inputs.append({"host": host, "device": cuda.mem_alloc(host.nbytes)})
+
+    def infer(self, img):
+        self.inputs[0]["host"] = np.ravel(img)
+        for inp in self.inputs:
+            cuda.memcpy_htod_async(inp["device"], inp["host"], self.stream)
+        self.stream.synchronize()
+
+    def run(self, n):
+        self.infer(np.ascontiguousarray(np.ones((3, n)), dtype=np.float32))  # PIN001
+
+    def run_pinned(self, n):
+        self.infer(cuda.pagelocked_empty(n, np.float32))
+"""
+
+
+def test_a_dict_in_a_list_changed_by_key_holds_the_new_buffer():
+    """``self.inputs[0]["host"] = np.ravel(img)`` replaces the pinned buffer of the first holder (a dict
+    kept in a list, as TensorRT YOLO engines keep them) by a view of the caller's array: a caller's
+    pageable array is reported where it is passed, a pinned one is not."""
+    lines = source(_DICT_HOLDERS).splitlines()
+    assert rows(_DICT_HOLDERS, "PIN001") == [n + 1 for n, line in enumerate(lines) if "# PIN001" in line]

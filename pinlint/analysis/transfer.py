@@ -212,9 +212,19 @@ def _store_item(ev, target: cst.Subscript, value: Value) -> None:
             updated: Value = base.with_entry(index.single, value)
         else:
             updated = Mapping(base.entries, value if base.rest is None else join(base.rest, value))
-        rebind(ev, target.value, updated, mutated=True)
+        _changed(ev, target.value, updated)
     elif isinstance(base, (Items, Seq)):
-        rebind(ev, target.value, add_element(base, value), mutated=True)
+        _changed(ev, target.value, add_element(base, value))
+
+
+def _changed(ev, expr: cst.BaseExpression, value: Value) -> None:
+    """The container ``expr`` names was changed in place and is now ``value``: a name or attribute
+    chain is rebound; an element of another container (``self.inputs[0]['host'] = h``, a dict kept
+    in a list) is replaced in it, as a field stored on it would be."""
+    if dotted(expr) is not None:
+        rebind(ev, expr, value, mutated=True)
+    else:
+        _replace_object(ev, expr, value)
 
 
 # ------------------------------------------------------------------------------ other elements
