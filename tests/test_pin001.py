@@ -709,6 +709,22 @@ def test_ascontiguousarray_of_transposed_pinned_is_pageable():
     assert codes(src) == ["PIN001"]
 
 
+@pytest.mark.parametrize("argument, expected", [
+    ("[p]", ["PIN001"]),        # a list of arrays: NumPy builds a new (pageable) array from it
+    ("(p, p)", ["PIN001"]),     # a tuple too
+    ("p", []),                  # the pinned array itself, already contiguous: the same memory
+])
+def test_ascontiguousarray_of_a_list_is_a_new_pageable_array(argument, expected):
+    src = f"""
+    import numpy as np, cupy as cp, cupyx
+    p = cupyx.empty_pinned((1024, 512), dtype=np.float32)
+    d = cp.empty((2, 1024, 512), dtype=np.float32)
+    s = cp.cuda.Stream(non_blocking=True)
+    d.set(np.ascontiguousarray({argument}), stream=s)
+    """
+    assert codes(src) == expected
+
+
 # ================================================================= branches
 def test_branch_pinned_or_pageable_is_not_reported():
     src = """

@@ -306,6 +306,10 @@ def _contiguous(ev, api: Api, node, receiver, args: Args) -> Value:
         return source
     if source is UNKNOWN and api.library in ("numpy", "torch"):
         return unknown_host(ev.tables.host_flavour.get(api.library, "numpy"))  # a host array, kind unknown
+    if isinstance(source, (Seq, Items)) and api.library == "numpy":
+        # A list or tuple (of arrays, of numbers) is never an array's memory: NumPy builds a new one.
+        ev.read_hosts(node, [source])
+        return Host(frozenset([ev.site(node, Kind.PAGEABLE, "numpy", display(ev, api.name, "numpy"))]), "numpy")
     if not isinstance(source, Host):
         return UNKNOWN
     if source.contiguous:
