@@ -998,3 +998,17 @@ def test_clean_copies_are_known_pinned_not_unknown(src, needle, expected):
 ])
 def test_unknown_buffers_are_unknown(src, needle):
     assert copy_kinds(src, needle) == {"unknown"}
+
+
+@pytest.mark.parametrize("op", ["torch.repeat_interleave(t, 2)", "torch.clone(t)"])
+@pytest.mark.parametrize("where, expected", [("", ["PIN001"]), (", device='cuda'", [])])
+def test_a_new_tensor_made_from_a_tensor_is_where_its_input_is(op, where, expected):
+    """torch's repeating and cloning functions make a new tensor on their input's device: from a CPU
+    tensor, a new pageable one (its non-blocking upload is PIN001); from a GPU tensor, none."""
+    src = f"""
+    import torch
+    def step(device, n):
+        t = torch.zeros(1 << 20{where})
+        return {op}.to(device, non_blocking=True)
+    """
+    assert codes(src) == expected
