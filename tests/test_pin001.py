@@ -251,6 +251,17 @@ def test_numba_copy_to_host_without_ary_on_a_stream_allocates_pageable():
     assert codes(NUMBA + "d = cuda.to_device(p)\nout = d.copy_to_host()\n") == []
 
 
+@pytest.mark.parametrize("call, expected", [
+    ("cuda.random.create_xoroshiro128p_states(64, seed=1, stream=s)", ["PIN001"]),
+    ("cuda.random.create_xoroshiro128p_states(64, 1, 0, s)", ["PIN001"]),
+    ("cuda.random.create_xoroshiro128p_states(64, seed=1)", []),
+])
+def test_numba_generator_states_remember_their_stream(call, expected):
+    """The states are a device array Numba allocates on the stream it is given: their
+    ``copy_to_host()`` without a destination is an asynchronous copy into a new pageable array."""
+    assert codes(NUMBA + f"states = {call}\nout = states.copy_to_host()\n") == expected
+
+
 def test_numba_copy_to_device_pageable_on_remembered_stream():
     src = NUMBA + "d = cuda.device_array(1 << 20, stream=s)\nd.copy_to_device(h)\nd.copy_to_device(p)\n"
     assert rows(src, "PIN001") == [row_of(src, "copy_to_device(h)")]
