@@ -633,6 +633,43 @@ def test_torch_dataloader_pin_memory_true_is_clean():
     assert codes(src) == []
 
 
+@pytest.mark.parametrize("loop, copy", [
+    ("for batch in loader:\n            for v in batch.values():", "v.to(device, non_blocking=True)"),
+    ("for batch in loader:\n            for k, v in batch.items():", "v.to(device, non_blocking=True)"),
+    ("for batch in loader:\n            if True:", "batch.get('x').to(device, non_blocking=True)"),
+    ("for batch in loader:\n            if True:", "{k: v.to(device, non_blocking=True) for k, v in batch.items()}"),
+])
+@pytest.mark.parametrize("pinned", [False, True])
+def test_torch_dataloader_dict_batches(loop, copy, pinned):
+    """A batch collated into a dict: each of its values is a batch tensor, pinned as the loader pins."""
+    src = f"""
+    import torch
+    from torch.utils.data import DataLoader
+    def train(ds, device):
+        loader = DataLoader(ds, batch_size=32{", pin_memory=True" if pinned else ""})
+        {loop}
+                out = {copy}
+    """
+    assert codes(src) == ([] if pinned else ["PIN001"])
+
+
+@pytest.mark.parametrize("op", ["div(255.0)", "mul(2)", "add(1)", "sub(0.5)", "clamp(0, 1)", "true_divide(3)"])
+@pytest.mark.parametrize("source, expected", [
+    ("torch.from_numpy(np.zeros((1024, 1024), np.float32))", ["PIN001"]),   # a CPU tensor
+    ("torch.empty(1 << 20, pin_memory=True)", ["PIN001"]),                # pinned, but the result is new memory
+    ("torch.empty(1 << 20, device='cuda')", []),                          # on the GPU: no host memory at all
+])
+def test_torch_arithmetic_on_a_cpu_tensor_makes_a_new_pageable_tensor(op, source, expected):
+    src = f"""
+    import numpy as np
+    import torch
+    def step(device):
+        t = {source}.{op}
+        return t.to(device, non_blocking=True)
+    """
+    assert codes(src) == expected
+
+
 def test_torch_dataloader_qualified_and_enumerate():
     src = """
     import torch

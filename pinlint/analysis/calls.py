@@ -22,6 +22,7 @@ from .domain import (UNKNOWN, Alternatives, ClassRef, Const, Device, Function, H
 from .effects import Args
 
 _BUILTINS = frozenset(dir(builtins))
+_BATCH_DICT_METHODS = frozenset({"values", "items", "get"})
 
 
 def receiver_types(value: Value) -> list:
@@ -132,6 +133,11 @@ class Calls:
             result = self.container_method(receiver, name, node, args, receiver_expr)
             if result is not None:
                 return result
+        if isinstance(receiver, Host) and receiver.batch and name in _BATCH_DICT_METHODS:
+            # A loader's batch collated into a dict: each of its values is a batch tensor, as each
+            # element is for `x, y = batch`.
+            return Iteration(receiver if name == "values" else Items((UNKNOWN, receiver))) \
+                if name != "get" else receiver
         api = self.table_method(receiver, name, args)
         if api is not None:
             return effects.apply(ev, api, node, receiver, args)
