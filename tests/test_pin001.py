@@ -1060,3 +1060,23 @@ def test_a_new_tensor_made_from_a_tensor_is_where_its_input_is(op, where, expect
         return {op}.to(device, non_blocking=True)
     """
     assert codes(src) == expected
+
+
+@pytest.mark.parametrize("view, expected", [
+    ("img.transpose(2, 0, 1)", ["PIN001"]),     # HWC -> CHW: not contiguous, so NumPy copies
+    ("img.transpose((2, 0, 1))", ["PIN001"]),
+    ("img.swapaxes(0, 1)", ["PIN001"]),
+    ("img[:, :, ::-1]", ["PIN001"]),            # BGR -> RGB: a negative step
+    ("img", []),                                # unknown: it may be the same (pinned) memory
+    ("img.transpose(0, 1, 2)", []),             # the identity order: the same array
+    ("img[::1]", []),
+    ("img.T", []),                              # the same array when it has one axis
+])
+def test_ascontiguousarray_of_a_strided_view_of_anything_is_a_new_pageable_array(view, expected):
+    src = f"""
+    import numpy as np
+    import pycuda.driver as cuda
+    def upload(img, d, s):
+        cuda.memcpy_htod_async(d, np.ascontiguousarray({view}), s)
+    """
+    assert codes(src) == expected

@@ -304,6 +304,11 @@ def _contiguous(ev, api: Api, node, receiver, args: Args) -> Value:
     source = _arg_value(api.arg("arg"), receiver, args)
     if isinstance(source, (Device, Tensor)):
         return source
+    if source is UNKNOWN and api.library == "numpy" and _strided_view(args.get(api.arg("arg"))):
+        # `np.ascontiguousarray(img.transpose(2, 0, 1))`, `(img[..., ::-1])`: whatever `img` is, that
+        # view is not contiguous, so NumPy copies it into a new array (the HWC -> CHW step of every
+        # image pipeline, which then replaces an engine's pinned input buffer).
+        return Host(frozenset([ev.site(node, Kind.PAGEABLE, "numpy", display(ev, api.name, "numpy"))]), "numpy")
     if source is UNKNOWN and api.library in ("numpy", "torch"):
         return unknown_host(ev.tables.host_flavour.get(api.library, "numpy"))  # a host array, kind unknown
     if isinstance(source, (Seq, Items)) and api.library == "numpy":
@@ -320,6 +325,29 @@ def _contiguous(ev, api: Api, node, receiver, args: Args) -> Value:
     copied = Host(frozenset([site]), source.library)
     # Unknown layout: it is either the same memory or a new pageable copy.
     return copied if source.contiguous is False else join(replace(source, contiguous=True), copied)
+
+
+def _strided_view(argument: Optional[tuple]) -> bool:
+    """Whether the argument expression is a view with its axes reordered or a step
+    (``x.transpose(2, 0, 1)``, ``x.swapaxes(0, 1)``, ``x[:, ::-1]``): not contiguous for any array
+    whose axes have more than one element. ``x.T`` is left out (the same array for one axis), and so
+    are an identity order (``transpose(0, 1, 2)``) and a step of 1."""
+    if argument is None:
+        return False
+    expr = argument[0]
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+        name = expr.func.attr.value
+        if name == "swapaxes":
+            return True
+        if name == "transpose" and expr.args:
+            order = [arg.value.value for arg in expr.args if isinstance(arg.value, cst.Integer)]
+            return order != [str(i) for i in range(len(expr.args))]
+        return False
+    if isinstance(expr, cst.Subscript):
+        return any(isinstance(element.slice, cst.Slice) and element.slice.step is not None and
+                   not (isinstance(element.slice.step, cst.Integer) and element.slice.step.value == "1")
+                   for element in expr.slice)
+    return False
 
 
 def _register(ev, api: Api, node, receiver, args: Args) -> Value:
