@@ -1080,3 +1080,21 @@ def test_ascontiguousarray_of_a_strided_view_of_anything_is_a_new_pageable_array
         cuda.memcpy_htod_async(d, np.ascontiguousarray({view}), s)
     """
     assert codes(src) == expected
+
+
+@pytest.mark.parametrize("steps, expected", [
+    ("x = np.transpose(img, (2, 0, 1))\n        x = np.expand_dims(x, axis=0)", ["PIN001"]),
+    ("x = np.transpose(img, [1, 0])", ["PIN001"]),
+    ("x = np.transpose(img, (0, 1, 2))", []),                 # the identity order
+    ("x = np.transpose(img)", []),                            # no axes: one axis is the same array
+    ("x = np.transpose(img, (2, 0, 1))\n        x = x.reshape(-1)", []),   # a reshape may copy: unknown
+])
+def test_a_transpose_of_anything_in_its_own_statement_is_copied_by_ascontiguousarray(steps, expected):
+    src = f"""
+    import numpy as np
+    import pycuda.driver as cuda
+    def upload(img, d, s):
+        {steps}
+        cuda.memcpy_htod_async(d, np.ascontiguousarray(x), s)
+    """
+    assert codes(src) == expected

@@ -256,7 +256,7 @@ def _view(ev, api: Api, node, receiver, args: Args) -> Value:
                              (1 if isinstance(shape, Const) else None))
         if api.name.split(".")[-1] in _TRANSPOSING:
             result = transposed(result)
-        elif result.contiguous is False:
+        elif result.contiguous is False and api.name.split(".")[-1] not in _KEEPING_STRIDES:
             result = replace(result, contiguous=None)  # reshape of a transpose may copy
     elif isinstance(source, (Device, Tensor)) and api.arg("arg") is not None and api.arg("arg").is_self:
         result = source
@@ -269,6 +269,9 @@ def _view(ev, api: Api, node, receiver, args: Args) -> Value:
         # NumPy's and torch's views of something unknown are host arrays of unknown kind: their
         # methods are NumPy's (astype, arithmetic make new pageable arrays), their kind unknown.
         result = unknown_host(ev.tables.host_flavour.get(api.opt("library") or api.library, "numpy"))
+        if api.name == "numpy.transpose" and _reorders(args.get(ArgSpec(pos=1, kw="axes"))):
+            # `np.transpose(img, (2, 0, 1))`: whatever `img` is, this view is not contiguous.
+            result = replace(result, contiguous=False)
     return _err_tuple(api, result)
 
 
@@ -325,6 +328,18 @@ def _contiguous(ev, api: Api, node, receiver, args: Args) -> Value:
     copied = Host(frozenset([site]), source.library)
     # Unknown layout: it is either the same memory or a new pageable copy.
     return copied if source.contiguous is False else join(replace(source, contiguous=True), copied)
+
+
+# Views that keep the strides of what they view (a new axis of length 1 at most).
+_KEEPING_STRIDES = frozenset({"expand_dims", "asarray", "asanyarray", "atleast_1d", "atleast_2d", "atleast_3d"})
+
+
+def _reorders(argument: Optional[tuple]) -> bool:
+    """Whether an ``axes`` argument is a literal order other than the identity (``(2, 0, 1)``)."""
+    if argument is None or not isinstance(argument[0], (cst.Tuple, cst.List)):
+        return False
+    order = [e.value.value for e in argument[0].elements if isinstance(e.value, cst.Integer)]
+    return len(order) == len(argument[0].elements) >= 2 and order != [str(i) for i in range(len(order))]
 
 
 def _strided_view(argument: Optional[tuple]) -> bool:
