@@ -419,13 +419,9 @@ def _die_with_parent() -> None:
         pass
 
 
-def _process_with_cache(item) -> JobResult:
-    job, cache = item
-    return process(job, cache)
-
-
 def _process_chunk(items: list) -> list:
-    return [_process_with_cache(item) for item in items]
+    """A worker's run of jobs: ``[(job, cache), ...]``."""
+    return [process(job, cache) for job, cache in items]
 
 
 def default_workers() -> int:

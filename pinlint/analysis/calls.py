@@ -136,8 +136,9 @@ class Calls:
         if isinstance(receiver, Host) and receiver.batch and name in _BATCH_DICT_METHODS:
             # A loader's batch collated into a dict: each of its values is a batch tensor, as each
             # element is for `x, y = batch`.
-            return Iteration(receiver if name == "values" else Items((UNKNOWN, receiver))) \
-                if name != "get" else receiver
+            if name == "get":
+                return receiver
+            return Iteration(receiver if name == "values" else Items((UNKNOWN, receiver)))
         api = self.table_method(receiver, name, args)
         if api is not None:
             return effects.apply(ev, api, node, receiver, args)

@@ -311,13 +311,13 @@ def _contiguous(ev, api: Api, node, receiver, args: Args) -> Value:
         # `np.ascontiguousarray(img.transpose(2, 0, 1))`, `(img[..., ::-1])`: whatever `img` is, that
         # view is not contiguous, so NumPy copies it into a new array (the HWC -> CHW step of every
         # image pipeline, which then replaces an engine's pinned input buffer).
-        return Host(frozenset([ev.site(node, Kind.PAGEABLE, "numpy", display(ev, api.name, "numpy"))]), "numpy")
+        return _new_numpy_array(ev, api, node)
     if source is UNKNOWN and api.library in ("numpy", "torch"):
         return unknown_host(ev.tables.host_flavour.get(api.library, "numpy"))  # a host array, kind unknown
     if isinstance(source, (Seq, Items)) and api.library == "numpy":
         # A list or tuple (of arrays, of numbers) is never an array's memory: NumPy builds a new one.
         ev.read_hosts(node, [source])
-        return Host(frozenset([ev.site(node, Kind.PAGEABLE, "numpy", display(ev, api.name, "numpy"))]), "numpy")
+        return _new_numpy_array(ev, api, node)
     if not isinstance(source, Host):
         return UNKNOWN
     if source.contiguous:
@@ -328,6 +328,11 @@ def _contiguous(ev, api: Api, node, receiver, args: Args) -> Value:
     copied = Host(frozenset([site]), source.library)
     # Unknown layout: it is either the same memory or a new pageable copy.
     return copied if source.contiguous is False else join(replace(source, contiguous=True), copied)
+
+
+def _new_numpy_array(ev, api: Api, node) -> Host:
+    """New pageable NumPy memory, made by this call."""
+    return Host(frozenset([ev.site(node, Kind.PAGEABLE, "numpy", display(ev, api.name, "numpy"))]), "numpy")
 
 
 # Views that keep the strides of what they view (a new axis of length 1 at most).
