@@ -13,7 +13,7 @@ class is kept (a ``Share``), and a later class takes a kept one as it is when
 - the same methods of the base may set fields under its method names (a base method calling
   ``self.hook()`` may set fields only once some class defines ``hook``);
 - every attribute the run looked up on its object (``ClassInfo.lookup`` records them, and the kept
-  analyses the run reused stand for theirs: ``Project._observe``) resolves to the same member from
+  analyses the run reused stand for theirs: ``Project._kept``) resolves to the same member from
   both classes (an override would run instead), except a method that the run only took as a value
   and never ran on the object (``_invoke`` records the runs): any method does there;
 - no value in it holds an object of the class it ran on (on the later class's own run that would
@@ -72,6 +72,7 @@ class FieldSolver:
         if found is not None:
             return found
         if cls in self.running:
+            self.project._read_unfinished(cls)
             return ()
         self.running.add(cls)
         fields: dict = {}
