@@ -31,6 +31,7 @@ from .state import MUTATED, RETURN, STREAM, State
 MAX_DEPTH = 5            # calls followed below a function's own analysis
 MAX_ANALYSES = 400       # callee analyses one call chain may start
 MAX_SOLVES = 2_000       # scope analyses one file's check may make, all told (past it, calls are unknown)
+_CUT = "a limit"          # what an analysis that stopped at a limit read unfinished (see Project._keep)
 MAX_CONTEXTS = 12        # calling contexts of one function analysed per file (past it, its baseline serves)
 MAX_MODULE_BYTES = 2_000_000
 
@@ -492,6 +493,7 @@ class Project:
             return found
         if invocation.depth >= MAX_DEPTH or fn.node in invocation.stack or invocation.budget[0] >= MAX_ANALYSES or \
                 self.solves >= MAX_SOLVES or self.contexts.get(fn.node, 0) >= MAX_CONTEXTS:
+            self._read_unfinished(_CUT)
             return None
         invocation.budget[0] += 1
         self.contexts[fn.node] = self.contexts.get(fn.node, 0) + 1
@@ -499,7 +501,8 @@ class Project:
                           lambda: self.run(fn.module, fn.name, fn.node, env, pending, stream, invocation.child(fn)))
 
     # An analysis made while a class's fields or a module's globals are being worked out may see them
-    # incomplete (the class's fields as none, the globals as unknown): such an analysis is kept only
+    # incomplete (the class's fields as none, the globals as unknown), or stop at a limit that the
+    # same analysis made later, outside that work, would not reach: such an analysis is kept only
     # until that work ends. Which ones did is tracked rather than assumed: each analysis under way has
     # a set of the unfinished classes and modules whose state it read (``_read_unfinished``), passed
     # on to the analysis that used it; one that read none is kept for good. (All of them were kept
@@ -512,6 +515,11 @@ class Project:
                 self._observing[-1] |= self._lookups_of.get(key, frozenset())
             return found
         found = provisional.get(key)
+        if found is not None and not self._still_unfinished(self._unfinished_of.get(key, ())):
+            # What it read unfinished is finished now (a class's fields worked out inside the
+            # globals of a module that are still under way): made again, it would see them whole.
+            del provisional[key]
+            found = None
         if found is not None:
             if self._observing:
                 self._observing[-1] |= self._lookups_of.get(key, frozenset())
@@ -531,7 +539,7 @@ class Project:
             read = self._unfinished_reads.pop()
             if self._observing:
                 self._observing[-1] |= seen
-            read = {item for item in read if item in self._fields_running or item in self._globals_running}
+            read = self._still_unfinished(read)
             if read and self._unfinished_reads:
                 self._unfinished_reads[-1] |= read
         if seen:
@@ -542,6 +550,10 @@ class Project:
         else:
             final[key] = outcome
         return outcome
+
+    def _still_unfinished(self, read) -> set:
+        return {item for item in read if item in self._fields_running or item in self._globals_running or
+                (item is _CUT and (self._fields_running or self._globals_running))}
 
     def _read_unfinished(self, item) -> None:
         """The analysis under way read the state of ``item`` (a class or module) before it was complete."""
@@ -561,6 +573,7 @@ class Project:
         if found is not None:
             return found
         if key in self._baseline_running or self.solves >= MAX_SOLVES:
+            self._read_unfinished(_CUT)
             return None
         # The parameters first: a method's receiver has its class's fields, and working them out may run
         # a base method that calls this very method (``self.h = self.load()`` in ``Base.__init__``),
