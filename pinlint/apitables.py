@@ -192,7 +192,7 @@ def _entry(raw: dict, name: str, library: str, prefix: str) -> Api:
 
 
 _BUILTIN_RECEIVERS = frozenset({"host", "device", "stream", "event", "gpu-device", "pool", "kernel-module",
-                                "loader"})
+                                "loader", "rng"})
 
 
 def _check_top_level(where: str, data: dict) -> None:

@@ -101,6 +101,7 @@ EFFECTS: dict[str, EffectSchema] = {
     "event": EffectSchema(frozenset(), {}, "an event object"),
     "gpu-device": EffectSchema(frozenset(), {}, "a device object"),
     "pool": EffectSchema(frozenset(), {}, "a pinned memory pool"),
+    "rng": EffectSchema(frozenset(), {}, "a random number generator whose methods make new arrays"),
     "kernel": EffectSchema(frozenset(), {}, "a GPU kernel object: calling it launches"),
     "kernel-module": EffectSchema(frozenset(), {}, "a module of GPU kernels"),
     "launch": EffectSchema(frozenset({"arg"}), {}, "launches a kernel on its argument(s)"),

@@ -773,6 +773,36 @@ def test_ascontiguousarray_of_a_list_is_a_new_pageable_array(argument, expected)
     assert codes(src) == expected
 
 
+@pytest.mark.parametrize("make, draw", [
+    ("np.random.default_rng(0)", "rng.random((1 << 20,), dtype=np.float32)"),
+    ("np.random.default_rng()", "rng.standard_normal(1 << 20)"),
+    ("np.random.default_rng(seed=1)", "rng.integers(0, 10, size=1 << 20)"),
+    ("np.random.RandomState(0)", "rng.randn(1 << 20)"),
+    ("np.random.Generator(np.random.PCG64())", "rng.uniform(0.0, 1.0, 1 << 20)"),
+])
+def test_a_numpy_random_generator_draws_new_pageable_arrays(make, draw):
+    src = CUPY + f"rng = {make}\nx = {draw}\nd.set(x, stream=s)\n"
+    f = only(src, "PIN001")
+    assert f.location.row == row_of(src, "d.set(x")
+    assert [r.location.row for r in f.related] == [row_of(src, "x = ")]
+
+
+def test_a_generator_kept_on_the_object_draws_pageable_arrays_in_its_methods():
+    src = CUPY + ("from functools import cached_property\n"
+                  "class Warm:\n"
+                  "    @cached_property\n"
+                  "    def rng(self):\n"
+                  "        return np.random.default_rng()\n"
+                  "    def run(self):\n"
+                  "        d.set(self.rng.random(1 << 20), stream=s)\n")
+    assert rows(src, "PIN001") == [row_of(src, "d.set(self.rng")]
+
+
+def test_random_on_an_unknown_object_is_not_a_numpy_draw():
+    src = CUPY + "def draw(gen):\n    d.set(gen.random(1 << 20), stream=s)\n"
+    assert codes(src) == []
+
+
 # ================================================================= branches
 def test_branch_pinned_or_pageable_is_not_reported():
     src = """

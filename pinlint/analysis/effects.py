@@ -655,7 +655,7 @@ EFFECTS = {
     "copy": _copy, "sync": _sync, "stream": _stream, "default-stream": _default_stream,
     "current-stream": _current, "stream-context": _stream_context, "use-stream": _use_stream,
     "sync-on-exit": _sync_on_exit, "event": _object("event"), "gpu-device": _object("gpu-device"),
-    "pool": _object("pool"), "kernel": _object("kernel"), "kernel-module": _object("kernel-module"),
+    "pool": _object("pool"), "rng": _object("rng"), "kernel": _object("kernel"), "kernel-module": _object("kernel-module"),
     "launch": _launch, "device-spec": _device_spec, "loader": _loader, "register": _register, "free": _free,
     "read": _read, "write": _write,
 }
