@@ -523,6 +523,20 @@ def test_torch_async_h2d_forms(call):
     assert codes(TORCH + f"y = {call}\n") == ["PIN001"]
 
 
+@pytest.mark.parametrize("joined", ["T.stack([x, x], dim=1)", "T.cat([x, p])", "T.cat((p, p))",
+                                    "T.stack([rows[i] for i in range(2)])", "T.cat(rows)"])
+def test_torch_stack_and_cat_of_host_tensors_make_a_new_pageable_tensor(joined):
+    src = TORCH + f"rows = [T.empty(1024) for _ in range(4)]\nb = {joined}\ny = b.to('cuda', non_blocking=True)\n"
+    f = only(src, "PIN001")
+    assert [r.location.row for r in f.related] == [row_of(src, "b = ")]
+
+
+@pytest.mark.parametrize("joined", ["T.cat([x.cuda(), x.cuda()])", "T.cat(unknown)", "T.stack([x, unknown])"])
+def test_torch_stack_and_cat_of_device_or_unknown_tensors_are_no_host_buffer(joined):
+    src = TORCH + f"def f(unknown):\n    b = {joined}\n    y = b.to('cuda', non_blocking=True)\n"
+    assert codes(src) == []
+
+
 @pytest.mark.parametrize("call", ["p.to('cuda', non_blocking=True)", "p.cuda(non_blocking=True)",
                                   "x.pin_memory().to('cuda', non_blocking=True)", "p[:10].to('cuda', non_blocking=True)",
                                   "p.view(-1).to('cuda', non_blocking=True)", "p.T.to('cuda', non_blocking=True)"])

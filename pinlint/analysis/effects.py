@@ -123,6 +123,22 @@ def apply_flags(tables, kind: Kind, flags: Value, registration: bool = False) ->
 
 
 # ------------------------------------------------------------------------------ allocations
+def _joined_elements(value: Value) -> Value:
+    """What ``torch.cat``/``stack`` take their device from: the tensors of a list or tuple (all on the
+    host: a host tensor; all on a device: a device one); anything else as it is."""
+    if isinstance(value, Items):
+        elements = list(value.items)
+    elif isinstance(value, Seq):
+        elements = [value.element]
+    else:
+        return value
+    if elements and all(isinstance(e, Host) for e in elements):
+        return elements[0]
+    if elements and all(isinstance(e, Device) for e in elements):
+        return elements[0]
+    return UNKNOWN
+
+
 def _alloc(ev, api: Api, node, receiver, args: Args) -> Value:
     kind = Kind(api.opt("kind"))
     device_kw = api.opt("device_kw")
@@ -134,7 +150,7 @@ def _alloc(ev, api: Api, node, receiver, args: Args) -> Value:
             return Device(api.library)
     like_device = api.arg("like_device")
     if like_device is not None and not (device_kw and device_kw in args.keywords):
-        prototype = args.value(like_device)
+        prototype = _joined_elements(args.value(like_device))
         if isinstance(prototype, Device):
             return Device(api.library)
         if not isinstance(prototype, Host):
