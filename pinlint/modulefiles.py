@@ -33,7 +33,7 @@ def is_file(path: Path) -> bool:
 def search_folders(path: Optional[Path], root: Optional[Path]) -> list:
     """Where ``import name`` in the file at ``path`` may find a module of the tree: the folder holding
     the file's top package, the file's own folder and its parents (scripts run from there, and samples
-    add `..` to sys.path), the project root and its ``src``."""
+    add `..` to sys.path), the project root and its ``src`` (without a root: each parent's ``src``)."""
     if path is None:
         return [root] if root is not None else []
     folders = []
@@ -45,6 +45,10 @@ def search_folders(path: Optional[Path], root: Optional[Path]) -> list:
     for _ in range(6):
         if folder not in folders:
             folders.append(folder)
+        if root is None and folder / "src" not in folders:
+            # No project root (the prefilter asks without one): a src/ layout may sit at any of
+            # the parents (tests/test_mem.py importing the package that src/ holds).
+            folders.append(folder / "src")
         if root is not None and (folder == root or root not in folder.parents):
             break
         if folder.parent == folder:

@@ -923,3 +923,132 @@ def main():
 if __name__ == "__main__":
     main()
 ''')
+
+
+# ------------------------------------------------------------------ library modules reached through the project
+# The project re-exports the library module (`from pkg.libs import cudart`, libs.py importing it):
+# its names are the library's.
+project("reexported-library-module-cudapython", pkg____init___DOT_py="", pkg__libs_DOT_py='''
+from cuda.bindings import runtime as cudart  # noqa: F401
+''', pkg__mem_DOT_py='''
+import numpy as np
+from pkg.libs import cudart
+
+
+def upload(dptr, stream):
+    a = np.empty(1 << 20, dtype=np.float32)
+    cudart.cudaMemcpyAsync(dptr, a.ctypes.data, a.nbytes, cudart.cudaMemcpyKind.cudaMemcpyHostToDevice, stream)  # expect: PIN001
+''')
+
+project("reexported-library-module-pycuda", gpu____init___DOT_py='''
+import pycuda.driver as cuda
+''', app_DOT_py='''
+import numpy as np
+from gpu import cuda
+
+
+def run(dev):
+    stream = cuda.Stream()
+    host = np.random.rand(1 << 20).astype(np.float32)
+    cuda.memcpy_htod_async(dev, host, stream)  # expect: PIN001
+''')
+
+project("reexported-library-module-cupy", backend_DOT_py='''
+import cupy as xp
+import numpy
+''', app_DOT_py='''
+from backend import xp, numpy
+
+
+def push():
+    h = numpy.zeros(1 << 20, dtype=numpy.float32)
+    d = xp.empty(1 << 20, dtype=xp.float32)
+    d.set(h, stream=xp.cuda.Stream(non_blocking=True))  # expect: PIN001
+''')
+
+# importlib.import_module with a literal, directly or through the project's own import shim (a
+# fallback stand-in when the library is missing, a TYPE_CHECKING-only binding).
+project("importlib-literal-cudapython", main_DOT_py='''
+import importlib
+import numpy as np
+cudart = importlib.import_module("cuda.bindings.runtime")
+
+
+def h2d(dptr, stream):
+    host = np.empty(1 << 20, dtype=np.float32)
+    cudart.cudaMemcpyAsync(dptr, host.ctypes.data, host.nbytes, cudart.cudaMemcpyKind.cudaMemcpyHostToDevice, stream)  # expect: PIN001
+''')
+
+project("importlib-shim-cudapython", pkg____init___DOT_py="", pkg__compat_DOT_py='''
+import importlib
+from typing import TYPE_CHECKING
+
+
+class _Missing:
+    def __init__(self, name):
+        self.name = name
+
+
+def _load(name):
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        return _Missing(name)
+
+
+if TYPE_CHECKING:
+    cudart = None
+else:
+    cudart = _load("cuda.bindings.runtime")
+''', pkg__memory_DOT_py='''
+from pkg.compat import cudart
+
+
+def h2d_async(dptr, host, stream):
+    cudart.cudaMemcpyAsync(dptr, host.ctypes.data, host.nbytes,  # via: PIN001
+                           cudart.cudaMemcpyKind.cudaMemcpyHostToDevice, stream)
+''', tests__test_memory_DOT_py='''
+import numpy as np
+from pkg.memory import h2d_async
+
+
+def test_h2d(dptr, stream):
+    src = np.arange(1 << 20, dtype=np.float32)
+    h2d_async(dptr, src, stream)  # expect: PIN001
+''')
+
+# What stays unknown: a module named by something other than a literal, or a literal naming no
+# library the tables describe.
+project("importlib-unknown-name-is-quiet", main_DOT_py='''
+import importlib
+import numpy as np
+
+
+def h2d(name, dptr, stream):
+    rt = importlib.import_module(name)
+    host = np.empty(1 << 20, dtype=np.float32)
+    rt.cudaMemcpyAsync(dptr, host.ctypes.data, host.nbytes, 1, stream)
+    other = importlib.import_module("json")
+    other.cudaMemcpyAsync(dptr, host.ctypes.data, host.nbytes, 1, stream)
+''')
+
+# src/ layout: a test outside src/ imports the package src/ holds; no other file names a GPU library.
+project("src-layout-test-calls-package", pyproject_DOT_toml='''
+[project]
+name = "gpkg"
+''', src__gpkg____init___DOT_py="", src__gpkg__mem_DOT_py='''
+from cuda.bindings import runtime as cudart
+
+
+def h2d_async(dptr, host_arr, stream):
+    cudart.cudaMemcpyAsync(dptr, host_arr.ctypes.data, host_arr.nbytes,  # via: PIN001
+                           cudart.cudaMemcpyKind.cudaMemcpyHostToDevice, stream)
+''', tests__test_mem_DOT_py='''
+import numpy as np
+from gpkg.mem import h2d_async
+
+
+def test_roundtrip(ptr, stream):
+    src = np.empty(1 << 20, dtype=np.float32)
+    h2d_async(ptr, src, stream)  # expect: PIN001
+''')

@@ -54,6 +54,39 @@ def test_pin001_unknown_sizes_are_still_reported():
     assert rows(unknown, "PIN001", Settings(pin001_min_bytes=1 << 40)) == [row_of(unknown, "# g")]
 
 
+@pytest.mark.parametrize("data, size", [("[-lr]", 4), ("[1.0 - wd, lr]", 8), ("[[a, b], [c, d]]", 16),
+                                        ("(lr,)", 4), ("[0.5] * 1", None), ("values", None)])
+def test_a_torch_tensor_of_a_literal_list_has_its_length_whatever_its_items_hold(data, size):
+    # torch.tensor turns each item of the list into a Python scalar (a tensor item of more than one
+    # element is an error), so four bytes per item of float32; a list it cannot count stays unknown.
+    src = f"""
+        import torch
+        def step(lr, wd, a, b, c, d, values, dev):
+            t = torch.tensor({data}, dtype=torch.float32)
+            return t.to(dev, non_blocking=True)
+        """
+    reported_at = [row_of(src, "return t.to")]
+    assert rows(src, "PIN001", Settings(pin001_min_bytes=0)) == reported_at
+    if size is None:
+        assert rows(src, "PIN001", Settings(pin001_min_bytes=1 << 40)) == reported_at
+    else:
+        assert rows(src, "PIN001", Settings(pin001_min_bytes=size)) == reported_at
+        assert rows(src, "PIN001", Settings(pin001_min_bytes=size + 1)) == []
+
+
+def test_a_numpy_array_of_a_list_of_unknown_items_stays_unknown_in_size():
+    # np.array([frame]) stacks whatever frame is: one item may be a whole image.
+    src = """
+        import numpy as np, cupy as cp
+        def push(frame, d, s):
+            h = np.array([frame], dtype=np.float32)
+            d.set(h, stream=s)
+        s = cp.cuda.Stream(non_blocking=True)
+        push(np.empty((1080, 1920, 3), np.float32), cp.empty(1, cp.float32), s)
+        """
+    assert rows(src, "PIN001", Settings(pin001_min_bytes=1 << 40)) == [row_of(src, "push(np.empty")]
+
+
 def test_a_small_copy_below_pin001s_threshold_is_not_pin007_either():
     # PIN007 yields to PIN001 at an asynchronous copy; below PIN001's threshold the copy stays quiet.
     src = """

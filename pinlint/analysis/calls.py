@@ -18,10 +18,11 @@ import libcst as cst
 from ..model import EventType
 from . import effects, interproc
 from .domain import (UNKNOWN, Alternatives, ClassRef, Const, Device, Function, Host, Instance, Items, Iteration, Loader, Mapping,
-                     ModuleRef, Obj, Seq, Stream, Super, Tensor, Value, add_element, element_of, join, mapping)
+                     LibraryRef, ModuleRef, Obj, Seq, Stream, Super, Tensor, Value, add_element, element_of, join, mapping)
 from .effects import Args
 
 _BUILTINS = frozenset(dir(builtins))
+_IMPORTERS = frozenset({"importlib.import_module"})  # load a module named by a string
 _BATCH_DICT_METHODS = frozenset({"values", "items", "get"})
 
 
@@ -84,24 +85,49 @@ class Calls:
     def _qualified_call(self, node: cst.Call, func) -> Value:
         ev = self.ev
         qualified = ev.module.imports.qualify(func)
-        api = ev.tables.functions.get(qualified) if qualified else None
-        if api is not None:
-            return effects.apply(ev, api, node, None, self.arguments(node))
-        library = ev.tables.library_of(qualified) if qualified else None
-        if library is None and qualified:
+        if qualified and ev.tables.functions.get(qualified) is None and ev.tables.library_of(qualified) is None:
             target = ev.module.project.resolve(qualified, ev.module)
             if isinstance(target, (Function, ClassRef)):
                 return self.call_value(target, node, self.arguments(node))
-        if isinstance(func, cst.Attribute) and library not in (None, "numpy"):
-            receiver = ev.qualified_value(func.value)  # e.g. cp.cuda.Stream.null.synchronize()
+            if isinstance(target, LibraryRef):
+                qualified = target.name  # a library name the checked code re-exports
+            elif isinstance(target, Alternatives) and isinstance(func, cst.Attribute):
+                return self.method_call(ev.qualified_value(func.value), func.attr.value, node, None)
+        return self.named_call(node, qualified)
+
+    def named_call(self, node: cst.Call, qualified: Optional[str]) -> Value:
+        """A call of the library (or unknown) function ``qualified``."""
+        ev = self.ev
+        api = ev.tables.functions.get(qualified) if qualified else None
+        if api is not None:
+            return effects.apply(ev, api, node, None, self.arguments(node))
+        if qualified in _IMPORTERS:
+            return self._import_module(node)
+        library = ev.tables.library_of(qualified) if qualified else None
+        head, _, attr = (qualified or "").rpartition(".")
+        if head and library not in (None, "numpy"):
+            receiver = ev.named_value(head)  # e.g. cp.cuda.Stream.null.synchronize()
             if receiver is not UNKNOWN:
-                return self.method_call(receiver, func.attr.value, node, None)
+                return self.method_call(receiver, attr, node, None)
         args = self.arguments(node)
         if library == "numpy":
             ev.read_hosts(node, args.values())  # np.sum(h), np.mean(h): NumPy reads what it is given
             return UNKNOWN
         ev.escape(node, args.values())  # an unknown call may store its arguments anywhere
         return UNKNOWN
+
+    def _import_module(self, node: cst.Call) -> Value:
+        """``importlib.import_module("cuda.bindings.runtime")``: the library module (or the checked
+        code's module) a literal names; anything else is unknown."""
+        ev = self.ev
+        args = self.arguments(node)
+        name = args.positional[0][1] if args.positional else None
+        if not (isinstance(name, Const) and isinstance(name.single, str)) or name.single.startswith("."):
+            ev.escape(node, args.values())
+            return UNKNOWN
+        if ev.tables.library_of(name.single) is not None:
+            return LibraryRef(name.single)
+        return ev.module.project.resolve(name.single, ev.module)
 
     def _each(self, options: "Alternatives", apply) -> Value:
         """Apply to every alternative from the same state; the states after them join."""
@@ -118,6 +144,8 @@ class Calls:
 
     def method_call(self, receiver: Value, name: str, node: cst.Call, receiver_expr) -> Value:
         ev = self.ev
+        if isinstance(receiver, LibraryRef):
+            return self.named_call(node, f"{receiver.name}.{name}")
         if isinstance(receiver, Alternatives):
             args = self.arguments(node)
             return self._each(receiver, lambda option: self._method_with_args(option, name, node, receiver_expr, args))
@@ -150,6 +178,8 @@ class Calls:
         return gpu_result(args.values() + [receiver])
 
     def _method_with_args(self, receiver: Value, name: str, node, receiver_expr, args: Args) -> Value:
+        if isinstance(receiver, LibraryRef):
+            return self.named_call(node, f"{receiver.name}.{name}")
         if isinstance(receiver, (Instance, ClassRef, ModuleRef, Super)):
             member = self.member(receiver, name, node)
             if isinstance(member, (Function, ClassRef)):

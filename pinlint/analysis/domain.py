@@ -242,6 +242,17 @@ class ModuleRef(Value):
 
 
 @dataclass(frozen=True)
+class LibraryRef(Value):
+    """A library module or name that the file reaches other than by its own import statements: one a
+    module of the checked code imports and the file imports from it (``from pkg.libs import cudart``,
+    ``pkg/libs.py`` doing ``from cuda.bindings import runtime as cudart``), or one loaded by
+    ``importlib.import_module("cuda.bindings.runtime")``. Its attributes and calls are the library's,
+    under the library's own name."""
+
+    name: str
+
+
+@dataclass(frozen=True)
 class Alternatives(Value):
     """One of a few definitions of the checked code (``from .a import Engine`` on one path, ``from .b
     import Engine`` on another; ``A() if fast else B()``): calls and members apply to each."""
@@ -253,12 +264,26 @@ _ALTERNATIVES_LIMIT = 4
 
 
 def _definition(value: Value) -> bool:
-    return isinstance(value, (Function, ClassRef, Instance, ModuleRef, Alternatives))
+    return isinstance(value, (Function, ClassRef, Instance, ModuleRef, LibraryRef, Alternatives))
+
+
+def _has_library(value: Value) -> bool:
+    return isinstance(value, LibraryRef) or \
+        (isinstance(value, Alternatives) and any(isinstance(o, LibraryRef) for o in value.options))
+
+
+def _stand_in(value: Value) -> bool:
+    """What an import shim gives when the library is missing (``None``, an object standing in for the
+    module, something unknown): a call of a library name on it fails, so where such a call runs,
+    the value was the library module."""
+    return value is UNKNOWN or isinstance(value, (Instance, Unknown)) or value == Const.of(None)
 
 
 def alternatives(a: Value, b: Value) -> Value:
     options = set(a.options if isinstance(a, Alternatives) else [a])
     options |= set(b.options if isinstance(b, Alternatives) else [b])
+    if any(isinstance(option, LibraryRef) for option in options):
+        options = {option for option in options if not _stand_in(option)}  # see _stand_in
     # Objects of one class join field by field instead.
     merged: dict = {}
     for option in options:
@@ -329,6 +354,10 @@ def join(a: Value, b: Value) -> Value:
         return Instance(a.klass, tuple(sorted(fields.items())))
     if isinstance(a, Iteration) and isinstance(b, Iteration):
         return Iteration(join(a.element, b.element))
+    if _has_library(a) and _stand_in(b):
+        return a
+    if _has_library(b) and _stand_in(a):
+        return b
     if _definition(a) and _definition(b):
         return alternatives(a, b)
     if isinstance(a, (Tensor, Host)) and isinstance(b, (Tensor, Device)) and _torch(a) and _torch(b):

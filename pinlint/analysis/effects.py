@@ -195,7 +195,7 @@ def _shape_info(ev, api: Api, args: Args) -> tuple:
     if dtype_spec is not None:
         dtype = canonical_dtype(args.value(dtype_spec), ev.tables) if args.present(dtype_spec) else dtype_spec.default
     if api.arg("data") is not None:
-        return _data_shape(ev, args.value(api.arg("data")), dtype)
+        return _data_shape(ev, args.value(api.arg("data")), dtype, scalar_items=api.opt("scalar_items", False))
     nbytes = args.value(api.arg("nbytes"))
     if isinstance(nbytes, Const) and isinstance(nbytes.single, int) and not isinstance(nbytes.single, bool):
         return nbytes.single, dtype, 1
@@ -217,24 +217,28 @@ def _shape_info(ev, api: Api, args: Args) -> tuple:
     return (count * size if count is not None and size else None), dtype, ndim
 
 
-def _data_shape(ev, data: Value, dtype: Optional[str]) -> tuple:
+def _data_shape(ev, data: Value, dtype: Optional[str], scalar_items: bool = False) -> tuple:
     """(nbytes, dtype, ndim) of `np.array(data)`: from a literal's shape and element types, or from the
-    single array it copies; None where the data says nothing constant."""
+    single array it copies; None where the data says nothing constant. ``scalar_items``: an item of a
+    literal list that is no list itself is one element whatever its value (``torch.tensor([-lr])``:
+    torch converts each item to a Python scalar and fails on a tensor of more than one element)."""
     if isinstance(data, Host) and len(data.sites) == 1:
         site = next(iter(data.sites))
         same = dtype is None or dtype == site.dtype
         return (site.nbytes if same else None), (dtype or site.dtype), data.dimensions()
     leaves: list = []
 
-    def shape_of(value: Value) -> Optional[tuple]:
+    def shape_of(value: Value, item: bool = False) -> Optional[tuple]:
         if isinstance(value, Const) and len(value.values) == 1:
             leaves.append(value.single)
             return ()
         if isinstance(value, Items):
-            shapes = {shape_of(item) for item in value.items}
+            shapes = {shape_of(element, True) for element in value.items}
             if len(shapes) != 1 or None in shapes:
                 return None if value.items else (0,)
             return (len(value.items),) + shapes.pop()
+        if scalar_items and item and (value is UNKNOWN or isinstance(value, Const)):
+            return ()
         return None
 
     shape = shape_of(data)

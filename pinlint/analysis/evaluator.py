@@ -16,7 +16,7 @@ import libcst as cst
 from ..imports import dotted
 from ..model import Event, EventType, Kind, PendingCopy, Site
 from .domain import (UNKNOWN, Alternatives, ClassRef, Const, Device, Host, Instance, Items, Iteration, Loader,
-                     Mapping, ModuleRef, Seq, Stream, Super, Tensor, Value, element_of, flatten, join, mapping,
+                     LibraryRef, Mapping, ModuleRef, Seq, Stream, Super, Tensor, Value, element_of, flatten, join, mapping,
                      sites_of, varying_in)
 from .dtypes import fold, transposed
 from .state import DOTTED, State, put
@@ -156,6 +156,11 @@ class Evaluator:
         qualified = self.module.imports.qualify(node)
         if qualified is None:
             return UNKNOWN
+        return self.named_value(qualified)
+
+    def named_value(self, qualified: str, keep_library: bool = False) -> Value:
+        """The value of a dotted name as ``qualified_value`` gives it; a library name that is neither
+        a constant, a stream nor a dtype is unknown, or (``keep_library``) a ``LibraryRef`` to it."""
         tables = self.tables
         if qualified in tables.constants:
             return Const.of(tables.constants[qualified])
@@ -167,8 +172,11 @@ class Evaluator:
                                                     last in tables.dtypes.get("attributes", {})):
             return Const.of("dtype:" + last)
         if tables.library_of(qualified) is not None:
-            return UNKNOWN
-        return self.module.project.resolve(qualified, self.module)
+            return LibraryRef(qualified) if keep_library else UNKNOWN
+        found = self.module.project.resolve(qualified, self.module)
+        if isinstance(found, LibraryRef):
+            return self.named_value(found.name, keep_library=True)  # re-exported by the checked code
+        return found
 
     def is_import_path(self, node: cst.BaseExpression) -> bool:
         """True when ``node`` is a module path (``cp.cuda``), not a local value."""
@@ -202,6 +210,8 @@ class Evaluator:
             return base
         if isinstance(base, (Instance, ClassRef, ModuleRef, Super)):
             return self.calls.member(base, attr, node)
+        if isinstance(base, LibraryRef):
+            return self.named_value(f"{base.name}.{attr}", keep_library=True)
         if isinstance(base, Alternatives):
             found = [self.attribute(option, attr, node) for option in sorted(base.options, key=repr)]
             result = found[0]

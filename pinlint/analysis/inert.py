@@ -202,6 +202,8 @@ class Screen:
             return not _touches_table(qualified, _table_keys(tables))
         # Not a library: the project resolves it when a module of the tree has that name.
         parts = qualified.split(".")
+        if parts[0] == "importlib":
+            return False  # it loads library modules by name (calls.named_call)
         path = self.ctx.info.path
         root = self.ctx.project.root
         for end in range(len(parts), 0, -1):

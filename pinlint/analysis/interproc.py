@@ -111,6 +111,8 @@ def _invoke(ev, fn: Function, env: dict, node) -> Optional[Outcome]:
     contextual = bool(ev.state.pending) or (isinstance(stream, Stream) and not stream.default) or \
         any(interesting(v) for v in env.values())
     baseline = project.baseline(fn, ev.invocation)
+    if not contextual and _names_a_module_it_loads(fn, env):
+        contextual = True  # _load("cuda.bindings.runtime") around importlib.import_module(name)
     if not contextual and _decides_a_test(fn, env):
         # Leaving arms aside helps only a callee that does something the analysis follows: one whose
         # baseline has no event and gives back nothing of interest gives nothing more on fewer paths
@@ -138,6 +140,22 @@ def _does_nothing(outcome: Outcome) -> bool:
     stream set, and nothing of interest returned or left in an argument."""
     return not outcome.events and not outcome.pending and not isinstance(outcome.stream, Stream) and \
         not interesting(outcome.returned) and not any(interesting(v) for _, v in outcome.params)
+
+
+def _names_a_module_it_loads(fn: Function, env: dict) -> bool:
+    """A string argument naming a library module, given to a function that loads modules by name (a
+    project's import shim): its analysis with the string gives the module back."""
+    tables = fn.module.tables
+    if not any(isinstance(v, Const) and isinstance(v.single, str) and tables.library_of(v.single) is not None
+               for v in env.values()):
+        return False
+    cache = fn.module.project.loads_modules
+    found = cache.get(fn.node)
+    if found is None:
+        names: set = set()
+        fn.node.body.visit(_Names(names))
+        found = cache[fn.node] = "import_module" in names
+    return found
 
 
 def _decides_a_test(fn: Function, env: dict) -> bool:

@@ -22,7 +22,7 @@ from ..imports import ImportMap, collect_imports, dotted
 from ..modulefiles import _EXCLUDED_PARTS, is_file, module_files, search_folders  # noqa: F401
 from ..walk import suite_body
 from . import cfg
-from .domain import UNKNOWN, ClassRef, Const, Function, Instance, ModuleRef, Value
+from .domain import UNKNOWN, Alternatives, ClassRef, Const, Function, Instance, LibraryRef, ModuleRef, Value
 from .fields import FieldSolver
 from .interproc import Invocation, Outcome, context_free_env
 from .solver import solve
@@ -247,6 +247,7 @@ class Project:
         self.fields = FieldSolver(self)
         self._fields_running = self.fields.running
         self.tested_names: dict = {}     # function node -> the names its ifs test
+        self.loads_modules: dict = {}    # function node -> whether it calls importlib.import_module
         self.literals: dict = {}         # string node -> its value
         self._provisional_outcomes: dict = {}
         self._provisional_baselines: dict = {}
@@ -389,6 +390,10 @@ class Project:
     def _attribute(self, value: Value, attr: str) -> Value:
         if isinstance(value, ModuleRef):
             return self.module_attribute(value.name, attr)
+        if isinstance(value, LibraryRef):
+            return LibraryRef(f"{value.name}.{attr}")
+        if isinstance(value, Alternatives) and all(isinstance(o, LibraryRef) for o in value.options):
+            return Alternatives(frozenset(LibraryRef(f"{o.name}.{attr}") for o in value.options))
         if isinstance(value, ClassRef):
             info = self.class_info(value)
             member = info.lookup(attr, record=False) if info is not None else None
@@ -444,6 +449,8 @@ class Project:
         qualified = ctx.imports.qualify(cst.Name(attr)) if ctx.imports.lookup(attr) else None
         if qualified is not None and self.tables.library_of(qualified) is None:
             return self.resolve(qualified, ctx)  # re-exported: `from .io import load` in __init__.py
+        if qualified is not None:
+            return LibraryRef(qualified)  # a library module or name the module imports, used from another
         return UNKNOWN
 
     # ------------------------------------------------------------------ analyses
@@ -835,11 +842,18 @@ def single_assigned_globals(module: cst.Module) -> set:
     """Module-level names assigned exactly once and never declared ``global`` in a function."""
     from ..walk import small_statements, statements
     counts: dict = {}
+    # What a type checker alone sees (`if TYPE_CHECKING: cudart = None` over `else: cudart = _load(...)`)
+    # never runs: it does not count as a second assignment.
+    checker_only = {id(small) for node in statements(module.body)
+                    if isinstance(node, cst.If) and dotted(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING")
+                    for small in small_statements(suite_body(node.body))}
     for node in statements(module.body):
         if isinstance(node, cst.For):
             for name in _target_names(node.target):
                 counts[name] = counts.get(name, 0) + 2  # rebound every iteration
     for small in small_statements(module.body):
+        if id(small) in checker_only:
+            continue
         targets: list = []
         weight = 1
         if isinstance(small, cst.Assign):
