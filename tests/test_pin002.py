@@ -692,3 +692,39 @@ def test_more_ways_of_keeping_the_buffer_are_quiet(keep):
         {keep}
     """
     assert "PIN002" not in codes(src)
+
+
+_COROUTINE = """
+import asyncio
+import numpy as np
+from numba import cuda
+
+
+async def roundtrip(value):
+    stream = cuda.stream()
+    h = cuda.pinned_array(1 << 20, dtype=np.float32)
+    h[:] = value
+    d = cuda.to_device(h, stream=stream)
+    d.copy_to_host(h, stream=stream)
+    await stream.async_done()
+    return float(h[0])
+
+
+async def main(values):
+{body}
+"""
+
+
+@pytest.mark.parametrize("body", [
+    "    tasks = [asyncio.create_task(roundtrip(v)) for v in values]\n    return await asyncio.gather(*tasks)",
+    "    return await asyncio.gather(*(roundtrip(v) for v in values))",
+    "    pending = []\n    for v in values:\n        pending.append(roundtrip(v))\n    return await asyncio.gather(*pending)",
+])
+def test_coroutines_made_in_a_loop_run_side_by_side_and_each_needs_its_buffer(body):
+    # Calling an async function makes a coroutine; its body runs later, beside the others.
+    assert "PIN002" not in codes(_COROUTINE.format(body=body))
+
+
+def test_a_coroutine_awaited_in_each_iteration_allocates_in_that_iteration():
+    src = _COROUTINE.format(body="    for v in values:\n        await roundtrip(v)")
+    assert rows(src, "PIN002") == [row_of(src, "await roundtrip(v)")]

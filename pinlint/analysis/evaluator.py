@@ -38,6 +38,7 @@ class Evaluator:
         self.emit = False
         self.events: list[Event] = []
         self.calls = Calls(self)
+        self.awaited: set = set()         # calls awaited where they are made (`await f(x)`)
 
     # ------------------------------------------------------------------ context
     @property
@@ -320,6 +321,8 @@ class Evaluator:
         return UNKNOWN
 
     def _expr_Await(self, node: cst.Await) -> Value:
+        if isinstance(node.expression, cst.Call):
+            self.awaited.add(node.expression)
         return self.expr(node.expression)
 
     def _expr_Lambda(self, node: cst.Lambda) -> Value:

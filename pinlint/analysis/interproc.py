@@ -57,6 +57,11 @@ class Invocation:
 
 # ------------------------------------------------------------------------------ calls
 def call(ev, fn: Function, args, node: cst.Call, receiver_expr) -> Value:
+    if fn.node.asynchronous is not None and node not in ev.awaited:
+        # A coroutine made here runs later (a task, gather), perhaps beside others made the same
+        # way: its body is not this call's, nor this loop iteration's. Awaited at once, it is.
+        ev.escape(node, args.values())
+        return UNKNOWN
     env, exprs = bind_parameters(ev, fn, args, receiver_expr)
     env.update(_closure(ev, fn, env))
     outcome = _invoke(ev, fn, env, node)
