@@ -27,6 +27,12 @@ import libcst as cst
 # subscripts) in about 0.6 s and crashes somewhere past 6,000.
 MAX_DEPTH = 1_000
 
+# Lines past which a file is parsed in pieces. libcst's native parser holds about 15 kB per line of
+# the text it is given until it has built the tree (a 100,000-line file peaked at 1.9 GB; the tree it
+# leaves is about 1.3 kB a line), so a long file is parsed a run of top-level statements at a time and
+# the pieces are joined into one module whose code is the file's text.
+SEGMENT_LINES = 4_000
+
 # Validation while parsing. libcst checks each node's invariants as it is built (a space after a
 # keyword, say): that guards trees built by hand, but a tree its own parser builds from text Python
 # has accepted holds them already, and the checks were 15% of the parse. They stay on for every
@@ -86,6 +92,10 @@ class Parsed:
 
 def parse(text: str, verdict: Optional[tuple] = None) -> Parsed:
     """``verdict``: ``python_parse(text)`` when the caller already has it."""
+    if verdict is None and text.count("\n") > SEGMENT_LINES:
+        parsed = _parse_in_pieces(text)
+        if parsed is not None:
+            return parsed
     tree, error = verdict or python_parse(text)
     if error is not None and past_every_parser(error):
         return Parsed(error=error)
@@ -98,9 +108,15 @@ def parse(text: str, verdict: Optional[tuple] = None) -> Parsed:
         # Python (this version) rejects the file and it cannot be measured for depth: asking libcst
         # could crash, so Python's verdict stands.
         return Parsed(error=error)
+    tree = verdict = None  # Python's tree is not needed past this point: free it before libcst's parse
+    return _libcst(text, error, lambda: cst.parse_module(text))
+
+
+def _libcst(text: str, error: Optional[SyntaxError], build) -> Parsed:
+    """libcst's tree (``build()``), with its failures said plainly."""
     try:
         with _parsing():
-            module = cst.parse_module(text)
+            module = build()
     except cst.ParserSyntaxError as exc:
         if error is not None:
             return Parsed(error=error)  # Python's message: what users see when they run the file
@@ -119,6 +135,106 @@ def parse(text: str, verdict: Optional[tuple] = None) -> Parsed:
         # libcst drops a file's final lone CR (old Mac line endings) when it writes the code back.
         module = module.with_changes(has_trailing_newline=True)
     return Parsed(module=module)
+
+
+# A line where a top-level definition may begin: a piece of a long file starts at one.
+_DEFINITION_LINE = re.compile(r"^(?:@|def |class |async def )", re.MULTILINE)
+
+
+def _piece_starts(text: str) -> list:
+    """Offsets where the pieces of a long file begin, about every ``SEGMENT_LINES`` lines: lines that
+    start a top-level definition (or its first decorator) by the look of them. A wrong guess (one
+    inside a string, a bracket, between a decorator and its definition) leaves a piece that Python
+    rejects, and the file is then parsed whole."""
+    starts, line, position, last_line = [], 1, 0, 1
+    for match in _DEFINITION_LINE.finditer(text):
+        line += text.count("\n", position, match.start())
+        position = match.start()
+        if line - last_line < SEGMENT_LINES:
+            continue
+        before = text.rfind("\n", 0, max(position - 1, 0))
+        if text.startswith("@", before + 1) and before + 1 != position:
+            continue  # a decorated definition begins at its first decorator
+        starts.append(position)
+        last_line = line
+    return starts
+
+
+def _parse_in_pieces(text: str) -> Optional[Parsed]:
+    """A long file parsed a piece at a time, by Python (each piece checked and measured for depth,
+    its tree dropped at once) and then by libcst; None where the file must be parsed whole (no
+    piece boundary found, or a piece Python rejects: the error is then the whole file's)."""
+    starts = _piece_starts(text)
+    if not starts:
+        return None
+    bounds = [0] + starts + [len(text)]
+    line = 0
+    for begin, end in zip(bounds, bounds[1:]):
+        piece = text[begin:end]
+        tree, error = python_parse(piece)
+        if error is not None:
+            return None
+        deep = first_too_deep(tree, piece, MAX_DEPTH)
+        if deep is not None:
+            return Parsed(skipped=f"line {line + deep}: nested more than {MAX_DEPTH:,} levels deep, "
+                                  "past what pinlint parses safely; skipped")
+        tree = None
+        line += piece.count("\n")
+    return _libcst(text, None, lambda: _joined(text, bounds))
+
+
+def top_level_rows(text: str) -> Optional[list]:
+    """The first row of each top-level statement, as Python's parser gives them (a decorated
+    definition at its ``def``); None when Python rejects the text. A long file is read in the pieces
+    ``parse`` uses, each tree dropped at once (Python's tree of a 100,000-line file is 450 MB)."""
+    starts = _piece_starts(text) if text.count("\n") > SEGMENT_LINES else []
+    bounds = [0] + starts + [len(text)]
+    rows: list = []
+    line = 0
+    for begin, end in zip(bounds, bounds[1:]):
+        piece = text[begin:end] if starts else text
+        tree, error = python_parse(piece)
+        if error is not None:
+            return None if not starts else top_level_rows_whole(text)
+        rows += [line + statement.lineno for statement in tree.body]
+        tree = None
+        line += piece.count("\n") if starts else 0
+    return rows
+
+
+def top_level_rows_whole(text: str) -> Optional[list]:
+    tree, error = python_parse(text)
+    return None if error is not None else [statement.lineno for statement in tree.body]
+
+
+def _joined(text: str, bounds: list) -> cst.Module:
+    """One module from the pieces of ``text`` between ``bounds``: each piece's leading and trailing
+    lines (its module's header and footer) go to the statement that follows them, so the module
+    writes back the same code."""
+    body: list = []
+    carried: list = []   # lines still looking for the statement they lead
+    first = None
+    indent = None        # as a whole parse finds it: from the first indented block
+    for begin, end in zip(bounds, bounds[1:]):
+        piece = cst.parse_module(text[begin:end])
+        if indent is None and any(isinstance(s, cst.BaseCompoundStatement) for s in piece.body):
+            indent = piece.default_indent
+        if first is None:
+            first = piece
+            carried = []
+            statements = list(piece.body)
+        else:
+            carried += list(piece.header)
+            statements = list(piece.body)
+            if statements:
+                statements[0] = statements[0].with_changes(leading_lines=[*carried, *statements[0].leading_lines])
+                carried = []
+        body += statements
+        carried += list(piece.footer)
+        last = piece
+    return cst.Module(body=body, header=first.header, footer=carried, encoding=first.encoding,
+                      default_indent=indent or first.default_indent,
+                      default_newline=first.default_newline, has_trailing_newline=last.has_trailing_newline)
 
 
 def python_parse(text: str) -> tuple:

@@ -300,3 +300,67 @@ def test_a_run_keeps_its_trees_out_of_the_collector_and_gives_them_back_at_its_e
     assert gc.get_freeze_count() == 0
     parse("x = 1\n")
     assert gc.get_freeze_count() == 0  # outside a run nothing is frozen
+
+
+# ------------------------------------------------------------------ long files, parsed in pieces
+def _long_program(pieces: list) -> str:
+    """The corpus's programs one after another (each as a function's body would not parse: as they are)."""
+    return "\n\n".join(pieces) + "\n"
+
+
+@pytest.fixture
+def small_pieces(monkeypatch):
+    monkeypatch.setattr(parsing, "SEGMENT_LINES", 12)
+
+
+def test_a_long_file_parsed_in_pieces_writes_back_its_own_text(small_pieces):
+    texts = [text for _, text in seed_corpus()]
+    texts += ["# a comment between definitions\n\n\n@decorator\n@other(1)\ndef f():\n    '''doc\ndef g():\n'''\n"
+              "    return 1\n    # trailing, indented\n\n# at column 0\nclass C:\n    x = (1,\ndef_ := 2)\n"]
+    text = _long_program(texts)
+    assert parsing._piece_starts(text)  # it is cut
+    parsed = parse(text)
+    assert parsed.module is not None and parsed.module.code == text
+
+
+def test_a_long_file_in_pieces_gives_the_findings_of_a_whole_parse(monkeypatch):
+    import dataclasses
+
+    from pinlint import engine
+    from pinlint.settings import Settings
+    text = _long_program([text for _, text in seed_corpus() if "__future__" not in text])
+
+    def check(lines: int) -> list:
+        monkeypatch.setattr(parsing, "SEGMENT_LINES", lines)
+        engine.start_project()
+        try:
+            # positions and messages are the point: the fixes' edits (a transform of the whole
+            # module per fix) are left out
+            result = engine.lint_text(text, "long.py", dataclasses.replace(Settings(), render_fixes=False))
+        finally:
+            engine.end_project()
+        return [(f.code, f.location, f.end_location, f.message, f.fix is not None) for f in result.findings]
+
+    whole = check(10 ** 9)
+    assert len(whole) > 20
+    assert check(40) == whole
+
+
+def test_a_piece_python_rejects_makes_the_file_parse_whole(small_pieces):
+    # A cut inside a string: the piece before it does not parse, so the file is read whole (and it is
+    # valid): nothing is lost.
+    text = "x = '''\n" + "line\n" * 30 + "def not_code():\n" + "line\n" * 30 + "'''\n" + "def f():\n    return x\n" * 20
+    parsed = parse(text)
+    assert parsed.module is not None and parsed.module.code == text
+    assert len(parsed.module.body) == 21
+
+
+def test_a_syntax_error_in_a_long_file_is_reported_where_python_puts_it(small_pieces):
+    text = "def f():\n    return 1\n\n" * 30 + "def broken(:\n    pass\n" + "def g():\n    return 2\n\n" * 30
+    parsed = parse(text)
+    assert parsed.error is not None and parsed.error.lineno == 91
+
+
+def test_top_level_rows_read_in_pieces_are_those_of_a_whole_parse(small_pieces):
+    text = _long_program([text for _, text in seed_corpus() if "__future__" not in text])
+    assert parsing.top_level_rows(text) == parsing.top_level_rows_whole(text)

@@ -59,6 +59,30 @@ def test_only_the_statement_asked_about_is_resolved():
     assert locator._done == {30} and not locator._whole
 
 
+def test_statements_resolved_long_ago_are_forgotten_and_resolved_again_alike(monkeypatch):
+    from pinlint import positions
+    monkeypatch.setattr(positions, "MAX_KEPT_NODES", 40)
+    text = (ROOT / "pinlint" / "scopes.py").read_text(encoding="utf-8")
+    module = cst.parse_module(text)
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    expected = wrapper.resolve(PositionProvider)
+    parents = wrapper.resolve(ParentNodeProvider)
+    locator = Locator(module, text)
+    body = set(module.body)
+
+    def in_a_statement(node) -> bool:
+        while node is not None and node not in body:
+            node = parents.get(node)
+        return node is not None
+    nodes = [node for node in expected if in_a_statement(node)]
+    for node in nodes + nodes[::7]:  # the second pass asks again about forgotten statements
+        assert locator.position(node) == expected[node]
+        assert locator.parent(node) is parents.get(node)
+    # what is kept stays near the budget (one statement may hold more than all of it)
+    assert locator._kept_nodes <= max(40, max(len(kept) for kept in locator._kept.values()))
+    assert not locator._whole
+
+
 def test_a_file_libcst_does_not_write_back_falls_back_to_whole_module_positions():
     text = "import cupy\n\ndef f():\n    return 1\n"
     module = cst.parse_module(text)
