@@ -818,6 +818,22 @@ def test_random_on_an_unknown_object_is_not_a_numpy_draw():
 
 
 # ================================================================= branches
+@pytest.mark.parametrize("made, copied", [
+    ("h = np.empty(1 << 20, np.float32)", "d.set(h, stream=s)"),
+    ("h = [np.empty(1 << 20, np.float32) for _ in range(2)]", "d.set(h[0], stream=s)"),
+])
+def test_a_buffer_or_none_is_the_buffer_where_it_is_copied(made, copied):
+    # a copy of None fails: where the copy runs, the value is the buffer
+    src = CUPY + f"def f(cached):\n    h = None\n    if cached is None:\n        {made}\n    {copied}\n"
+    assert rows(src, "PIN001") == [row_of(src, copied)]
+
+
+def test_a_pinned_buffer_or_none_is_pinned():
+    src = CUPY + ("def f(cached):\n    h = None\n    if cached is None:\n"
+                  "        h = cupyx.empty_pinned(1 << 20, np.float32)\n    d.set(h, stream=s)\n")
+    assert "PIN001" not in codes(src)
+
+
 def test_branch_pinned_or_pageable_is_not_reported():
     src = """
     import numpy as np, cupy as cp, cupyx

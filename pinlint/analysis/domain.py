@@ -267,6 +267,10 @@ def _definition(value: Value) -> bool:
     return isinstance(value, (Function, ClassRef, Instance, ModuleRef, LibraryRef, Alternatives))
 
 
+def _is_none(value: Value) -> bool:
+    return isinstance(value, Const) and value.values == frozenset([None])
+
+
 def _has_library(value: Value) -> bool:
     return isinstance(value, LibraryRef) or \
         (isinstance(value, Alternatives) and any(isinstance(o, LibraryRef) for o in value.options))
@@ -322,6 +326,10 @@ def join(a: Value, b: Value) -> Value:
                     a.maybe_unknown or b.maybe_unknown, a.batch and b.batch, a.varies | b.varies,
                     a.contiguous if a.contiguous == b.contiguous else None, a.pointer and b.pointer,
                     a.ndim if a.ndim == b.ndim else None)
+    if isinstance(a, (Host, Seq)) and _is_none(b):
+        return a  # a buffer or None (`h = None` then `if ...: h = np.empty(n)`): what copies it, had it
+    if isinstance(b, (Host, Seq)) and _is_none(a):
+        return b  # been None, would have failed, so where it runs the value is the buffer
     if isinstance(a, Host) and isinstance(b, Unknown):
         return replace(a, maybe_unknown=True)
     if isinstance(b, Host) and isinstance(a, Unknown):
