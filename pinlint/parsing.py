@@ -15,6 +15,7 @@ import gc
 import io
 import re
 import tokenize
+from collections import OrderedDict
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Optional
@@ -108,6 +109,8 @@ def parse(text: str, verdict: Optional[tuple] = None) -> Parsed:
         # Python (this version) rejects the file and it cannot be measured for depth: asking libcst
         # could crash, so Python's verdict stands.
         return Parsed(error=error)
+    if tree is not None:
+        _remember_rows(text, [statement.lineno for statement in tree.body])
     tree = verdict = None  # Python's tree is not needed past this point: free it before libcst's parse
     return _libcst(text, error, lambda: cst.parse_module(text))
 
@@ -160,6 +163,17 @@ def _piece_starts(text: str) -> list:
     return starts
 
 
+def _python_pieces(text: str, bounds: list):
+    """Python's tree of each piece of ``text`` between ``bounds``, with the number of lines before it;
+    (None, error) for a piece it rejects. Each tree is the caller's to drop before the next."""
+    line = 0
+    for begin, end in zip(bounds, bounds[1:]):
+        piece = text[begin:end]
+        tree, error = python_parse(piece)
+        yield piece, line, tree, error
+        line += piece.count("\n")
+
+
 def _parse_in_pieces(text: str) -> Optional[Parsed]:
     """A long file parsed a piece at a time, by Python (each piece checked and measured for depth,
     its tree dropped at once) and then by libcst; None where the file must be parsed whole (no
@@ -168,37 +182,46 @@ def _parse_in_pieces(text: str) -> Optional[Parsed]:
     if not starts:
         return None
     bounds = [0] + starts + [len(text)]
-    line = 0
-    for begin, end in zip(bounds, bounds[1:]):
-        piece = text[begin:end]
-        tree, error = python_parse(piece)
+    rows: list = []
+    for piece, line, tree, error in _python_pieces(text, bounds):
         if error is not None:
             return None
         deep = first_too_deep(tree, piece, MAX_DEPTH)
         if deep is not None:
             return Parsed(skipped=f"line {line + deep}: nested more than {MAX_DEPTH:,} levels deep, "
                                   "past what pinlint parses safely; skipped")
+        rows += [line + statement.lineno for statement in tree.body]
         tree = None
-        line += piece.count("\n")
+    _remember_rows(text, rows)
     return _libcst(text, None, lambda: _joined(text, bounds))
+
+
+# The rows ``top_level_rows`` gives, kept from the parse that found them (the positions of a file's
+# findings need them, and Python's parser read the same text a moment before): recent texts only.
+_ROWS: "OrderedDict[str, list]" = OrderedDict()
+_ROWS_KEPT = 64
+
+
+def _remember_rows(text: str, rows: list) -> None:
+    _ROWS[text] = rows
+    while len(_ROWS) > _ROWS_KEPT:
+        _ROWS.popitem(last=False)
 
 
 def top_level_rows(text: str) -> Optional[list]:
     """The first row of each top-level statement, as Python's parser gives them (a decorated
     definition at its ``def``); None when Python rejects the text. A long file is read in the pieces
     ``parse`` uses, each tree dropped at once (Python's tree of a 100,000-line file is 450 MB)."""
+    found = _ROWS.get(text)
+    if found is not None:
+        return found
     starts = _piece_starts(text) if text.count("\n") > SEGMENT_LINES else []
-    bounds = [0] + starts + [len(text)]
     rows: list = []
-    line = 0
-    for begin, end in zip(bounds, bounds[1:]):
-        piece = text[begin:end] if starts else text
-        tree, error = python_parse(piece)
+    for _, line, tree, error in _python_pieces(text, [0] + starts + [len(text)]):
         if error is not None:
-            return None if not starts else top_level_rows_whole(text)
+            return top_level_rows_whole(text) if starts else None
         rows += [line + statement.lineno for statement in tree.body]
         tree = None
-        line += piece.count("\n") if starts else 0
     return rows
 
 
@@ -219,16 +242,13 @@ def _joined(text: str, bounds: list) -> cst.Module:
         piece = cst.parse_module(text[begin:end])
         if indent is None and any(isinstance(s, cst.BaseCompoundStatement) for s in piece.body):
             indent = piece.default_indent
+        statements = list(piece.body)
         if first is None:
             first = piece
-            carried = []
-            statements = list(piece.body)
-        else:
+        elif statements:
             carried += list(piece.header)
-            statements = list(piece.body)
-            if statements:
-                statements[0] = statements[0].with_changes(leading_lines=[*carried, *statements[0].leading_lines])
-                carried = []
+            statements[0] = statements[0].with_changes(leading_lines=[*carried, *statements[0].leading_lines])
+            carried = []
         body += statements
         carried += list(piece.footer)
         last = piece

@@ -38,7 +38,7 @@ def analyses(monkeypatch):
             assert engine.lint_text(source(src), "t.py", Settings()).error is None
         finally:
             engine.end_project()
-            monkeypatch.setattr(project_module.Project, "run", run)
+            monkeypatch.undo()
         return made
     return count
 

@@ -280,7 +280,7 @@ def _stand_in(value: Value) -> bool:
     """What an import shim gives when the library is missing (``None``, an object standing in for the
     module, something unknown): a call of a library name on it fails, so where such a call runs,
     the value was the library module."""
-    return value is UNKNOWN or isinstance(value, (Instance, Unknown)) or value == Const.of(None)
+    return isinstance(value, (Instance, Unknown)) or _is_none(value)
 
 
 def alternatives(a: Value, b: Value) -> Value:

@@ -517,21 +517,20 @@ class Project:
     # again: 12,177 of 31,078, the same function with the same arguments.)
     def _kept(self, key, final: dict, provisional: dict):
         found = final.get(key)
-        if found is not None:
-            if self._observing:
-                self._observing[-1] |= self._lookups_of.get(key, frozenset())
-            return found
-        found = provisional.get(key)
-        if found is not None and not self._still_unfinished(self._unfinished_of.get(key, ())):
-            # What it read unfinished is finished now (a class's fields worked out inside the
-            # globals of a module that are still under way): made again, it would see them whole.
-            del provisional[key]
-            found = None
-        if found is not None:
-            if self._observing:
-                self._observing[-1] |= self._lookups_of.get(key, frozenset())
+        if found is None:
+            found = provisional.get(key)
+            if found is None:
+                return None
+            read = self._unfinished_of.get(key, frozenset())
+            if not self._still_unfinished(read):
+                # What it read unfinished is finished now (a class's fields worked out inside the
+                # globals of a module that are still under way): made again, it would see them whole.
+                del provisional[key]
+                return None
             if self._unfinished_reads:
-                self._unfinished_reads[-1] |= self._unfinished_of.get(key, frozenset())
+                self._unfinished_reads[-1] |= read
+        if self._observing:
+            self._observing[-1] |= self._lookups_of.get(key, frozenset())
         return found
 
     def _keep(self, key, final: dict, provisional: dict, compute):
