@@ -221,7 +221,7 @@ def _check_module(module: cst.Module, text: str, filename: str, settings: Settin
             plan = fixable(report.fix)
             finding = Finding(
                 code=rule.code, message=report.message, filename=filename, location=here[0], end_location=here[1],
-                fix=_rendered(module, text, plan, settings.render_fixes, imports_done), related=related_of(report), url=None,
+                fix=_rendered(module, text, plan, settings.render_fixes, imports_done, info.locator), related=related_of(report), url=None,
                 trace=trace_of(report, here), plan=plan,
                 nbytes=max((s.nbytes for s in report.sites if s.nbytes), default=None),
                 direction=report.direction, pooled=any(s.pooled for s in report.sites))
@@ -259,15 +259,16 @@ def _filename(module, info, filename: str) -> str:
 
 
 def _rendered(module: cst.Module, text: str, plan: Optional[Plan], with_edits: bool,
-              imports_done: dict) -> Optional[Fix]:
-    """The plan as ruff-style edits: applied alone, then diffed against the original text. That costs
-    a transform of the whole module, so text output (which shows only whether a fix exists) skips it."""
+              imports_done: dict, locator=None) -> Optional[Fix]:
+    """The plan as ruff-style edits: applied alone to the top-level statements it touches (through
+    the module's ``locator``), then diffed against their text. Text output (which shows only whether a
+    fix exists) skips it."""
     if plan is None:
         return None
     if not with_edits:
         return Fix(plan.applicability, plan.message, ())
     try:
-        edits = plan_edits(module, text, plan, imports_done)
+        edits = plan_edits(module, text, plan, imports_done, locator)
     except Exception:  # noqa: BLE001 - a plan that cannot be rendered is offered as no fix at all
         return None
     return Fix(plan.applicability, plan.message, edits)

@@ -133,23 +133,55 @@ def apply_plans(module: cst.Module, plans: Sequence[Plan]) -> str:
     return fixed.code
 
 
-def plan_edits(module: cst.Module, text: str, plan: Plan, imports_done: dict) -> tuple:
+def plan_edits(module: cst.Module, text: str, plan: Plan, imports_done: dict, locator=None) -> tuple:
     """The edits of one plan applied alone, as ``edits_between(text, apply_plans(module, [plan]))``
     gives them. A plan that adds an import at the module's top would pay for libcst's import codemod
     (a copy and a walk of the whole module) once per finding, and a file's findings mostly add the
     same import: so the import's edits are made once per set of imports (``imports_done``, one per
-    module) and joined with the plan's own, unless the two touch the same lines."""
+    module) and joined with the plan's own, unless the two touch the same lines. With the module's
+    ``positions.Locator``, the plan's own edits are made on the top-level statements it touches."""
     top = tuple(spec for spec in _new_imports([plan]) if spec.after is None and spec.before is None)
     if not top:
-        return edits_between(text, apply_plans(module, [plan]))
+        return _own_edits(module, text, plan, locator)
     key = tuple(sorted({(spec.module, spec.name, spec.asname) for spec in top}, key=repr))
     if key not in imports_done:
         imports_done[key] = edits_between(text, apply_plans(module, [Plan(plan.applicability, "", imports=top)]))
-    own = edits_between(text, module.visit(_Apply([plan])).code)
+    own = _own_edits(module, text, plan, locator)
     added = imports_done[key]
     if any(_touch(a, b) for a in own for b in added):
         return edits_between(text, apply_plans(module, [plan]))
     return tuple(sorted((*own, *added), key=lambda e: (e.location.row, e.end_location.row)))
+
+
+def _own_edits(module: cst.Module, text: str, plan: Plan, locator) -> tuple:
+    """The edits of the plan's own changes (not the imports it adds at the module's top)."""
+    local = _local_edits(plan, locator) if locator is not None else None
+    return local if local is not None else edits_between(text, module.visit(_Apply([plan])).code)
+
+
+def _local_edits(plan: Plan, locator) -> Optional[tuple]:
+    """The plan's own edits made on each top-level statement it touches, written out alone, shifted
+    to the file's rows: writing out and diffing the whole module per finding made a file's fixes
+    cost (findings x file size), minutes for a 10,000-line file with a fix per function. None when
+    a node cannot be placed (another module's, or the locator resolved the module whole)."""
+    anchors = [spec.after if spec.after is not None else spec.before for spec in _new_imports([plan])]
+    indices = set()
+    for node in [*plan.targets(), *(anchor for anchor in anchors if anchor is not None)]:
+        index = locator.top_level(node)
+        if index is None:
+            return None
+        indices.add(index)
+    edits: list = []
+    for index in sorted(indices):
+        alone, shift = locator.alone(index)
+        for edit in edits_between(alone.code, alone.visit(_Apply([plan])).code):
+            edit = Edit(edit.content, Location(edit.location.row + shift, 1), Location(edit.end_location.row + shift, 1))
+            if edits and edits[-1].end_location.row == edit.location.row:
+                # Statements next to each other: one diff of the file gives their edits as one hunk.
+                previous = edits.pop()
+                edit = Edit(previous.content + edit.content, previous.location, edit.end_location)
+            edits.append(edit)
+    return tuple(edits)
 
 
 def _touch(a: Edit, b: Edit) -> bool:

@@ -160,6 +160,8 @@ class Locator:
         self._line_starts: Optional[list] = None
         self._cursor = 0                 # where the last search ended: reports come in file order
         self._whole = False              # the whole module was resolved the old way
+        self._shifts: dict = {}          # index -> rows between the statement alone and in the file
+        self._indices: Optional[dict] = None  # id of a top-level statement -> its index
 
     # ---- public
     def position(self, node: cst.CSTNode) -> CodeRange:
@@ -184,6 +186,43 @@ class Locator:
     def parents(self) -> "_ParentView":
         """A mapping-like view (``get``, ``[]``, ``in``) for code that wants ``{node: parent}``."""
         return _ParentView(self)
+
+    def top_level(self, node: cst.CSTNode) -> Optional[int]:
+        """The index of the top-level statement holding ``node``, where ``alone`` can write it out
+        on its own; None for a node of another module or once the whole module was resolved at once."""
+        if self._whole:
+            return None
+        try:
+            self.position(node)
+        except KeyError:
+            return None
+        if self._whole:
+            return None
+        current = node
+        while True:
+            parent = self._parents.get(current)
+            if parent is None:
+                return None
+            if parent is self.module:
+                break
+            current = parent
+        if self._indices is None:
+            self._indices = {id(statement): i for i, statement in enumerate(self.module.body)}
+        index = self._indices.get(id(current))
+        return index if index in self._shifts else None
+
+    def alone(self, index: int) -> tuple:
+        """Top-level statement ``index`` as a module of its own (its code is the file's text from its
+        leading lines to its end) and the rows to add to its rows for the file's: a fix's edits are
+        made on the statements it touches, not by writing out the whole module per finding."""
+        return self._alone(index), self._shifts[index]
+
+    def _alone(self, index: int) -> cst.Module:
+        module = self.module
+        last = index == len(module.body) - 1
+        return cst.Module(body=[module.body[index]], header=[], footer=[], encoding=module.encoding,
+                          default_indent=module.default_indent, default_newline=module.default_newline,
+                          has_trailing_newline=module.has_trailing_newline or not last)
 
     # ---- resolution
     def _resolve(self, node: cst.CSTNode) -> None:
@@ -213,10 +252,7 @@ class Locator:
         if anchors is None:
             return False
         statement = self.module.body[index]
-        last = index == len(self.module.body) - 1
-        alone = cst.Module(body=[statement], header=[], footer=[], encoding=self.module.encoding,
-                           default_indent=self.module.default_indent, default_newline=self.module.default_newline,
-                           has_trailing_newline=self.module.has_trailing_newline or not last)
+        alone = self._alone(index)
         recorded = _Recorded()
         from libcst.metadata.position_provider import PositionProvidingCodegenState
         state = PositionProvidingCodegenState(default_indent=alone.default_indent,
@@ -226,6 +262,7 @@ class Locator:
         shift = anchors[index] - recorded._computed[statement].start.line
         if shift < 0 or not self._text_matches(shift, code):
             return False
+        self._shifts[index] = shift
         positions = self._positions
         for node, span in recorded._computed.items():
             start, end = span.start, span.end

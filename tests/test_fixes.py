@@ -360,29 +360,39 @@ def _plans_of(text: str, name: str) -> tuple:
 
 def test_a_findings_edits_are_those_of_its_fix_applied_alone_on_every_fixture():
     """`plan_edits` makes a top-of-module import's edits once per file and joins them with each
-    plan's own: on every fixture and fix case with a fix it gives exactly the edits of the plan applied alone."""
-    from pinlint.fixes import plan_edits
+    plan's own, and with the module's locator makes the plan's own on the statements it touches: on
+    every fixture and fix case with a fix it gives exactly the edits of the plan applied alone."""
+    from pinlint.fixes import _local_edits, plan_edits
+    from pinlint.positions import Locator
 
-    compared = with_import = 0
+    compared = with_import = local = 0
     for path in [*fixture_files(), *PAIRS]:
         text = path.read_text(encoding="utf-8")
         module, plans = _plans_of(text, path.name)
         memo: dict = {}
+        local_memo: dict = {}
+        locator = Locator(module, text)
         for plan in plans:
             expected = edits_between(text, apply_plans(module, [plan]))
             assert plan_edits(module, text, plan, memo) == expected, (path, plan.message)
+            # Made on the top-level statements the plan touches, written out alone: the same edits.
+            assert plan_edits(module, text, plan, local_memo, locator) == expected, (path, plan.message)
+            local += _local_edits(plan, locator) is not None
             compared += 1
         with_import += bool(memo)
     assert compared > 20 and with_import > 3  # the shortcut was exercised, not just the plain path
+    assert local == compared  # and every plan's own edits were made on its statements alone
 
 
 def test_a_fix_next_to_the_import_it_adds_falls_back_to_one_whole_apply():
     """Where a plan's own lines meet the added import's, one diff would join them: the edits are
     then made from the plan applied whole, so they still equal its edits alone."""
     from pinlint.fixes import plan_edits
+    from pinlint.positions import Locator
 
     text = "import cupy\nimport numpy\nh = numpy.zeros(1 << 22)\ncupy.asarray(h).set(h, stream=cupy.cuda.Stream())\n"
     module, plans = _plans_of(text, "t.py")
     assert plans
     for plan in plans:
         assert plan_edits(module, text, plan, {}) == edits_between(text, apply_plans(module, [plan]))
+        assert plan_edits(module, text, plan, {}, Locator(module, text)) == edits_between(text, apply_plans(module, [plan]))
