@@ -78,6 +78,8 @@ def pin_allocation(site: Site, copy: Event, fx: FixContext) -> Optional[Plan]:
     family = fx.tables.fix_families.get(site.fix, {})
     if family.get("how") == "keyword":
         keyword = family["keyword"]
+        if any(a.star == "**" for a in call.args):
+            return None  # the mapping may hold the keyword already: passing it twice is a TypeError
         args = [a for a in call.args if not (a.keyword is not None and a.keyword.value == keyword)]
         new_call = call.with_changes(args=[*_with_trailing_comma(args), cst.Arg(
             keyword=cst.Name(keyword), value=cst.Name("True"),

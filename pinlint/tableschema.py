@@ -70,7 +70,7 @@ class EffectSchema:
 _RETURNS_TUPLE = _one_of("err-tuple")
 EFFECTS: dict[str, EffectSchema] = {
     "alloc": EffectSchema(
-        frozenset({"shape", "dtype", "like", "nbytes", "flags", "like_device", "data"}),
+        frozenset({"shape", "dtype", "like", "nbytes", "flags", "like_device", "data", "into"}),
         {"kind": _one_of(*KINDS), "pooled": _is_bool, "pooled_when_pinned": _is_bool, "fix": _is_str,
          "pin_kw": _is_str, "device_kw": _is_str, "reads": _is_bool, "pointer": _is_bool, "returns": _RETURNS_TUPLE,
          "uninitialized": _is_bool, "shape_varargs": _is_bool, "range_args": _is_bool, "size": _is_size,
@@ -81,7 +81,8 @@ EFFECTS: dict[str, EffectSchema] = {
     "view": EffectSchema(frozenset({"arg"}), {"otherwise": _one_of("unknown", "pageable"), "pointer": _is_bool,
                                              "library": _is_str, "returns": _RETURNS_TUPLE, "shape_args": _is_bool},
                          "the same memory as its argument, seen another way"),
-    "convert": EffectSchema(frozenset({"dtype", "copy"}), {"targets": _is_str_dict},
+    "convert": EffectSchema(frozenset({"dtype", "copy"}), {"targets": _is_str_dict, "copies": _is_bool,
+                                                          "in_place": _is_bool},
                             "a dtype conversion: new pageable memory unless nothing changes"),
     "contiguous": EffectSchema(frozenset({"arg"}), {}, "a view when contiguous already, else a pageable copy"),
     "copy": EffectSchema(

@@ -1158,3 +1158,202 @@ def test_a_transpose_of_anything_in_its_own_statement_is_copied_by_ascontiguousa
         cuda.memcpy_htod_async(d, np.ascontiguousarray(x), s)
     """
     assert codes(src) == expected
+
+
+# ===================================================================== found on real code (turn 8)
+SHARED = """
+import torch
+dev = torch.device("cuda")
+"""
+
+
+@pytest.mark.parametrize("made", [
+    "x = torch.empty(1 << 20).share_memory_()",
+    "x = torch.empty(1 << 20, pin_memory=True).share_memory_()",        # moved out of pinned memory
+    "x = torch.empty(1 << 20, pin_memory=True)\nx.share_memory_()",     # in place, as a statement
+])
+def test_share_memory_makes_new_pageable_memory_and_no_pinning_fix(made):
+    """`share_memory_()` copies the storage into shared memory (pageable) and returns the tensor:
+    the copy is PIN001 whatever the allocation was, and no `pin_memory=True` there would change it."""
+    src = SHARED + made + "\nfor _ in range(4):\n    x.to(dev, non_blocking=True)\n"
+    f = only(src, "PIN001")
+    assert "share_memory_" in f.message
+    assert f.fix is None
+
+
+def test_share_memory_of_a_slice_leaves_the_name_of_the_whole_alone():
+    src = SHARED + "y = torch.empty(1 << 20)\nz = y[0:10]\nz.share_memory_()\ny.to(dev, non_blocking=True)\n"
+    assert "share_memory_" not in only(src, "PIN001").message  # y is torch.empty's pageable tensor
+
+
+def test_buffers_appended_to_lists_kept_in_a_dict_are_its_elements():
+    """`buffers[key].append(t)` on a dict of lists: the list in the dict holds t (a replay buffer
+    made once and stacked per batch)."""
+    src = SHARED + """
+buffers = {"frame": [], "reward": []}
+for key in buffers:
+    for _ in range(8):
+        buffers[key].append(torch.empty(80, 84, 84))
+for _ in range(100):
+    batch = {k: torch.stack([buffers[k][m] for m in range(4)]) for k in buffers}
+    moved = {k: t.to(dev, non_blocking=True) for k, t in batch.items()}
+"""
+    assert rows(src, "PIN001") == [row_of(src, "t.to(dev")]
+    pinned = src.replace("torch.empty(80, 84, 84)", "torch.empty(80, 84, 84).pin_memory()")
+    # stack makes a new pageable tensor of pinned rows too: still PIN001, and a constant key reads them
+    assert rows(pinned, "PIN001") == [row_of(src, "t.to(dev")]
+    constant = SHARED + """
+buffers = {"frame": [torch.empty(4).pin_memory()]}
+for key in ["frame"]:
+    buffers[key].append(torch.empty(1 << 20))
+buffers["frame"][0].to(dev, non_blocking=True)
+"""
+    assert "PIN001" not in codes(constant)  # pinned or pageable: a maybe, which PIN001 leaves alone
+    assert "PIN001" not in codes(constant.replace("torch.empty(4).pin_memory()", "torch.empty(4, pin_memory=True)"))
+
+
+def test_a_stored_value_under_an_unknown_key_may_be_in_any_entry():
+    src = SHARED + """
+d = {"a": torch.empty(1 << 20, pin_memory=True)}
+def put(k):
+    d[k] = torch.empty(1 << 20)
+put(input())
+d["a"].to(dev, non_blocking=True)
+"""
+    assert "PIN001" not in codes(src)  # pinned or the pageable one: not a sure finding
+    sure = SHARED + 'd = {"a": torch.empty(1 << 20)}\nk = input()\nd[k] = torch.empty(1 << 20)\nd["a"].to(dev, non_blocking=True)\n'
+    assert codes(sure) == ["PIN001"]
+
+
+THREAD = """
+import threading
+import torch
+def worker(frame, stop):
+    dev = torch.device("cuda")
+    while not stop.is_set():
+        frame.to(dev, non_blocking=True)
+"""
+
+
+@pytest.mark.parametrize("start", [
+    "threading.Thread(target=worker, args=(frame, stop)).start()",
+    "threading.Thread(None, worker, None, (frame, stop)).start()",
+    "threading.Thread(target=worker, kwargs={'frame': frame, 'stop': stop}).start()",
+    "threading.Timer(1.0, worker, (frame, stop)).start()",
+])
+def test_a_threads_target_runs_with_the_arguments_it_is_given(start):
+    src = THREAD + f"\nstop = threading.Event()\nframe = torch.rand(1 << 20)\n{start}\n"
+    f = only(src, "PIN001")
+    assert f.location.row == row_of(src, start.split(".start")[0][:20])
+    assert "via `worker`" in f.message
+
+
+@pytest.mark.parametrize("start", [
+    "threading.Thread(target=worker, args=args).start()",          # not laid out: unknown
+    "threading.Thread(target=worker, args=(frame, stop)).start()",  # a pinned frame
+])
+def test_a_threads_target_with_arguments_it_cannot_know_is_quiet(start):
+    src = THREAD + f"\nstop = threading.Event()\nframe = torch.rand(1 << 20).pin_memory()\nargs = input()\n{start}\n"
+    assert "PIN001" not in codes(src)
+
+
+def test_threads_started_in_a_loop_are_not_the_loops_iterations():
+    """A thread started per iteration runs beside the loop: the pinned buffer its target makes and
+    keeps for its own loop is not PIN002's allocate-and-drop each iteration."""
+    src = """
+import threading
+import torch
+def worker(stop):
+    buf = torch.empty(1 << 20, pin_memory=True)
+    while not stop.is_set():
+        buf.to("cuda", non_blocking=True)
+stop = threading.Event()
+for _ in range(4):
+    threading.Thread(target=worker, args=(stop,)).start()
+"""
+    assert "PIN002" not in codes(src)
+    inline = src.replace("threading.Thread(target=worker, args=(stop,)).start()", "worker(stop)")
+    assert "PIN002" in codes(inline)  # called in the loop itself, it is one per iteration
+
+
+CV2 = """
+import cv2
+import numpy as np
+import pycuda.driver as cuda
+stream = cuda.Stream()
+dev = cuda.mem_alloc(3 * 640 * 640 * 4)
+pinned = cuda.pagelocked_empty((640, 640, 3), np.uint8)
+"""
+
+
+@pytest.mark.parametrize("made", [
+    "cv2.imread('a.jpg')",
+    "cv2.resize(cv2.imread('a.jpg'), (640, 640))",
+    "cv2.cvtColor(pinned, cv2.COLOR_BGR2RGB).transpose((2, 0, 1)).astype(np.float32)",
+    "cv2.dnn.blobFromImage(pinned, 1 / 255.0)",
+])
+def test_opencv_returns_new_pageable_arrays(made):
+    src = CV2 + f"img = {made}\ncuda.memcpy_htod_async(dev, img, stream)\n"
+    assert codes(src) == ["PIN001"]
+
+
+@pytest.mark.parametrize("call", [
+    "cv2.resize(frame, (640, 640), dst=pinned)",
+    "cv2.resize(frame, (640, 640), pinned)",
+    "cv2.cvtColor(frame, cv2.COLOR_BGR2RGB, pinned)",
+])
+def test_opencv_writing_into_a_pinned_dst_returns_it(call):
+    src = CV2 + f"frame = cv2.imread('a.jpg')\nimg = {call}\ncuda.memcpy_htod_async(dev, img, stream)\n"
+    assert "PIN001" not in codes(src)
+
+
+@pytest.mark.parametrize("call, expected", [
+    ("torch.empty(1 << 20, **{'pin_memory': True})", []),
+    ("torch.empty(1 << 20, **dict(pin_memory=True))", []),
+    ("torch.empty(1 << 20, **options)", []),                       # keys nothing explains: unknown
+    ("torch.empty(1 << 20, **dict(dtype=torch.float32))", ["PIN001"]),
+    ("torch.empty(*shape)", ["PIN001"]),
+    ("torch.empty(**maybe)", []),                                   # pin_memory set on one path only
+    ("torch.empty(**specs[key])", ["PIN001"]),                      # each spec: size and dtype
+])
+def test_keywords_passed_through_a_mapping_are_the_mappings(call, expected):
+    """`f(**mapping)` passes the mapping's keys: a pinning keyword in it pins, an unknown mapping may
+    hold one, and a key only some paths set may be absent."""
+    src = SHARED + """
+options = input()
+shape = (1 << 20,)
+maybe = {"size": (1 << 20,)}
+if input():
+    maybe["pin_memory"] = True
+specs = {"obs": dict(size=(8, 1 << 20), dtype=torch.float32), "act": {"size": (8, 6), "dtype": torch.int64}}
+key = input()
+""" + f"x = {call}\nx.to(dev, non_blocking=True)\n"
+    assert codes(src) == expected
+
+
+def test_no_pinning_keyword_is_added_to_a_call_passing_a_mapping():
+    src = SHARED + "x = torch.empty(1 << 20, **dict(dtype=torch.float32))\nx.to(dev, non_blocking=True)\n"
+    assert only(src, "PIN001").fix is None  # `**` may pass pin_memory already: twice is a TypeError
+
+
+def test_a_field_holding_one_of_two_functions_calls_each():
+    """`self.inference_fn = do_inference if old else do_inference_v2`, called with the object's
+    buffers: whichever runs copies the pageable input (TensorRT demos pick the function by version)."""
+    src = """
+import numpy as np
+import pycuda.driver as cuda
+import tensorrt as trt
+def v1(host, dev, stream, batch_size=1):
+    cuda.memcpy_htod_async(dev, host, stream)
+def v2(host, dev, stream):
+    cuda.memcpy_htod_async(dev, host, stream)
+class Runner:
+    def __init__(self):
+        self.infer = v1 if trt.__version__[0] < "7" else v2
+        self.stream = cuda.Stream()
+    def run(self, dev):
+        self.infer(host=np.zeros(1 << 20, np.float32), dev=dev, stream=self.stream)
+"""
+    assert rows(src, "PIN001") == [row_of(src, "self.infer(host")] * 2  # one through each function
+    pinned = src.replace("np.zeros(1 << 20, np.float32)", "cuda.pagelocked_empty(1 << 20, np.float32)")
+    assert "PIN001" not in codes(pinned)

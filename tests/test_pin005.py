@@ -400,3 +400,33 @@ def test_unknown_destination_is_quiet():
 def test_h2d_copy_is_not_pin005():
     src = CUPY + "d.set(h, stream=s)\nx = h[0]\n"
     assert "PIN005" not in codes(src)
+
+
+# ------------------------------------------------------------------ where the evidence meets
+RUNNER = """
+import numpy as np
+import pycuda.driver as cuda
+class Runner:
+    def __init__(self):
+        self.stream = cuda.Stream()
+        self.host = cuda.pagelocked_empty(4, np.float32)
+        self.dev = cuda.mem_alloc(self.host.nbytes)
+    def run(self):
+        cuda.memcpy_dtoh_async(self.host, self.dev, self.stream)
+        return int(np.argmax(self.host))
+r = Runner()
+for _ in range(3):
+    label = r.run()
+"""
+
+
+def test_a_method_that_copies_and_reads_is_reported_inside_it_not_again_at_each_call():
+    """The copy still in flight from the previous iteration's call is the one the method makes again
+    before its read: the same copy and read, which the method's own analysis reports."""
+    assert rows(RUNNER, "PIN005") == [row_of(RUNNER, "np.argmax(self.host)")]
+
+
+def test_a_copy_made_by_the_caller_and_read_in_the_callee_is_reported_at_the_call():
+    src = RUNNER.replace("        cuda.memcpy_dtoh_async(self.host, self.dev, self.stream)\n", "").replace(
+        "for _ in range(3):\n    label = r.run()\n", "cuda.memcpy_dtoh_async(r.host, r.dev, r.stream)\nlabel = r.run()\n")
+    assert rows(src, "PIN005") == [row_of(src, "label = r.run()")]

@@ -15,6 +15,7 @@ from typing import Optional
 
 import libcst as cst
 
+from ..apitables import ArgSpec
 from ..model import EventType
 from . import effects, interproc
 from .domain import (UNKNOWN, Alternatives, ClassRef, Const, Device, Function, Host, Instance, Items, Iteration, Loader, Mapping,
@@ -23,6 +24,9 @@ from .effects import Args
 
 _BUILTINS = frozenset(dir(builtins))
 _IMPORTERS = frozenset({"importlib.import_module"})  # load a module named by a string
+# Start a callable later, on another thread, with the arguments they are given: (callable, args, kwargs).
+_STARTERS = {"threading.Thread": (ArgSpec(1, "target"), ArgSpec(3, "args"), ArgSpec(4, "kwargs")),
+             "threading.Timer": (ArgSpec(1, "function"), ArgSpec(2, "args"), ArgSpec(3, "kwargs"))}
 _BATCH_DICT_METHODS = frozenset({"values", "items", "get"})
 
 
@@ -49,11 +53,18 @@ class Calls:
 
     # ------------------------------------------------------------------ arguments
     def arguments(self, node: cst.Call) -> Args:
-        positional, keywords, star, starred = [], {}, False, []
+        positional, keywords, star, starred, kwargs_unknown = [], {}, False, [], False
         for arg in node.args:
             value = self.ev.expr(arg.value)
-            if arg.star:
+            if arg.star == "**" and _spelled_out(value):
+                # `f(**dict(size=n, dtype=t))`, a dict of constant keys every path set: its keywords.
+                for key, item in value.entries:
+                    keywords[key] = (arg.value, UNKNOWN if key in value.optional else item)
+            elif arg.star == "*" and isinstance(value, Items) and not star:
+                positional += [(arg.value, item) for item in value.items]  # `torch.empty(*shape)`
+            elif arg.star:
                 star = True  # positions after a *args, and keywords in a **kwargs, are unknown
+                kwargs_unknown = kwargs_unknown or arg.star == "**"
                 starred.append(value)
             elif arg.keyword is not None:
                 keywords[arg.keyword.value] = (arg.value, value)
@@ -61,7 +72,7 @@ class Calls:
                 positional.append((arg.value, value))
             else:
                 starred.append(value)
-        return Args(tuple(positional), keywords, star, tuple(starred))
+        return Args(tuple(positional), keywords, star, tuple(starred), kwargs_unknown)
 
     # ------------------------------------------------------------------ calls
     def call(self, node: cst.Call) -> Value:
@@ -103,6 +114,8 @@ class Calls:
             return effects.apply(ev, api, node, None, self.arguments(node))
         if qualified in _IMPORTERS:
             return self._import_module(node)
+        if qualified in _STARTERS:
+            return self._start_thread(node, *_STARTERS[qualified])
         library = ev.tables.library_of(qualified) if qualified else None
         head, _, attr = (qualified or "").rpartition(".")
         if head and library not in (None, "numpy"):
@@ -129,6 +142,33 @@ class Calls:
             return LibraryRef(name.single)
         return ev.module.project.resolve(name.single, ev.module)
 
+    def _start_thread(self, node: cst.Call, target: ArgSpec, positional: ArgSpec, keywords: ArgSpec) -> Value:
+        """``threading.Thread(target=f, args=(x,), kwargs={...})``: f runs with those arguments, as a
+        call made here (what it copies is the caller's buffers), but beside the caller rather than
+        in its loop: the caller's loops are not the callee's iterations (``Evaluator.detached``)."""
+        ev = self.ev
+        args = self.arguments(node)
+        callee = args.value(target)
+        if not isinstance(callee, (Function, Alternatives)):
+            ev.escape(node, args.values())
+            return UNKNOWN
+        passed = args.get(positional)
+        named = args.value(keywords, Mapping())
+        if passed is not None and not isinstance(passed[1], Items) or not isinstance(named, Mapping) or \
+                (isinstance(named, Mapping) and named.rest is not None):
+            ev.escape(node, args.values())  # arguments the analysis cannot lay out one by one
+            return UNKNOWN
+        exprs = passed[0].elements if passed is not None and isinstance(passed[0], (cst.Tuple, cst.List)) else ()
+        items = passed[1].items if passed is not None else ()
+        laid_out = tuple((exprs[i].value if i < len(exprs) else node, value) for i, value in enumerate(items))
+        kwargs = {key: (node, value) for key, value in named.entries if isinstance(key, str)}
+        before, ev.detached = ev.detached, True
+        try:
+            self.call_value(callee, node, Args(laid_out, kwargs, False))
+        finally:
+            ev.detached = before
+        return UNKNOWN
+
     def _each(self, options: "Alternatives", apply) -> Value:
         """Apply to every alternative from the same state; the states after them join."""
         ev = self.ev
@@ -152,7 +192,7 @@ class Calls:
         if isinstance(receiver, (Instance, ClassRef, ModuleRef, Super)):
             member = self.member(receiver, name, node)
             args = self.arguments(node)
-            if isinstance(member, (Function, ClassRef)):
+            if isinstance(member, (Function, ClassRef)) or _callables(member):
                 return self.call_value(member, node, args, receiver_expr)
             ev.escape(node, args.values())
             return UNKNOWN
@@ -182,7 +222,7 @@ class Calls:
             return self.named_call(node, f"{receiver.name}.{name}")
         if isinstance(receiver, (Instance, ClassRef, ModuleRef, Super)):
             member = self.member(receiver, name, node)
-            if isinstance(member, (Function, ClassRef)):
+            if isinstance(member, (Function, ClassRef)) or _callables(member):
                 return self.call_value(member, node, args, receiver_expr)
         self.ev.escape(node, args.values())
         return UNKNOWN
@@ -337,6 +377,10 @@ class Calls:
             for branch in (receiver_expr.body, receiver_expr.orelse):
                 before = self.ev.expr(branch)
                 rebind(self.ev, branch, join(before, value) if before is not UNKNOWN else value)
+        elif isinstance(receiver_expr, cst.Subscript):
+            # `buffers[key].append(t)`: the list kept in a dict (or a list) now holds t there too.
+            from .transfer import store_item
+            store_item(self.ev, receiver_expr, value)
         elif receiver_expr is not None:
             rebind(self.ev, receiver_expr, value)
 
@@ -365,6 +409,17 @@ def _unexplained(value: Value) -> bool:
     """A value nothing in the checked code explains (as opposed to a constant, a container, a
     function or an object of the checked code, which are not library objects)."""
     return value is UNKNOWN
+
+
+def _callables(value: Value) -> bool:
+    """A field or attribute holding one of several functions or classes (``self.infer = f if new else
+    g``): each is called, and the states after them join."""
+    return isinstance(value, Alternatives) and all(isinstance(o, (Function, ClassRef)) for o in value.options)
+
+
+def _spelled_out(value: Value) -> bool:
+    """A mapping whose keys are all known strings (a key some path did not set is passed as unknown)."""
+    return isinstance(value, Mapping) and value.rest is None and all(isinstance(k, str) for k, _ in value.entries)
 
 
 def _empty(value: Value) -> bool:

@@ -133,6 +133,7 @@ class Mapping(Value):
 
     entries: tuple = ()            # ((key, value), ...) sorted by repr(key)
     rest: Optional[Value] = None
+    optional: frozenset = frozenset()  # keys of entries that some paths did not set (``f(**d)`` may lack them)
 
     def get(self, key) -> Optional[Value]:
         for k, v in self.entries:
@@ -143,7 +144,7 @@ class Mapping(Value):
     def with_entry(self, key, value: Value) -> "Mapping":
         entries = dict(self.entries)
         entries[key] = value
-        return Mapping(_sorted_entries(entries), self.rest)
+        return Mapping(_sorted_entries(entries), self.rest, self.optional - {key})
 
     def values(self) -> list:
         found = [v for _, v in self.entries]
@@ -354,7 +355,10 @@ def join(a: Value, b: Value) -> Value:
         for key, value in b.entries:
             entries[key] = join(entries[key], value) if key in entries else value
         rest = a.rest if b.rest is None else (b.rest if a.rest is None else join(a.rest, b.rest))
-        return mapping(entries, rest)
+        # A key one side lacks may be absent (a read of it fails there, so a read still sees the value
+        # set; but `f(**d)` then passes no such keyword).
+        one_sided = set(entries) - (set(k for k, _ in a.entries) & set(k for k, _ in b.entries))
+        return Mapping(_sorted_entries(entries), rest, a.optional | b.optional | frozenset(one_sided))
     if isinstance(a, Instance) and isinstance(b, Instance) and a.klass == b.klass:
         left, right = dict(a.fields), dict(b.fields)
         fields = {k: join(left[k], right[k]) if k in left and k in right else (left.get(k) or right.get(k))
@@ -389,7 +393,7 @@ def widen(value: Value, depth: int = 0) -> Value:
         return Seq(widen(value.element, depth + 1))
     if isinstance(value, Mapping):
         return Mapping(tuple((k, widen(v, depth + 1)) for k, v in value.entries),
-                       widen(value.rest, depth + 1) if value.rest is not None else None)
+                       widen(value.rest, depth + 1) if value.rest is not None else None, value.optional)
     if isinstance(value, Instance):
         return Instance(value.klass, tuple((k, widen(v, depth + 1)) for k, v in value.fields))
     if isinstance(value, Iteration):
@@ -439,7 +443,8 @@ def add_element(container: Value, element: Value) -> Value:
     if isinstance(container, (Items, Seq)):
         return Seq(join(element_of(container), element))
     if isinstance(container, Mapping):
-        return Mapping(container.entries, element if container.rest is None else join(container.rest, element))
+        return Mapping(container.entries, element if container.rest is None else join(container.rest, element),
+                       container.optional)
     return Seq(element)
 
 
@@ -455,7 +460,7 @@ def varying_in(value: Value, loop) -> Value:
         return Seq(varying_in(value.element, loop))
     if isinstance(value, Mapping):
         return Mapping(tuple((k, varying_in(v, loop)) for k, v in value.entries),
-                       varying_in(value.rest, loop) if value.rest is not None else None)
+                       varying_in(value.rest, loop) if value.rest is not None else None, value.optional)
     return value
 
 
@@ -532,7 +537,7 @@ def map_sites(value: Value, mapping_fn) -> Value:
             return Seq(map_sites(value.element, mapping_fn))
         if isinstance(value, Mapping):
             return Mapping(tuple((k, map_sites(v, mapping_fn)) for k, v in value.entries),
-                           map_sites(value.rest, mapping_fn) if value.rest is not None else None)
+                           map_sites(value.rest, mapping_fn) if value.rest is not None else None, value.optional)
         if isinstance(value, Instance):
             return Instance(value.klass, tuple((k, map_sites(v, mapping_fn)) for k, v in value.fields))
         if isinstance(value, Iteration):

@@ -31,6 +31,7 @@ class Args:
     keywords: dict              # name -> (expr, value)
     star: bool                  # *args or **kwargs present: positions after them are unknown
     starred: tuple = ()         # values passed through *args / **kwargs (or after them)
+    kwargs_unknown: bool = False  # a **mapping whose keys are not known: any keyword may be in it
 
     def get(self, spec: Optional[ArgSpec]) -> Optional[tuple]:
         if spec is None:
@@ -43,7 +44,13 @@ class Args:
 
     def value(self, spec: Optional[ArgSpec], default: Value = UNKNOWN) -> Value:
         found = self.get(spec)
+        if found is None and self.kwargs_unknown and spec is not None and spec.kw is not None:
+            return UNKNOWN  # perhaps passed in the **mapping: not the default for sure
         return found[1] if found is not None else default
+
+    def unsure(self, keyword: Optional[str]) -> bool:
+        """Whether ``keyword`` may be passed without being written (in a ``**mapping``)."""
+        return bool(keyword) and self.kwargs_unknown and keyword not in self.keywords
 
     def present(self, spec: Optional[ArgSpec]) -> bool:
         return self.get(spec) is not None
@@ -140,8 +147,17 @@ def _joined_elements(value: Value) -> Value:
 
 
 def _alloc(ev, api: Api, node, receiver, args: Args) -> Value:
+    into = api.arg("into")
+    if into is not None and args.present(into) and args.value(into) != Const.of(None):
+        # `cv2.resize(img, size, dst=buf)`: it writes into the array it is given and returns it.
+        target = args.value(into)
+        if isinstance(target, Host):
+            ev.event(EventType.WRITE, node, target, api=api.name)
+        return target
     kind = Kind(api.opt("kind"))
     device_kw = api.opt("device_kw")
+    if args.unsure(device_kw) or args.unsure(api.opt("pin_kw")):
+        return UNKNOWN  # `torch.empty(n, **options)`: pinned or on a device, perhaps
     if device_kw and device_kw in args.keywords:
         device = device_of(args.keywords[device_kw][1], ev.tables)
         if device is None:
@@ -319,8 +335,17 @@ def _convert(ev, api: Api, node, receiver, args: Args) -> Value:
     method = api.name.split(".")[-1]
     target = api.opt("targets", {}).get(method) or canonical_dtype(args.value(api.arg("dtype")), ev.tables)
     copy_spec = api.arg("copy")
-    always_copy = copy_spec is not None and args.value(copy_spec, Const.of(True)) != Const.of(False)
-    return convert(ev, node, receiver, target, api.name, always_copy)
+    always_copy = api.opt("copies", False) or (copy_spec is not None and args.value(copy_spec, Const.of(True)) != Const.of(False))
+    value = convert(ev, node, receiver, target, api.name, always_copy)
+    if api.opt("in_place") and isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+        # The receiver's own name now holds the new memory (`t.share_memory_()` as a statement);
+        # only a whole name or field: a slice's storage is its base's, whose value is not this one.
+        owner = node.func.value
+        whole = isinstance(owner, cst.Name) or (isinstance(owner, cst.Attribute) and isinstance(owner.value, cst.Name)
+                                                and owner.value.value in ("self", "cls"))
+        if whole:
+            ev.store(_root_key(owner), value)
+    return value
 
 
 def _contiguous(ev, api: Api, node, receiver, args: Args) -> Value:

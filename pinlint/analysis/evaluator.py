@@ -39,10 +39,13 @@ class Evaluator:
         self.events: list[Event] = []
         self.calls = Calls(self)
         self.awaited: set = set()         # calls awaited where they are made (`await f(x)`)
+        self.detached = False             # evaluating a call that runs beside this scope (a thread's target)
 
     # ------------------------------------------------------------------ context
     @property
     def loops(self) -> tuple:
+        if self.detached:
+            return tuple(self.inner_loops)
         outer = self.element.loops if self.element is not None else ()
         return outer + tuple(self.inner_loops) if self.inner_loops else outer
 

@@ -475,8 +475,11 @@ def _lift(ev, fn: Function, node, outcome: Outcome, baseline: Optional[Outcome])
     if not ev.emit:
         return
     known: dict = {}
+    racing: dict = {}  # (type, node) -> the copies its baseline finds still in flight there
     for event in baseline.events if baseline is not None else ():
         known.setdefault((event.type, event.node), set()).add(verdict(event))
+        if event.pending:
+            racing.setdefault((event.type, event.node), set()).update(p.node for p in event.pending)
     internal = _internal(outcome)
     outside = ev.state.pending  # copies in flight when the call was made
 
@@ -491,7 +494,11 @@ def _lift(ev, fn: Function, node, outcome: Outcome, baseline: Optional[Outcome])
         # What the caller passed in (an argument, a copy in flight) is where the evidence meets; the
         # callee's own buffers (allocated in it, or its object's) are its own analysis' business,
         # unless only this context shows what happens to them.
-        given = bool(event.sites & passed) or bool(event.pending & outside)
+        # A copy in flight at the call that the callee makes again before this access (a loop
+        # calling a method that copies and then reads without a synchronize) races here in the
+        # callee's own analysis already: the same copy and access, reported there.
+        given = bool(event.sites & passed) or any(p.node not in racing.get((event.type, event.node), ())
+                                                  for p in event.pending & outside)
         if not given and verdict(event) in known.get((event.type, event.node), ()):
             continue
         if event.type in (EventType.ALLOC, EventType.REGISTER) and all(internal(s) for s in event.sites):

@@ -132,7 +132,7 @@ def assign(ev, target: cst.BaseExpression, value: Value) -> None:
         _unpack(ev, target, value)
         return
     if isinstance(target, cst.Subscript):
-        _store_item(ev, target, value)
+        store_item(ev, target, value)
         return
     if isinstance(target, cst.StarredElement):
         assign(ev, target.value, Seq(element_of(value)) if value is not UNKNOWN else UNKNOWN)
@@ -199,7 +199,8 @@ def _unpack(ev, target, value: Value) -> None:
             assign(ev, element.value, UNKNOWN)
 
 
-def _store_item(ev, target: cst.Subscript, value: Value) -> None:
+def store_item(ev, target: cst.Subscript, value: Value) -> None:
+    """``target`` (``container[index]``) holds ``value`` from here on."""
     base = ev.expr(target.value)
     indexes = ev.slices(target)
     if isinstance(base, Host):
@@ -211,7 +212,9 @@ def _store_item(ev, target: cst.Subscript, value: Value) -> None:
         if isinstance(index, Const) and index.single is not None:
             updated: Value = base.with_entry(index.single, value)
         else:
-            updated = Mapping(base.entries, value if base.rest is None else join(base.rest, value))
+            # A key not known here may be any of those the dict holds, or another one.
+            entries = tuple((key, join(old, value)) for key, old in base.entries)
+            updated = Mapping(entries, value if base.rest is None else join(base.rest, value), base.optional)
         _changed(ev, target.value, updated)
     elif isinstance(base, (Items, Seq)):
         _changed(ev, target.value, add_element(base, value))
