@@ -14,11 +14,13 @@ _EXCLUDED_PARTS = frozenset({"site-packages", "dist-packages", ".venv", "venv", 
 # checked file looks for its module in up to eight folders, two candidates each (130,000 stat calls
 # in a cold run of pytorch-lightning). Outside a run (the language server) the disk is asked each time.
 _FILES: Optional[dict] = None
+_FOUND: Optional[dict] = None  # (name, importer's folder, root) -> candidate files, within a run
 
 
 def remember_files(on: bool) -> None:
-    global _FILES
+    global _FILES, _FOUND
     _FILES = {} if on else None
+    _FOUND = {} if on else None
 
 
 def is_file(path: Path) -> bool:
@@ -60,7 +62,19 @@ def search_folders(path: Optional[Path], root: Optional[Path]) -> list:
 
 
 def module_files(name: str, importer: Optional[Path], root: Optional[Path]):
-    """Candidate files for module ``name`` imported from the file ``importer``, best first."""
+    """Candidate files for module ``name`` imported from the file ``importer``, best first. Within a
+    run the answer is kept per importing folder: the files of a package import the same modules
+    (a cold run of pytorch-lightning made 250,000 paths for 14,500 questions)."""
+    if _FOUND is None:
+        return _module_files(name, importer, root)
+    key = (name, importer.parent if importer is not None else None, root)
+    found = _FOUND.get(key)
+    if found is None:
+        found = _FOUND[key] = tuple(_module_files(name, importer, root))
+    return iter(found)
+
+
+def _module_files(name: str, importer: Optional[Path], root: Optional[Path]):
     parts = [p for p in name.split(".") if p]
     if not parts:
         return
