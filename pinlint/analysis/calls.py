@@ -154,8 +154,8 @@ class Calls:
             return UNKNOWN
         passed = args.get(positional)
         named = args.value(keywords, Mapping())
-        if passed is not None and not isinstance(passed[1], Items) or not isinstance(named, Mapping) or \
-                (isinstance(named, Mapping) and named.rest is not None):
+        laid_out_args = passed is None or isinstance(passed[1], Items)
+        if not laid_out_args or not isinstance(named, Mapping) or named.rest is not None:
             ev.escape(node, args.values())  # arguments the analysis cannot lay out one by one
             return UNKNOWN
         exprs = passed[0].elements if passed is not None and isinstance(passed[0], (cst.Tuple, cst.List)) else ()
