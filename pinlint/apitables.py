@@ -110,8 +110,8 @@ class Tables:
     def keyword_pins(self) -> tuple:
         """(keywords, pattern) for the allocations that pin only when asked by a keyword
         (``torch.zeros(n, pin_memory=True)``): such a call counts only in a file that has one of the
-        keywords written in it (the analysis reads the keyword from the call, never from a
-        ``**kwargs``); without it the call makes a pageable buffer, and what a rule needs of that
+        keywords written in it, or a ``**mapping`` that may hold one (the analysis reads the keyword
+        from the call or from the dict it unpacks); without it the call makes a pageable buffer, and what a rule needs of that
         is a copy, whose own name the file then holds. torch's generic ``zeros``, ``empty``,
         ``arange`` names let 15% of cupy's and numba-cuda's files through for nothing."""
         keywords = tuple(sorted({str(api.opt("pin_kw")).encode() for api in self._all_apis() if _pins_by_keyword(api)}))
@@ -192,7 +192,7 @@ def _entry(raw: dict, name: str, library: str, prefix: str) -> Api:
 
 
 _BUILTIN_RECEIVERS = frozenset({"host", "device", "stream", "event", "gpu-device", "pool", "kernel-module",
-                                "loader", "rng"})
+                                "loader", "rng", "executor"})
 
 
 def _check_top_level(where: str, data: dict) -> None:

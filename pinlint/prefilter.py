@@ -24,7 +24,13 @@ def calls_relevant_api(data: bytes) -> bool:
     if tables.call_pattern.search(data) is not None:
         return True
     keywords, pattern = tables.keyword_pins
-    return any(keyword in data for keyword in keywords) and pattern.search(data) is not None
+    asked = any(keyword in data for keyword in keywords) or _UNPACKED_KEYWORDS.search(data) is not None
+    return asked and pattern.search(data) is not None
+
+
+# `f(n, **options)`: the keyword may come in a dict made elsewhere (exponentiation never follows
+# an opening parenthesis or a comma).
+_UNPACKED_KEYWORDS = re.compile(rb"[(,]\s*\*\*\s*[A-Za-z_({]")
 
 
 def passes_prefilter(data: bytes) -> bool:

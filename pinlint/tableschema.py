@@ -104,6 +104,10 @@ EFFECTS: dict[str, EffectSchema] = {
     "gpu-device": EffectSchema(frozenset(), {}, "a device object"),
     "pool": EffectSchema(frozenset(), {}, "a pinned memory pool"),
     "rng": EffectSchema(frozenset(), {}, "a random number generator whose methods make new arrays"),
+    "executor": EffectSchema(frozenset(), {}, "a thread pool whose methods run functions beside the caller"),
+    "run-later": EffectSchema(frozenset({"arg"}), {"each": _is_bool},
+                              "runs its function argument beside the caller with the call's other arguments "
+                              "(with `each`: once per element of each of them)"),
     "kernel": EffectSchema(frozenset(), {}, "a GPU kernel object: calling it launches"),
     "kernel-module": EffectSchema(frozenset(), {}, "a module of GPU kernels"),
     "launch": EffectSchema(frozenset({"arg"}), {}, "launches a kernel on its argument(s)"),

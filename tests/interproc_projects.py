@@ -1052,3 +1052,21 @@ def test_roundtrip(ptr, stream):
     src = np.empty(1 << 20, dtype=np.float32)
     h2d_async(ptr, src, stream)  # expect: PIN001
 ''')
+
+# A dict of allocation keywords made in another module and unpacked into the call: the keywords are
+# the dict's (the prefilter reads a file with `**` in a call, though `pin_memory` is not written in it).
+project("unpacked-keywords-from-another-module-torch", pkg____init___DOT_py="", pkg__config_DOT_py='''
+PINNED = dict(pin_memory=True)
+PAGEABLE = dict(dtype=None)
+''', main_DOT_py='''
+import torch
+from pkg.config import PINNED, PAGEABLE
+
+
+def run(n, dev):
+    for i in range(n):
+        h = torch.empty(1 << 20, **PINNED)  # expect: PIN002
+        h.to(dev, non_blocking=True)
+    p = torch.empty(1 << 20, **PAGEABLE)
+    p.to(dev, non_blocking=True)  # expect: PIN001
+''')

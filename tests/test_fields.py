@@ -362,3 +362,39 @@ def test_a_dict_in_a_list_changed_by_key_holds_the_new_buffer():
     pageable array is reported where it is passed, a pinned one is not."""
     lines = source(_DICT_HOLDERS).splitlines()
     assert rows(_DICT_HOLDERS, "PIN001") == [n + 1 for n, line in enumerate(lines) if "# PIN001" in line]
+
+
+def test_a_classmethod_called_through_the_object_leaves_the_object_alone():
+    """`self._probe()` of a classmethod that sets a class attribute: `cls` is the class, not the
+    object `self` names (taking the class for the object, then joining the two, recursed without
+    end and the whole file was skipped as "nested too deeply")."""
+    from helpers import codes, row_of, rows
+    src = """
+import torch
+class Loader:
+    HAS = None
+    @classmethod
+    def _probe(cls):
+        cls.HAS = True
+    def __init__(self, flag):
+        if flag:
+            self._probe()
+        self.buf = torch.empty(1 << 24)
+    def push(self):
+        self.buf.to("cuda", non_blocking=True)
+def main():
+    h = torch.empty(1 << 24)
+    h.to("cuda", non_blocking=True)
+    return Loader(True)
+"""
+    assert rows(src, "PIN001") == [row_of(src, "self.buf.to("), row_of(src, "h.to(")]
+    assert "PIN000" not in codes(src)
+
+
+def test_an_object_and_its_class_are_two_alternatives():
+    from pinlint.analysis.domain import Alternatives, ClassRef, Instance, join
+    import libcst as cst
+    klass = ClassRef(node=cst.parse_statement("class Loader: pass"), name="Loader")
+    both = join(Instance(klass, ()), klass)
+    assert isinstance(both, Alternatives) and len(both.options) == 2
+    assert join(both, Instance(klass, ())) == both

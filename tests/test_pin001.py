@@ -1357,3 +1357,50 @@ class Runner:
     assert rows(src, "PIN001") == [row_of(src, "self.infer(host")] * 2  # one through each function
     pinned = src.replace("np.zeros(1 << 20, np.float32)", "cuda.pagelocked_empty(1 << 20, np.float32)")
     assert "PIN001" not in codes(pinned)
+
+
+POOL = """
+from concurrent.futures import ThreadPoolExecutor
+import torch
+def upload(frame, dev):
+    return frame.to(dev, non_blocking=True)
+dev = torch.device("cuda")
+frames = [torch.rand(1 << 20) for _ in range(8)]
+"""
+
+
+@pytest.mark.parametrize("use", [
+    "with ThreadPoolExecutor(4) as pool:\n    pool.submit(upload, frames[0], dev)\n",
+    "pool = ThreadPoolExecutor()\npool.submit(upload, frame=frames[0], dev=dev)\n",
+    "with ThreadPoolExecutor(4) as pool:\n    list(pool.map(upload, frames, [dev] * 8))\n",
+])
+def test_a_thread_pool_runs_its_tasks_with_their_arguments(use):
+    src = POOL + use
+    f = only(src, "PIN001")
+    assert "via `upload`" in f.message
+    assert f.location.row == row_of(src, "pool.submit" if "submit" in use else "pool.map")
+
+
+def test_a_thread_pools_tasks_on_pinned_or_unknown_buffers_are_quiet():
+    src = POOL + "pool = ThreadPoolExecutor()\npool.submit(upload, frames[0].pin_memory(), dev)\npool.submit(upload, input(), dev)\n"
+    assert "PIN001" not in codes(src)
+    other = POOL + "class Pool:\n    def submit(self, fn, *args):\n        pass\nPool().submit(upload, frames[0], dev)\n"
+    assert "PIN001" not in codes(other)  # a class of the checked code with a method of that name
+
+
+@pytest.mark.parametrize("conversion, expected", [
+    ("h.type(torch.float32)", ["PIN001"]),     # a new pageable tensor, like .float()
+    ("h.type(x.dtype)", ["PIN001"]),           # h itself or a new pageable tensor: pageable either way
+    ("p.type(x.dtype)", []),                   # p itself (pinned) or a new pageable one: not sure
+    ("p.type(torch.float32)", ["PIN001"]),
+    ("h.type()", []),                          # the type's name, not a tensor
+])
+def test_tensor_type_converts_like_to_dtype(conversion, expected):
+    src = SHARED + f"""
+def up(x):
+    h = torch.empty(1 << 20, dtype=torch.float64)
+    p = torch.empty(1 << 20, dtype=torch.float64, pin_memory=True)
+    c = {conversion}
+    return c.to(x.device, non_blocking=True)
+"""
+    assert [c for c in codes(src) if c == "PIN001"] == expected

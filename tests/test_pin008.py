@@ -362,12 +362,32 @@ def test_threshold_is_configurable(threshold, reported):
 
 def test_unknown_sizes_are_still_reported():
     src = """
-        import numpy as np, cupy as cp, cupyx
-        def f(n):
-            h = cupyx.empty_pinned(n, dtype=np.float32)
-            return cp.asarray(h)
+        import numpy as np, pycuda.driver as drv
+        def f(n, d, s):
+            h = drv.pagelocked_empty(n, dtype=np.float32)
+            drv.memcpy_htod_async(d, h, s)
         """
     assert rows(src, "PIN008", Settings(pin008_min_bytes=1 << 40)) == [3]
+
+
+def test_a_pooled_tensor_made_from_python_values_of_unknown_size_is_not_reported():
+    """Per-step metadata made from a list, pinned so that its copy does not wait (lightllm's sampling
+    parameters): there is no pageable copy of the data to upload instead, and the pool hands the
+    block back on every call. Made from a buffer, or of a known size, it is reported."""
+    made = """
+        import torch
+        def f(reqs):
+            values = []
+            for r in reqs:
+                values.append(r.temperature)
+            t = torch.tensor(values, dtype=torch.float32, pin_memory=True)
+            return t.cuda(non_blocking=True)
+        """
+    assert rows(made, "PIN008") == []
+    not_values = made.replace("torch.tensor(values, dtype=torch.float32,", "torch.empty(len(values),")
+    assert rows(not_values, "PIN008") == [6]
+    known = made.replace("torch.tensor(values,", "torch.tensor([0.5, 0.25],")
+    assert rows(known, "PIN008", Settings(pin008_min_bytes=0)) == [6]  # a size it knows: the threshold decides
 
 
 def test_the_message_gives_the_size_and_says_when_the_memory_is_pooled():

@@ -149,9 +149,6 @@ class Calls:
         ev = self.ev
         args = self.arguments(node)
         callee = args.value(target)
-        if not isinstance(callee, (Function, Alternatives)):
-            ev.escape(node, args.values())
-            return UNKNOWN
         passed = args.get(positional)
         named = args.value(keywords, Mapping())
         laid_out_args = passed is None or isinstance(passed[1], Items)
@@ -162,12 +159,22 @@ class Calls:
         items = passed[1].items if passed is not None else ()
         laid_out = tuple((exprs[i].value if i < len(exprs) else node, value) for i, value in enumerate(items))
         kwargs = {key: (node, value) for key, value in named.entries if isinstance(key, str)}
+        self.run_beside(node, callee, Args(laid_out, kwargs, False), args)
+        return UNKNOWN
+
+    def run_beside(self, node: cst.Call, callee: Value, given: Args, written: Args) -> None:
+        """Call ``callee`` with ``given`` as a call made at ``node`` that runs beside this scope (a
+        thread's target, a pool's task); ``written`` are the arguments of the call as written, which
+        escape when the callee is not a function of the checked code."""
+        ev = self.ev
+        if not isinstance(callee, (Function, Alternatives)):
+            ev.escape(node, written.values())
+            return
         before, ev.detached = ev.detached, True
         try:
-            self.call_value(callee, node, Args(laid_out, kwargs, False))
+            self.call_value(callee, node, given)
         finally:
             ev.detached = before
-        return UNKNOWN
 
     def _each(self, options: "Alternatives", apply) -> Value:
         """Apply to every alternative from the same state; the states after them join."""
@@ -389,6 +396,8 @@ class Calls:
         return interproc.annotation_value(self.ev.module, annotation.annotation)
 
     def enter_context(self, value: Value, node) -> Value:
+        if value == Obj("executor"):
+            return value  # `with ThreadPoolExecutor() as pool:`
         if isinstance(value, Instance):
             entered = self.member(value, "__enter__", node)
             if isinstance(entered, Function):

@@ -292,7 +292,9 @@ def alternatives(a: Value, b: Value) -> Value:
     # Objects of one class join field by field instead.
     merged: dict = {}
     for option in options:
-        key = option.klass if isinstance(option, Instance) else option
+        # An object of a class and the class itself (`self` or `cls` after a classmethod called
+        # through the object) are two options, not one to join field by field.
+        key = ("object of", option.klass) if isinstance(option, Instance) else option
         merged[key] = join(merged[key], option) if key in merged else option
     if len(merged) > _ALTERNATIVES_LIMIT:
         return UNKNOWN

@@ -18,7 +18,7 @@ from .. import tableschema
 from ..apitables import Api, ArgSpec
 from ..model import EventType, Kind
 from .domain import (ANYTHING, UNKNOWN, Const, Context, Device, DeviceSpec, Host, Items, Loader, Obj, Seq, Stream,
-                     Tensor, Value, flatten, join, unknown_host)
+                     Tensor, Value, element_of, flatten, join, unknown_host)
 from .dtypes import canonical_dtype, common, element_count, item_size, range_length, transposed
 from .state import STREAM
 
@@ -192,7 +192,8 @@ def _alloc(ev, api: Api, node, receiver, args: Args) -> Value:
     pooled = bool(api.opt("pooled", False)) or (kind.is_pinned and bool(api.opt("pooled_when_pinned", False)))
     site = ev.site(node, kind, flavour, display(ev, api.name, flavour), nbytes=nbytes, pooled=pooled,
                    fix=api.opt("fix") if kind is Kind.PAGEABLE else None, dtype=dtype, ndim=ndim,
-                   uninitialized=bool(api.opt("uninitialized", False)))
+                   uninitialized=bool(api.opt("uninitialized", False)),
+                   from_values=api.arg("data") is not None and isinstance(args.value(api.arg("data")), (Items, Seq, Const)))
     value = Host(frozenset([site]), flavour, pointer=bool(api.opt("pointer", api.opt("returns") == "err-tuple")))
     ev.event(EventType.ALLOC, node, value, api=site.api)
     return _err_tuple(api, value)
@@ -311,14 +312,16 @@ def _view(ev, api: Api, node, receiver, args: Args) -> Value:
     return _err_tuple(api, result)
 
 
-def convert(ev, node, source: Host, target: Optional[str], api: str, always_copy: bool) -> Value:
-    """A dtype conversion: new pageable memory, unless nothing changes (then the same memory)."""
+def convert(ev, node, source: Host, target: Optional[str], api: str, always_copy: bool,
+            some_dtype: bool = False) -> Value:
+    """A dtype conversion: new pageable memory, unless nothing changes (then the same memory).
+    ``some_dtype``: the target is a dtype nothing here names (``t.type(x.dtype)``): either."""
     dtypes = {s.dtype for s in source.sites}
     if not always_copy and dtypes == {target} and target is not None:
         return source  # torch `.float()` of float32, `astype(same, copy=False)`: no copy is made
-    if target is None and not always_copy:
+    if target is None and not always_copy and not some_dtype:
         return UNKNOWN
-    maybe_same = not always_copy and (None in dtypes or target in dtypes)
+    maybe_same = not always_copy and (None in dtypes or target in dtypes or target is None)
     ev.event(EventType.READ, node, source, api=api)
     site = ev.site(node, Kind.PAGEABLE, source.library, display(ev, api, source.library), dtype=target,
                    ndim=source.dimensions())
@@ -336,7 +339,10 @@ def _convert(ev, api: Api, node, receiver, args: Args) -> Value:
     target = api.opt("targets", {}).get(method) or canonical_dtype(args.value(api.arg("dtype")), ev.tables)
     copy_spec = api.arg("copy")
     always_copy = api.opt("copies", False) or (copy_spec is not None and args.value(copy_spec, Const.of(True)) != Const.of(False))
-    value = convert(ev, node, receiver, target, api.name, always_copy)
+    dtype_expr = args.get(api.arg("dtype"))
+    some_dtype = target is None and dtype_expr is not None and isinstance(dtype_expr[0], cst.Attribute) and \
+        dtype_expr[0].attr.value == "dtype"  # `t.type(x.dtype)`, `a.astype(b.dtype)`
+    value = convert(ev, node, receiver, target, api.name, always_copy, some_dtype)
     if api.opt("in_place") and isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
         # The receiver's own name now holds the new memory (`t.share_memory_()` as a statement);
         # only a whole name or field: a slice's storage is its base's, whose value is not this one.
@@ -666,6 +672,21 @@ def _object(tag: str):
     return handler
 
 
+def _run_later(ev, api: Api, node, receiver, args: Args) -> Value:
+    """``pool.submit(f, x)``, ``pool.map(f, xs)``: f runs beside the caller with the other arguments."""
+    spec = api.arg("arg")
+    callee = args.value(spec)
+    rest = tuple(item for index, item in enumerate(args.positional) if index != spec.pos)
+    keywords = {k: v for k, v in args.keywords.items() if k != spec.kw}
+    if api.opt("each"):
+        rest = tuple((expr, element_of(value)) for expr, value in rest)
+    if args.star:
+        ev.escape(node, args.values())
+        return UNKNOWN
+    ev.calls.run_beside(node, callee, Args(rest, keywords, False), args)
+    return UNKNOWN
+
+
 def _launch(ev, api: Api, node, receiver, args: Args) -> Value:
     spec = api.arg("arg")
     values = [args.value(spec)] if spec else args.values()
@@ -700,7 +721,7 @@ EFFECTS = {
     "copy": _copy, "sync": _sync, "stream": _stream, "default-stream": _default_stream,
     "current-stream": _current, "stream-context": _stream_context, "use-stream": _use_stream,
     "sync-on-exit": _sync_on_exit, "event": _object("event"), "gpu-device": _object("gpu-device"),
-    "pool": _object("pool"), "rng": _object("rng"), "kernel": _object("kernel"), "kernel-module": _object("kernel-module"),
+    "pool": _object("pool"), "rng": _object("rng"), "executor": _object("executor"), "run-later": _run_later, "kernel": _object("kernel"), "kernel-module": _object("kernel-module"),
     "launch": _launch, "device-spec": _device_spec, "loader": _loader, "register": _register, "free": _free,
     "read": _read, "write": _write,
 }

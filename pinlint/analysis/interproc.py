@@ -212,7 +212,9 @@ def bind_parameters(ev, fn: Function, args, receiver_expr) -> tuple[dict, dict]:
     ordered = [*params.posonly_params, *params.params]
     positional = [(expr, value) for expr, value in args.positional]
     if fn.bound is not None and fn.kind in ("method", "class", "property"):
-        positional.insert(0, (receiver_expr, fn.bound))
+        # A classmethod's `cls` is the class even when called through an object (`self._probe()`):
+        # what it does to `cls` is not a change to the object the caller's `self` names.
+        positional.insert(0, (receiver_expr if fn.kind != "class" else None, fn.bound))
     env: dict = {}
     exprs: dict = {}
     for index, param in enumerate(ordered):

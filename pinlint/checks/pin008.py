@@ -69,6 +69,11 @@ class PinnedForSingleTransfer(Rule):
                 continue
             if below(event.sites, ctx.pin008_min_bytes):
                 continue  # pinning a small buffer once costs little
+            if any(site.pooled and site.nbytes is None and site.from_values for site in event.sites):
+                # A pool's block of a size nothing says, made from Python values (per-step metadata
+                # from a list, pinned so that its copy does not wait): there is no pageable copy of
+                # the data to upload instead, and the pool hands the block back on each call.
+                continue
             copy = single_transfer(event, events)
             if copy is None:
                 continue
