@@ -54,7 +54,7 @@ class Site:
     ndim: Optional[int] = None
     variant: str = ""      # several sites of one call (a registration of each argument, a copy's destination)
     uninitialized: bool = False  # the allocator leaves the memory uninitialized (reusing it changes nothing)
-    from_values: bool = False  # filled where it is made from Python values (a list, a number), not from a buffer
+    from_values: bool = False  # made from data that is not a known host buffer (a list, a number, a parameter)
     module: object = field(default=None, compare=False)  # the ModuleInfo holding ``node``
 
 

@@ -1274,6 +1274,9 @@ for _ in range(4):
     assert "PIN002" not in codes(src)
     inline = src.replace("threading.Thread(target=worker, args=(stop,)).start()", "worker(stop)")
     assert "PIN002" in codes(inline)  # called in the loop itself, it is one per iteration
+    made = src.replace("for _ in range(4):\n    threading.Thread(target=worker, args=(stop,)).start()\n",
+                       "threads = [threading.Thread(target=worker, args=(stop,)) for _ in range(4)]\n")
+    assert made != src and "PIN002" not in codes(made)  # started from a comprehension (FlexLLMGen's copy threads)
 
 
 CV2 = """

@@ -384,6 +384,12 @@ def test_a_pooled_tensor_made_from_python_values_of_unknown_size_is_not_reported
             return t.cuda(non_blocking=True)
         """
     assert rows(made, "PIN008") == []
+    then_pinned = made.replace("dtype=torch.float32, pin_memory=True)", "dtype=torch.float32).pin_memory()")
+    assert rows(then_pinned, "PIN008") == []  # pinned after it was made from the values: the same
+    given = "import torch\ndef f(ids):\n    return torch.tensor(ids, pin_memory=True).cuda(non_blocking=True)\n"
+    assert rows(given, "PIN008") == []  # data nothing here explains: a list as likely as a buffer
+    buffer = given.replace("torch.tensor(ids,", "torch.tensor(torch.from_numpy(ids.astype('f4')),")
+    assert rows(buffer, "PIN008") == [3]  # a copy of a host buffer, which could have been uploaded itself
     not_values = made.replace("torch.tensor(values, dtype=torch.float32,", "torch.empty(len(values),")
     assert rows(not_values, "PIN008") == [6]
     known = made.replace("torch.tensor(values,", "torch.tensor([0.5, 0.25],")

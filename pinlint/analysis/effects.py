@@ -193,7 +193,9 @@ def _alloc(ev, api: Api, node, receiver, args: Args) -> Value:
     site = ev.site(node, kind, flavour, display(ev, api.name, flavour), nbytes=nbytes, pooled=pooled,
                    fix=api.opt("fix") if kind is Kind.PAGEABLE else None, dtype=dtype, ndim=ndim,
                    uninitialized=bool(api.opt("uninitialized", False)),
-                   from_values=api.arg("data") is not None and isinstance(args.value(api.arg("data")), (Items, Seq, Const)))
+                   from_values=(api.arg("data") is not None and args.present(api.arg("data"))
+                                and not isinstance(args.value(api.arg("data")), Host))
+                   or (isinstance(receiver, Host) and all(s.from_values for s in receiver.sites)))
     value = Host(frozenset([site]), flavour, pointer=bool(api.opt("pointer", api.opt("returns") == "err-tuple")))
     ev.event(EventType.ALLOC, node, value, api=site.api)
     return _err_tuple(api, value)

@@ -45,7 +45,7 @@ class Evaluator:
     @property
     def loops(self) -> tuple:
         if self.detached:
-            return tuple(self.inner_loops)
+            return ()  # a thread's target runs beside the loops (statements or comprehensions) around its start
         outer = self.element.loops if self.element is not None else ()
         return outer + tuple(self.inner_loops) if self.inner_loops else outer
 
