@@ -129,7 +129,12 @@ def apply_plans(module: cst.Module, plans: Sequence[Plan]) -> str:
         context = CodemodContext()
         for spec in top:
             AddImportsVisitor.add_needed_import(context, spec.module, spec.name, spec.asname)
-        fixed = AddImportsVisitor(context).transform_module(fixed)
+        # Given the leading statements only (up to the last top-level import, where it puts what it
+        # adds): it resolves metadata over all it is given.
+        head = _import_head(fixed)
+        added = AddImportsVisitor(context).transform_module(head)
+        fixed = added if head is fixed else fixed.with_changes(body=[*added.body, *fixed.body[len(head.body):]],
+                                                               header=added.header)
     return fixed.code
 
 
