@@ -1407,3 +1407,24 @@ def up(x):
     return c.to(x.device, non_blocking=True)
 """
     assert [c for c in codes(src) if c == "PIN001"] == expected
+
+
+@pytest.mark.parametrize("where, expected", [
+    ("", ["PIN001"]),                   # CPU grids: stack makes a new pageable tensor of them
+    (", device='cuda'", []),            # on the GPU: no host memory at all
+])
+@pytest.mark.parametrize("grid", ["torch.meshgrid([a, b], indexing='ij')", "torch.meshgrid(a, b)"])
+def test_meshgrid_gives_a_view_of_each_input(where, expected, grid):
+    src = SHARED + f"""
+def sample(x, H, W):
+    a = torch.arange(H{where}) + 0.5
+    b = torch.arange(W{where}) + 0.5
+    g = torch.stack({grid})
+    return g.to(x.device, non_blocking=True)
+"""
+    assert codes(src) == expected
+
+
+def test_meshgrid_of_unknown_inputs_is_unknown():
+    src = SHARED + "def f(x, a, b):\n    return torch.stack(torch.meshgrid(a, b)).to(x.device, non_blocking=True)\n"
+    assert codes(src) == []

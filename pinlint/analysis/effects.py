@@ -284,6 +284,8 @@ def _device(ev, api: Api, node, receiver, args: Args) -> Value:
 
 
 def _view(ev, api: Api, node, receiver, args: Args) -> Value:
+    if api.opt("each"):
+        return _views_of_each(args)
     source = _arg_value(api.arg("arg"), receiver, args)
     result: Value = UNKNOWN
     if isinstance(source, Host):
@@ -312,6 +314,17 @@ def _view(ev, api: Api, node, receiver, args: Args) -> Value:
             # `np.transpose(img, (2, 0, 1))`: whatever `img` is, this view is not contiguous.
             result = replace(result, contiguous=False)
     return _err_tuple(api, result)
+
+
+def _views_of_each(args: Args) -> Value:
+    """``torch.meshgrid(a, b)`` / ``torch.meshgrid([a, b])``: a tuple of views, one of each input
+    (broadcast, so not contiguous); a host input gives a host view, anything else stays unknown."""
+    values = [value for _, value in args.positional]
+    if len(values) == 1 and isinstance(values[0], Items):
+        values = list(values[0].items)
+    if args.star or not values:
+        return UNKNOWN
+    return Items(tuple(replace(value, contiguous=False) if isinstance(value, Host) else UNKNOWN for value in values))
 
 
 def convert(ev, node, source: Host, target: Optional[str], api: str, always_copy: bool,
