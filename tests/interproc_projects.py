@@ -520,7 +520,7 @@ def to_device(device, *tensors):
     return moved
 
 def step(device):
-    obs = torch.from_numpy(np.random.rand(64, 128).astype(np.float32))
+    obs = torch.from_numpy(np.random.rand(1024, 4096).astype(np.float32))
     return to_device(device, obs)  # expect: PIN001
 ''')
 

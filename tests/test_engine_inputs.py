@@ -49,7 +49,7 @@ def test_missing_path_does_not_claim_all_checks_passed(tmp_path):
 def test_torch_conversion_is_named_as_a_tensor_method():
     source = (
         "import torch\n"
-        "x = torch.empty(8, dtype=torch.float16, pin_memory=True)\n"
+        "x = torch.empty(1 << 24, dtype=torch.float16, pin_memory=True)\n"
         "y = x.float().to('cuda', non_blocking=True)\n"
     )
     findings = lint_text(source, "t.py", Settings()).findings

@@ -1428,3 +1428,36 @@ def sample(x, H, W):
 def test_meshgrid_of_unknown_inputs_is_unknown():
     src = SHARED + "def f(x, a, b):\n    return torch.stack(torch.meshgrid(a, b)).to(x.device, non_blocking=True)\n"
     assert codes(src) == []
+
+
+def test_a_device_array_field_that_starts_as_none_is_the_device_array_where_it_copies():
+    """`self.out_g = None` in `__init__`, a GPU array in `allocate()`: a copy on it would fail on
+    None, so where it runs the field is the GPU array (cuvarbase's PyCUDA memory classes)."""
+    src = """
+import numpy as np
+import pycuda.driver as cuda
+import pycuda.gpuarray as gpuarray
+class Memory:
+    def __init__(self, stream):
+        self.stream = stream
+        self.out_c = cuda.aligned_zeros(shape=(1 << 22,), dtype=np.float32, alignment=4096)
+        self.out_g = None
+    def allocate(self):
+        self.out_g = gpuarray.zeros(1 << 22, dtype=np.float32)
+    def to_cpu(self):
+        self.out_g.get_async(stream=self.stream, ary=self.out_c)
+"""
+    assert rows(src, "PIN001") == [row_of(src, "self.out_g.get_async")]
+    pinned = src.replace("cuda.aligned_zeros(shape=(1 << 22,), dtype=np.float32, alignment=4096)",
+                         "cuda.pagelocked_zeros((1 << 22,), np.float32)")
+    assert "PIN001" not in codes(pinned)
+
+
+@pytest.mark.parametrize("index, expected", [
+    ("[1, 2, 3]", ["PIN001"]),   # advanced indexing: a new pageable array of what it picks
+    ("picked", ["PIN001"]),
+    ("1:4", []),                 # a slice: the pinned memory itself
+])
+def test_advanced_indexing_of_pinned_memory_is_a_new_pageable_array(index, expected):
+    src = CUPY + f"picked = [0, 5]\nd.set(p[{index}], stream=s)\n"
+    assert codes(src) == expected

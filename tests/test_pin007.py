@@ -452,3 +452,20 @@ def test_dest_allocating_copy_in_loop_is_not_pin007():
         b = cp.asnumpy(d)
     """
     assert codes(src) == []
+
+
+def test_a_conversion_keeps_the_element_count_so_the_size_threshold_applies():
+    """`np.linspace(0, 1, 180).astype('float32')` is 720 bytes: below the size threshold, copied in a
+    loop it is not reported; 64 MiB converted is (holotomocupy's angles, false before)."""
+    src = """
+import numpy as np
+import cupy as cp
+small = np.linspace(0, 1, 180).astype('float32')
+big = np.zeros(1 << 24, np.float64).astype('float32')
+d = cp.empty(1 << 24, dtype=cp.float32)
+for i in range(4):
+    cp.asarray(small)
+    d.set(big)
+"""
+    from helpers import rows, row_of
+    assert rows(src, "PIN007") == [row_of(src, "d.set(big)")]

@@ -329,10 +329,13 @@ def join(a: Value, b: Value) -> Value:
                     a.maybe_unknown or b.maybe_unknown, a.batch and b.batch, a.varies | b.varies,
                     a.contiguous if a.contiguous == b.contiguous else None, a.pointer and b.pointer,
                     a.ndim if a.ndim == b.ndim else None)
-    if isinstance(a, (Host, Seq)) and _is_none(b):
-        return a  # a buffer or None (`h = None` then `if ...: h = np.empty(n)`): what copies it, had it
-    if isinstance(b, (Host, Seq)) and _is_none(a):
-        return b  # been None, would have failed, so where it runs the value is the buffer
+    # A buffer, a device array or None (`h = None` then `if ...: h = np.empty(n)`; a field None until a
+    # method allocates it): what copies it, had it been None, would have failed, so where it runs the
+    # value is the buffer. (Not a stream: `stream=None` is the default stream.)
+    if isinstance(a, (Host, Seq, Device)) and _is_none(b):
+        return a
+    if isinstance(b, (Host, Seq, Device)) and _is_none(a):
+        return b
     if isinstance(a, Host) and isinstance(b, Unknown):
         return replace(a, maybe_unknown=True)
     if isinstance(b, Host) and isinstance(a, Unknown):

@@ -339,10 +339,27 @@ def convert(ev, node, source: Host, target: Optional[str], api: str, always_copy
     maybe_same = not always_copy and (None in dtypes or target in dtypes or target is None)
     ev.event(EventType.READ, node, source, api=api)
     site = ev.site(node, Kind.PAGEABLE, source.library, display(ev, api, source.library), dtype=target,
-                   ndim=source.dimensions())
+                   ndim=source.dimensions(), nbytes=_converted_size(ev, source, target))
     copied = Host(frozenset([site]), source.library)
     # A dtype it may already have: either the same memory or a new pageable tensor.
     return join(source, copied) if maybe_same else copied
+
+
+def _converted_size(ev, source: Host, target: Optional[str]) -> Optional[int]:
+    """The bytes of ``source`` converted to ``target``: its element count (the same for every
+    possible buffer) times the new element's size; None when either is not known."""
+    counts = set()
+    for site in source.sites:
+        size = item_size(site.dtype, ev.tables)
+        if site.nbytes is None or not size:
+            return None
+        counts.add(site.nbytes // size)
+    new_size = item_size(target, ev.tables) if target is not None else None
+    if len(counts) != 1 or source.maybe_unknown:
+        return None
+    if new_size is None:
+        return None
+    return counts.pop() * new_size
 
 
 def _convert(ev, api: Api, node, receiver, args: Args) -> Value:

@@ -419,6 +419,12 @@ class Evaluator:
                 # A slice is a view of the same memory; only a plain h[a:b] stays contiguous.
                 plain = len(node.slice) == 1 and node.slice[0].slice.step is None
                 return base if plain else replace(base, contiguous=None)
+            if len(indexes) == 1 and isinstance(indexes[0], (Items, Seq, Host)):
+                # h[[0, 2]], h[idx_list], h[mask]: advanced indexing copies what it picks into a new
+                # (pageable) array, whatever memory h is in.
+                self.event(EventType.READ, node, base)
+                site = self.site(node, Kind.PAGEABLE, base.library, "advanced indexing")
+                return Host(frozenset([site]), base.library)
             if len(node.slice) == 1 and (base.dimensions() or 0) >= 2:
                 return replace(base, ndim=base.dimensions() - 1)  # A[0] of a 2-D array: a row, a view
             if len(indexes) == 1 and isinstance(indexes[0], Const) and isinstance(indexes[0].single, str):
