@@ -469,3 +469,29 @@ for i in range(4):
 """
     from helpers import rows, row_of
     assert rows(src, "PIN007") == [row_of(src, "d.set(big)")]
+
+
+def test_a_string_method_reads_a_buffer_and_keeps_none_of_it():
+    """`logger.debug("x={}".format(h))` in a callee made its per-call buffer look shared with the
+    caller (an escape), so a loop calling it reported the buffer as allocated outside the loop
+    (hyperseti's dedoppler plan, false before)."""
+    from helpers import rows
+    src = """
+import cupy as cp
+import numpy as np
+def plan(lo, hi):
+    return np.arange(lo, hi + 1, dtype="int32")
+def dedoppler(data, max_dd, name="optimal"):
+    if max_dd == 0:
+        shifts = np.array([0], dtype="int32")
+    else:
+        plans = {"optimal": plan}
+        shifts = plans.get(name)(0, 1 << 22)
+    print("shifts={}".format(shifts))
+    return cp.asarray(shifts)
+def main():
+    data = cp.ones(1 << 22, dtype=cp.float32)
+    for kernel in ("a", "b", "c"):
+        dedoppler(data, 1.0)
+"""
+    assert rows(src, "PIN007") == []

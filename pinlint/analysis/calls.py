@@ -221,6 +221,11 @@ class Calls:
             return receiver if isinstance(receiver, Tensor) else Device(receiver.library)  # device work
         if isinstance(receiver, Function) and receiver.kernel:
             return receiver  # kernel.forall(n), kernel.configure(...): still the kernel
+        if isinstance(receiver, Const) and receiver.values and all(isinstance(v, str) for v in receiver.values):
+            # "n={}".format(h), ", ".join(names): a string method reads what it is given and keeps none
+            # of it (an escape here made a callee's buffer look like one the caller shares).
+            ev.read_hosts(node, args.values())
+            return UNKNOWN
         ev.escape(node, args.values())
         return gpu_result(args.values() + [receiver])
 
