@@ -168,3 +168,15 @@ def test_pin001_threshold_leaves_device_to_host_copies_reported_at_every_size():
         d.get(stream=s, out=h, blocking=False)
         """
     assert rows(src, "PIN001") == [row_of(src, "d.get")]
+
+
+def test_a_shape_passed_through_star_args_is_not_a_scalar():
+    """`np.random.randn(*shape)` of a shape nothing lays out has an unknown size (it was taken for
+    a 0-d scalar, 8 bytes, so the size threshold hid DNNPartitioning's pageable input once
+    `.astype` kept sizes); of a literal tuple it is the tuple's size."""
+    from helpers import codes
+    head = "import numpy as np\nimport pycuda.driver as cuda\ns = cuda.Stream()\nd = cuda.mem_alloc(1 << 26)\n"
+    unknown = head + "shape = tuple(engine.shape)\nh = np.random.randn(*shape).astype(np.float32)\ncuda.memcpy_htod_async(d, h, s)\n"
+    assert codes(unknown) == ["PIN001"]
+    tiny = head + "shape = (2, 3)\nh = np.random.randn(*shape).astype(np.float32)\ncuda.memcpy_htod_async(d, h, s)\n"
+    assert codes(tiny) == []

@@ -227,6 +227,8 @@ def _shape_info(ev, api: Api, args: Args) -> tuple:
         return None, dtype, None
     shape = args.value(shape_spec, Const.of(shape_spec.default) if shape_spec is not None and
                        shape_spec.default is not None else UNKNOWN)
+    if api.opt("shape_varargs") and args.star:
+        return None, dtype, None  # np.random.randn(*shape) of a shape nothing here lays out
     if api.opt("shape_varargs") and (shape_spec is None or shape_spec.kw not in args.keywords) and \
             (len(args.positional) > 1 or shape_spec is None):
         shape = Items(tuple(v for _, v in args.positional))  # torch.empty(2, 3), np.random.rand(2, 3)
