@@ -356,10 +356,8 @@ def _converted_size(ev, source: Host, target: Optional[str]) -> Optional[int]:
         if site.nbytes is None or not size:
             return None
         counts.add(site.nbytes // size)
-    new_size = item_size(target, ev.tables) if target is not None else None
-    if len(counts) != 1 or source.maybe_unknown:
-        return None
-    if new_size is None:
+    new_size = item_size(target, ev.tables)
+    if len(counts) != 1 or source.maybe_unknown or new_size is None:
         return None
     return counts.pop() * new_size
 
