@@ -120,6 +120,7 @@ class Event:
     pending: frozenset = frozenset()      # READ/WRITE: async copies of this buffer that may still run
     trace: tuple = ()                     # TraceSteps from this scope's call into the callee's event
     module: object = None                 # ModuleInfo of ``node``
+    handed: bool = False                  # ESCAPE: only handed to a call nothing in the tree explains
 
     @property
     def kinds(self) -> frozenset[Kind]:

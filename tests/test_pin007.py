@@ -495,3 +495,62 @@ def main():
         dedoppler(data, 1.0)
 """
     assert rows(src, "PIN007") == []
+
+
+_HANDED = """
+import numpy as np
+import scipy.signal
+from numba import cuda
+import logging
+log = logging.getLogger(__name__)
+CACHE = {{}}
+def make(n):
+    h = np.random.rand(n)
+    {use}
+    return h
+def main(n):
+    for i in range(10):
+        cuda.to_device(make(n))
+"""
+
+
+@pytest.mark.parametrize("use, reported", [
+    ("scipy.signal.detrend(h, overwrite_data=True)", False),   # a library the tables do not know
+    ("log.debug(\"data %s\", h)", False),                      # an unknown object's method
+    ("CACHE[n] = h", True),                                     # kept for later calls: a cache
+])
+def test_a_buffer_only_handed_to_unknown_calls_is_new_on_each_call(use, reported):
+    """A callee's buffer passed to a call nothing in the tree explains was taken as kept by the
+    callee (a cache), so a loop calling it reported the buffer as allocated outside the loop. What
+    a later call could read back from an unknown call is unknown, so only a store keeps it."""
+    from helpers import rows, row_of
+    src = _HANDED.format(use=use)
+    assert rows(src, "PIN007") == ([row_of(src, "cuda.to_device(make(n))")] if reported else [])
+
+
+def test_a_cache_in_a_field_or_a_module_dict_is_still_the_same_buffer_each_call():
+    from helpers import rows, row_of
+    src = """
+import numpy as np
+from numba import cuda
+_cache = {}
+def cached(n):
+    if n not in _cache:
+        _cache[n] = np.empty(n)
+    return _cache[n]
+class Pool:
+    def __init__(self):
+        self.buf = None
+    def get(self, n):
+        if self.buf is None:
+            self.buf = np.empty(n)
+            print(self.buf)
+        return self.buf
+def main(n):
+    pool = Pool()
+    for i in range(10):
+        cuda.to_device(cached(n))
+    for i in range(10):
+        cuda.to_device(pool.get(n))
+"""
+    assert rows(src, "PIN007") == [row_of(src, "cuda.to_device(cached(n))"), row_of(src, "cuda.to_device(pool.get(n))")]

@@ -126,7 +126,7 @@ class Calls:
         if library == "numpy":
             ev.read_hosts(node, args.values())  # np.sum(h), np.mean(h): NumPy reads what it is given
             return UNKNOWN
-        ev.escape(node, args.values())  # an unknown call may store its arguments anywhere
+        ev.escape(node, args.values(), handed=True)  # an unknown call may store its arguments anywhere
         return UNKNOWN
 
     def _import_module(self, node: cst.Call) -> Value:
@@ -226,7 +226,7 @@ class Calls:
             # of it (an escape here made a callee's buffer look like one the caller shares).
             ev.read_hosts(node, args.values())
             return UNKNOWN
-        ev.escape(node, args.values())
+        ev.escape(node, args.values(), handed=True)
         return gpu_result(args.values() + [receiver])
 
     def _method_with_args(self, receiver: Value, name: str, node, receiver_expr, args: Args) -> Value:
@@ -273,7 +273,7 @@ class Calls:
         if callee == Obj("kernel"):
             self.launch(node, "kernel", args.values())
             return UNKNOWN
-        ev.escape(node, args.values())  # an unknown call may store its arguments anywhere
+        ev.escape(node, args.values(), handed=True)  # an unknown call may store its arguments anywhere
         return gpu_result(args.values())
 
     def launch(self, node: cst.Call, name: str, values) -> None:

@@ -115,10 +115,15 @@ class Evaluator:
         return Site(kind=kind, library=library, api=api, node=node, loops=self.loops, scope=self.scope,
                     module=self.module.info, **kw)
 
-    def escape(self, node: cst.CSTNode, values) -> None:
+    def escape(self, node: cst.CSTNode, values, handed: bool = False) -> None:
+        """The buffers in ``values`` may outlive this point: stored, returned, or (``handed``) passed
+        to a call that nothing in the checked tree explains (``print(h)``, ``scipy.signal.detrend(h)``,
+        ``logger.info(h)``). Such a call may keep them, but what this scope can read back on a later
+        run of it is then the result of another unknown call, an unknown value: a buffer only handed
+        on is still a new one on each run (``interproc._renamer``)."""
         for value in flatten(values):
             if isinstance(value, Host):
-                self.event(EventType.ESCAPE, node, value)
+                self.event(EventType.ESCAPE, node, value, handed=handed)
 
     def read_hosts(self, node: cst.CSTNode, values, api: str = "") -> None:
         for value in flatten(values):

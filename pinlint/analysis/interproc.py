@@ -66,7 +66,7 @@ def call(ev, fn: Function, args, node: cst.Call, receiver_expr) -> Value:
     env.update(_closure(ev, fn, env))
     outcome = _invoke(ev, fn, env, node)
     if outcome is None:
-        ev.escape(node, args.values())  # beyond what the analysis follows: an unknown call
+        ev.escape(node, args.values(), handed=True)  # beyond what the analysis follows: an unknown call
         return UNKNOWN
     rename = _renamer(ev, fn, node, outcome)
     _copy_back(ev, outcome, exprs, rename)

@@ -487,8 +487,10 @@ class Project:
                 name = key[len(MUTATED):]
                 if name in env:
                     changed.append((name, _folded(exit_state.env, name)))
-        kept = frozenset(s for e in events if e.type.value == "escape" and not isinstance(e.node, cst.Return)
-                         for s in e.sites)
+        # Buffers the scope may keep for a later run of it (a cache): stored, not returned and not only
+        # handed to unknown calls.
+        kept = frozenset(s for e in events if e.type.value == "escape" and not e.handed and
+                         not isinstance(e.node, cst.Return) for s in e.sites)
         inputs, own = _inputs(node, env, pending)
         return Outcome(exit_state.env.get(RETURN, Const.of(None)), exit_state.pending, exit_state.env.get(STREAM),
                        tuple(events), tuple(sorted(changed, key=lambda kv: kv[0])), kept, True, inputs, own)
