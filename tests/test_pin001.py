@@ -1461,3 +1461,61 @@ class Memory:
 def test_advanced_indexing_of_pinned_memory_is_a_new_pageable_array(index, expected):
     src = CUPY + f"picked = [0, 5]\nd.set(p[{index}], stream=s)\n"
     assert codes(src) == expected
+
+
+def test_to_with_a_dtype_keyword_is_a_conversion_like_the_positional_dtype():
+    """`t.to(dtype=torch.int32)` makes a new pageable tensor as `t.to(torch.int32)` does
+    (modded-nanogpt's batches, missed before: the keyword was taken for no target at all)."""
+    from helpers import rows, row_of
+    src = """
+import torch
+def batch(n):
+    counts = torch.full((n,), 4)
+    pinned = torch.empty(n, pin_memory=True)
+    a = counts.to(dtype=torch.int32).to(device="cuda", non_blocking=True)
+    b = pinned.to(device="cuda", dtype=torch.float16, non_blocking=True)
+    return a, b
+"""
+    assert rows(src, "PIN001") == [row_of(src, "a = counts")]
+
+
+def test_a_library_copy_passed_as_a_value_to_a_checking_wrapper_is_that_copy():
+    """`checked(cudart.cudaMemcpyAsync, dst, h.ctypes.data, ...)` whose body calls `fn(*args)`
+    (triton-client's call_cuda_function): the wrapper makes the copy with the caller's buffer."""
+    from helpers import rows, row_of
+    src = """
+import numpy as np
+from cuda import cudart
+def checked(fn, *args):
+    res = fn(*args)
+    if res[0] != cudart.cudaError_t.cudaSuccess:
+        raise RuntimeError(res[0])
+    return res[1] if len(res) == 2 else res[1:]
+def upload(values, dev, stream):
+    for v in values:
+        flat = np.ascontiguousarray(v).flatten()
+        checked(cudart.cudaMemcpyAsync, dev, flat.ctypes.data, flat.nbytes,
+                cudart.cudaMemcpyKind.cudaMemcpyHostToDevice, stream)
+    checked(cudart.cudaStreamSynchronize, stream)
+"""
+    assert rows(src, "PIN001") == [row_of(src, "checked(cudart.cudaMemcpyAsync")]
+
+
+@pytest.mark.parametrize("make, reported", [
+    ("(ctypes.c_char * nbytes)()", True),
+    ("(ctypes.c_uint8 * 4096)()", True),
+    ("np.empty(nbytes, np.uint8)", True),
+    ("cudart.cudaMallocHost(nbytes)[1]", False),
+])
+def test_a_ctypes_array_is_pageable_memory(make, reported):
+    from helpers import rows
+    src = f"""
+import ctypes
+import numpy as np
+from cuda import cudart
+def download(dev_ptr, nbytes, stream):
+    host = {make}
+    cudart.cudaMemcpyAsync(host, dev_ptr, nbytes, cudart.cudaMemcpyKind.cudaMemcpyDeviceToHost, stream)
+    cudart.cudaStreamSynchronize(stream)
+"""
+    assert bool(rows(src, "PIN001")) is reported

@@ -728,3 +728,47 @@ def test_coroutines_made_in_a_loop_run_side_by_side_and_each_needs_its_buffer(bo
 def test_a_coroutine_awaited_in_each_iteration_allocates_in_that_iteration():
     src = _COROUTINE.format(body="    for v in values:\n        await roundtrip(v)")
     assert rows(src, "PIN002") == [row_of(src, "await roundtrip(v)")]
+
+
+@pytest.mark.parametrize("decorator, reported", [
+    ("@functools.lru_cache(1)", False),
+    ("@functools.lru_cache", False),
+    ("@cache", False),
+    ("", True),
+])
+def test_a_memoized_helper_does_not_pin_on_every_call(decorator, reported):
+    """A pinned tensor made in an `lru_cache`d helper is made once per distinct argument, not per
+    iteration (modded-nanogpt's block-count helper: three false PIN002s before)."""
+    from helpers import rows, row_of
+    src = f"""
+import functools
+from functools import cache
+import torch
+{decorator}
+def blocks_on_gpu(blocks):
+    return torch.tensor(blocks, dtype=torch.int32, pin_memory=True).cuda(non_blocking=True)
+def train(model, total):
+    for step in range(total):
+        model(blocks_on_gpu(1 + step * 13 // total))
+"""
+    assert rows(src, "PIN002") == ([row_of(src, "model(blocks_on_gpu(")] if reported else [])
+
+
+def test_exec_makes_the_constants_before_it_unknown():
+    """`profile = False; exec(open(config).read())` (nanoGPT's configurator) may set `profile`: the
+    branch under `if profile:` is not dead code."""
+    from helpers import rows, row_of
+    src = """
+import sys
+import torch
+def get_batch(n):
+    x = torch.randn(n, 1024)
+    return x.pin_memory().to("cuda", non_blocking=True)
+profile = False
+exec(open(sys.argv[1]).read())
+if profile:
+    for k in range(10):
+        X = get_batch(4096)
+"""
+    assert rows(src, "PIN002") == [row_of(src, "X = get_batch(4096)")]
+    assert rows(src.replace("exec(open(sys.argv[1]).read())", "print(sys.argv)"), "PIN002") == []

@@ -16,7 +16,7 @@ from typing import Optional
 import libcst as cst
 
 from ..apitables import ArgSpec
-from ..model import EventType
+from ..model import EventType, Kind
 from . import effects, interproc
 from .domain import (UNKNOWN, Alternatives, ClassRef, Const, Device, Function, Host, Instance, Items, Iteration, Loader, Mapping,
                      LibraryRef, ModuleRef, Obj, Seq, Stream, Super, Tensor, Value, add_element, element_of, join, mapping)
@@ -86,12 +86,35 @@ class Calls:
         if isinstance(func, cst.Name) and func.value in _BUILTINS and ev.lookup(func.value) is None and \
                 ev.module.global_value(func.value) is None and ev.module.imports.lookup(func.value) is None:
             return self.builtin(node, func.value, self.arguments(node))
+        if isinstance(func, cst.BinaryOperation) and isinstance(func.operator, cst.Multiply):
+            array = self._ctypes_array(node, func)
+            if array is not None:
+                return array
         if isinstance(func, cst.Subscript):
             callee = ev.expr(func.value)  # kernel[grid, block](...)
             ev.slices(func)
         else:
             callee = ev.expr(func)
         return self.call_value(callee, node, self.arguments(node))
+
+    def _ctypes_array(self, node: cst.Call, func: cst.BinaryOperation) -> Optional[Value]:
+        """``(ctypes.c_char * n)()``: a ctypes array, ``n`` elements of ordinary pageable memory
+        (triton-client's download buffer, in an async device-to-host copy)."""
+        ev = self.ev
+        if not ev.is_import_path(func.left):
+            return None
+        api = ev.tables.functions.get(ev.module.imports.qualify(func.left) or "")
+        if api is None or api.effect != "alloc" or not api.opt("size"):
+            return None
+        count = ev.expr(func.right)
+        self.arguments(node)  # the initial values: read, not kept
+        n = count.single if isinstance(count, Const) and isinstance(count.single, int) else None
+        flavour = effects.host_flavour(ev, api, None)
+        site = ev.site(node, Kind(api.opt("kind")), flavour, f"{api.name} array",
+                       nbytes=n * api.opt("size") if n is not None else None)
+        value = Host(frozenset([site]), flavour)
+        ev.event(EventType.ALLOC, node, value, api=site.api)
+        return value
 
     def _qualified_call(self, node: cst.Call, func) -> Value:
         ev = self.ev
@@ -266,6 +289,12 @@ class Calls:
             return interproc.call(ev, callee, args, node, receiver_expr)
         if isinstance(callee, ClassRef):
             return interproc.construct(ev, callee, args, node)
+        if isinstance(callee, LibraryRef):
+            # A library function passed as a value and called (`checked(cudart.cudaMemcpyAsync, *args)`
+            # calling `fn(*args)`): the call it stands for, with the arguments as laid out here.
+            api = ev.tables.functions.get(callee.name)
+            if api is not None and not args.star:
+                return effects.apply(ev, api, node, None, args)
         if isinstance(callee, Instance):
             method = self.member(callee, "__call__", node)  # an object called: its __call__
             if isinstance(method, Function):
@@ -298,6 +327,13 @@ class Calls:
         elif name not in python.get("non_storing_builtins", ()):
             ev.escape(node, args.values())  # setattr(obj, name, h), ...
         first = args.positional[0][1] if args.positional else UNKNOWN
+        if name == "exec":
+            # exec(open(config).read()) may bind any name (nanoGPT's configurator): the constants this
+            # scope holds are constants no more, so `if profile:` after it is not decided.
+            env = ev.state.env
+            for key, value in list(env.items()):
+                if isinstance(value, Const) and not key.startswith("$") and "." not in key:
+                    env[key] = UNKNOWN
         if name == "enumerate" and args.positional:
             return Iteration(Items((UNKNOWN, element_of(first))))
         if name == "zip":

@@ -601,6 +601,8 @@ def _copy(ev, api: Api, node, receiver, args: Args) -> Value:
     if target_spec is not None:
         # torch .to(x): a copy only when x names a device; a dtype makes a converted copy.
         target_expr = args.get(target_spec)
+        if target_expr is None and "dtype" in args.keywords:
+            target_expr = args.keywords["dtype"]  # t.to(dtype=torch.int32): a conversion, as t.to(torch.int32)
         target = device_of(target_expr[1], ev.tables) if target_expr else None
         if target_expr is not None and target is None:
             dtype = canonical_dtype(target_expr[1], ev.tables)

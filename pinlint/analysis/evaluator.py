@@ -181,7 +181,9 @@ class Evaluator:
                                                     last in tables.dtypes.get("attributes", {})):
             return Const.of("dtype:" + last)
         if tables.library_of(qualified) is not None:
-            return LibraryRef(qualified) if keep_library else UNKNOWN
+            # A function the tables describe, taken as a value (`checked(cudart.cudaMemcpyAsync, ...)`),
+            # stays that function for the call that gets it (``Calls.call_value``).
+            return LibraryRef(qualified) if keep_library or qualified in tables.functions else UNKNOWN
         found = self.module.project.resolve(qualified, self.module)
         if isinstance(found, LibraryRef):
             return self.named_value(found.name, keep_library=True)  # re-exported by the checked code

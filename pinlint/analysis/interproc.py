@@ -13,6 +13,7 @@ the callee allocated renamed to the call ("allocated by `make()`"), since every 
 
 from __future__ import annotations
 
+
 from dataclasses import dataclass, field, replace
 from typing import Optional
 
@@ -391,9 +392,10 @@ def _renamer(ev, fn: Function, node, outcome: Outcome):
     allocates anew); buffers it keeps (a cache) or got from elsewhere stay what they are."""
     internal = _internal(outcome)
     short = fn.name.rsplit(".", 1)[-1]
+    memoized = _memoized(fn)
 
     def rename(site: Site) -> Site:
-        if not internal(site) or site in outcome.kept or _via_depth(site) >= _VIA_LIMIT:
+        if memoized or not internal(site) or site in outcome.kept or _via_depth(site) >= _VIA_LIMIT:
             return site
         return Site(kind=site.kind, library=site.library, api=f"{short}()", node=node, loops=ev.loops,
                     nbytes=site.nbytes, pooled=site.pooled, fix=None, scope=ev.scope,
@@ -435,8 +437,28 @@ def _announce_allocations(ev, node, returned: Value, outcome: Outcome, fn: Funct
             ev.event(EventType.ALLOC, node, Host(frozenset([site]), site.library), api=site.api)
 
 
+_MEMOIZERS = frozenset({"functools.lru_cache", "functools.cache"})
+
+
+def _memoized(fn: Function) -> bool:
+    """``@functools.lru_cache``/``@functools.cache``: a call with arguments seen before runs nothing
+    and returns what the first one did, so what the body allocates is not allocated on each call
+    (modded-nanogpt's pinned block-count helper, a false PIN002 before)."""
+    decorators = getattr(fn.node, "decorators", ())
+    if not decorators:
+        return False
+    imports = fn.module.imports
+    for decorator in decorators:
+        expr = decorator.decorator.func if isinstance(decorator.decorator, cst.Call) else decorator.decorator
+        if imports.qualify(expr) in _MEMOIZERS:
+            return True
+    return False
+
+
 def _pinned_inside(ev, fn: Function, node, outcome: Outcome) -> None:
     """Pinned memory the callee allocates and drops on every call: each call pays for it."""
+    if _memoized(fn):
+        return
     internal = _internal(outcome)
     returned = all_sites(outcome.returned)
     escaped = outcome.kept | frozenset(s for e in outcome.events if e.type is EventType.ESCAPE for s in e.sites)

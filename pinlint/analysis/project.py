@@ -267,6 +267,9 @@ class Project:
     def add_module(self, filename: str, module: cst.Module, path: Optional[Path] = None, text: str = "") -> ModuleContext:
         """The module being checked (already parsed by the engine)."""
         resolved = path.resolve() if path is not None else None
+        known = self.by_path.get(resolved) if resolved is not None else None
+        if known is not None and known.info.module is module:
+            return known  # loaded for another file's analysis first (engine._already_parsed)
         name, is_package = self.module_name(resolved) if resolved is not None else (None, False)
         ctx = ModuleContext(self, ModuleInfo(filename, module, resolved, text), name, is_package)
         if resolved is not None:
@@ -338,6 +341,13 @@ class Project:
                     todo.append(found)
         seen.discard(ctx)
         return sorted((c for c in seen if c.info.path is not None), key=lambda c: str(c.info.path))
+
+    def loaded(self, path: Path) -> Optional[ModuleContext]:
+        """The module of the tree at ``path`` if this project has parsed it already."""
+        try:
+            return self.by_path.get(path.resolve())
+        except (OSError, RuntimeError):
+            return None
 
     def _load_path(self, path: Path) -> Optional[ModuleContext]:
         from ..engine import read_source
