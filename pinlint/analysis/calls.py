@@ -327,13 +327,6 @@ class Calls:
         elif name not in python.get("non_storing_builtins", ()):
             ev.escape(node, args.values())  # setattr(obj, name, h), ...
         first = args.positional[0][1] if args.positional else UNKNOWN
-        if name == "exec":
-            # exec(open(config).read()) may bind any name (nanoGPT's configurator): the constants this
-            # scope holds are constants no more, so `if profile:` after it is not decided.
-            env = ev.state.env
-            for key, value in list(env.items()):
-                if isinstance(value, Const) and not key.startswith("$") and "." not in key:
-                    env[key] = UNKNOWN
         if name == "enumerate" and args.positional:
             return Iteration(Items((UNKNOWN, element_of(first))))
         if name == "zip":

@@ -20,6 +20,7 @@ from typing import Optional
 import libcst as cst
 
 from ..imports import dotted
+from ..walk import code_parts
 from ..model import Event, EventType, Kind, PendingCopy, Site, TraceStep
 from .domain import (ANYTHING, UNKNOWN, ClassRef, Const, Device, Function, Host, Instance, Items, Mapping,
                      ModuleRef, Seq, Stream, Super, Tensor, Value, interesting, map_sites, all_sites,
@@ -392,7 +393,7 @@ def _renamer(ev, fn: Function, node, outcome: Outcome):
     allocates anew); buffers it keeps (a cache) or got from elsewhere stay what they are."""
     internal = _internal(outcome)
     short = fn.name.rsplit(".", 1)[-1]
-    memoized = _memoized(fn)
+    memoized = _memoized(fn) or _generator(ev.module.project, fn)
 
     def rename(site: Site) -> Site:
         if memoized or not internal(site) or site in outcome.kept or _via_depth(site) >= _VIA_LIMIT:
@@ -455,9 +456,31 @@ def _memoized(fn: Function) -> bool:
     return False
 
 
+def _generator(project, fn: Function) -> bool:
+    """A generator function: calling it runs none of its body, which runs as the generator is
+    iterated, in its own loops; what it allocates is not allocated by the call (modded-nanogpt's
+    data generator, made once per trial, loads pinned shards as it is iterated)."""
+    found = project.generators.get(fn.node)
+    if found is None:
+        found = project.generators[fn.node] = _yields(fn.node)
+    return found
+
+
+def _yields(function) -> bool:
+    stack = [function.body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Yield):
+            return True
+        if isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            continue
+        stack.extend(code_parts(node))
+    return False
+
+
 def _pinned_inside(ev, fn: Function, node, outcome: Outcome) -> None:
     """Pinned memory the callee allocates and drops on every call: each call pays for it."""
-    if _memoized(fn):
+    if _memoized(fn) or _generator(ev.module.project, fn):
         return
     internal = _internal(outcome)
     returned = all_sites(outcome.returned)
