@@ -13,15 +13,14 @@ the callee allocated renamed to the call ("allocated by `make()`"), since every 
 
 from __future__ import annotations
 
-
 from dataclasses import dataclass, field, replace
 from typing import Optional
 
 import libcst as cst
 
 from ..imports import dotted
-from ..walk import code_parts
 from ..model import Event, EventType, Kind, PendingCopy, Site, TraceStep
+from ..walk import code_parts
 from .domain import (ANYTHING, UNKNOWN, ClassRef, Const, Device, Function, Host, Instance, Items, Mapping,
                      ModuleRef, Seq, Stream, Super, Tensor, Value, interesting, map_sites, all_sites,
                      mapping, unknown_host)
@@ -393,10 +392,10 @@ def _renamer(ev, fn: Function, node, outcome: Outcome):
     allocates anew); buffers it keeps (a cache) or got from elsewhere stay what they are."""
     internal = _internal(outcome)
     short = fn.name.rsplit(".", 1)[-1]
-    memoized = _memoized(fn) or _generator(ev.module.project, fn)
+    once = not _body_runs_per_call(ev.module.project, fn)
 
     def rename(site: Site) -> Site:
-        if memoized or not internal(site) or site in outcome.kept or _via_depth(site) >= _VIA_LIMIT:
+        if once or not internal(site) or site in outcome.kept or _via_depth(site) >= _VIA_LIMIT:
             return site
         return Site(kind=site.kind, library=site.library, api=f"{short}()", node=node, loops=ev.loops,
                     nbytes=site.nbytes, pooled=site.pooled, fix=None, scope=ev.scope,
@@ -456,13 +455,14 @@ def _memoized(fn: Function) -> bool:
     return False
 
 
-def _generator(project, fn: Function) -> bool:
-    """A generator function: calling it runs none of its body, which runs as the generator is
-    iterated, in its own loops; what it allocates is not allocated by the call (modded-nanogpt's
-    data generator, made once per trial, loads pinned shards as it is iterated)."""
-    found = project.generators.get(fn.node)
+def _body_runs_per_call(project, fn: Function) -> bool:
+    """Whether a call of ``fn`` runs its body, so that what the body allocates is allocated by the
+    call: not for a memoized function (``_memoized``), nor for a generator function, whose body runs
+    as the generator is iterated, in its own loops (modded-nanogpt's data generator, made once per
+    trial, loads pinned shards as it is iterated)."""
+    found = project.runs_per_call.get(fn.node)
     if found is None:
-        found = project.generators[fn.node] = _yields(fn.node)
+        found = project.runs_per_call[fn.node] = not _memoized(fn) and not _yields(fn.node)
     return found
 
 
@@ -480,7 +480,7 @@ def _yields(function) -> bool:
 
 def _pinned_inside(ev, fn: Function, node, outcome: Outcome) -> None:
     """Pinned memory the callee allocates and drops on every call: each call pays for it."""
-    if _memoized(fn) or _generator(ev.module.project, fn):
+    if not _body_runs_per_call(ev.module.project, fn):
         return
     internal = _internal(outcome)
     returned = all_sites(outcome.returned)

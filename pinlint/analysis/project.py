@@ -230,7 +230,7 @@ class Project:
     def __init__(self, tables, root: Optional[Path] = None, screen: bool = True) -> None:
         self.tables = tables
         self.screen = screen             # skip the root analysis of inert functions (analysis/inert.py)
-        self.generators: dict = {}       # function node -> whether it is a generator (interproc._generator)
+        self.runs_per_call: dict = {}    # function node -> interproc._body_runs_per_call's answer
         self.root = root.resolve() if root is not None else None
         self.by_path: dict = {}          # resolved path -> ModuleContext (None: not loadable)
         self.by_name: dict = {}          # ModuleRef name -> ModuleContext
