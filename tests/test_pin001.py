@@ -1501,6 +1501,29 @@ def upload(values, dev, stream):
     assert rows(src, "PIN001") == [row_of(src, "checked(cudart.cudaMemcpyAsync")]
 
 
+@pytest.mark.parametrize("call", [
+    "cp.cuda.Stream.null.use()",
+    "cp.cuda.Stream.from_external(ptr)",
+    "cp.cuda.Device.from_pci_bus_id('0000:00:00.0')",
+])
+def test_a_method_named_on_a_library_constructor_is_checked_and_the_file_is_not_skipped(call):
+    """`cp.cuda.Stream.null.use()`: `cp.cuda.Stream` is a table function, so naming it gives itself
+    back, and asking it for `null.use` built the same name again until Python's recursion limit; the
+    whole file was skipped ("nested too deeply", two of cupy's test files) and its findings lost."""
+    from helpers import lint
+    src = f"""
+import numpy as np
+import cupy as cp
+def run(ptr):
+    {call}
+    h = np.zeros(1 << 22, dtype=np.float32)
+    cp.empty(1 << 22, dtype=np.float32).set(h, stream=cp.cuda.Stream(non_blocking=True))
+"""
+    result = lint(src)
+    assert result.warning is None
+    assert [(f.code, f.location.row) for f in result.findings] == [("PIN001", row_of(src, ".set(h"))]
+
+
 @pytest.mark.parametrize("make, reported", [
     ("(ctypes.c_char * nbytes)()", True),
     ("(ctypes.c_uint8 * 4096)()", True),

@@ -143,7 +143,9 @@ class Calls:
         head, _, attr = (qualified or "").rpartition(".")
         if head and library not in (None, "numpy"):
             receiver = ev.named_value(head)  # e.g. cp.cuda.Stream.null.synchronize()
-            if receiver is not UNKNOWN:
+            # A table function named as a value is itself (a LibraryRef of ``head``): asking again
+            # would build this same name and never end.
+            if receiver is not UNKNOWN and receiver != LibraryRef(head):
                 return self.method_call(receiver, attr, node, None)
         args = self.arguments(node)
         if library == "numpy":
