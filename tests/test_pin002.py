@@ -378,6 +378,82 @@ def test_loop_inside_an_if_is_still_reported():
     assert rows(src, "PIN002") == [row_of(src, "cupyx.empty_pinned")]
 
 
+@pytest.mark.parametrize("test, reported", [
+    ("use_pinned", True),                       # a parameter: the same arm on every iteration
+    ("self.device == 'cuda'", True),            # a field nothing in the loop stores
+    ("torch.cuda.is_available()", True),        # a library's argument-free query
+    ("use_pinned and self.device != 'cpu'", True),
+    ("i == 0", False),                          # the loop's own variable: a first-iteration set-up
+    ("step % 10 == 0", False),                  # a counter the loop advances
+    ("x.numel() > 0", False),                   # a call: may answer differently each time
+    ("ready(i)", False),
+    ("not self.warm", False),                   # a field the loop stores
+    ("key not in seen", False),                 # a set the loop adds to
+])
+def test_an_if_in_the_loop_that_answers_the_same_every_time_is_not_a_set_up(test, reported):
+    """nanoTabPFN's loaders pin each batch under `if self.device == "cuda":`: an `if` whose test reads
+    nothing the loop changes takes the same arm on every iteration, so what it pins is pinned on every
+    one. An `if` on what the loop changes may be a lazy or first-iteration set-up, and stays quiet."""
+    src = f"""
+    import torch
+    class Loader:
+        def run(self, batches, use_pinned, seen):
+            step = 0
+            for i, (key, x) in enumerate(batches):
+                if {test}:
+                    h = torch.from_numpy(x).pin_memory()
+                    y = h.to("cuda", non_blocking=True)
+                self.warm = True
+                seen.add(key)
+                step += 1
+    """
+    assert rows(src, "PIN002") == ([row_of(src, ".pin_memory()")] if reported else [])
+
+
+@pytest.mark.parametrize("test, stores, reported", [
+    ("self.device == 'cuda'", "", True),
+    ("self.device == 'cuda'", "self.device = 'cpu'", False),   # the callee changes the field
+    ("n > 0", "", False),                                      # a parameter: may differ per call
+    ("ready", "", True),                                       # a module name nothing stores
+])
+def test_a_helper_pinning_under_an_if_that_every_call_takes_is_reported_at_the_call(test, stores, reported):
+    """The loader's `_load` pins under `if self.device == "cuda":` and its caller's loop calls it for
+    every batch (nanoTabPFN): each call takes the same arm, so each call pins a new buffer. A test on a
+    parameter, or on a field the helper stores, may go either way from one call to the next."""
+    src = f"""
+    import torch
+    ready = True
+    class Loader:
+        def _load(self, x, n):
+            if {test}:
+                h = torch.from_numpy(x).pin_memory()
+                x = h.to("cuda", non_blocking=True)
+            {stores or "pass"}
+            return x
+        def __iter__(self):
+            for x in self.xs:
+                yield self._load(x, len(x))
+    """
+    assert rows(src, "PIN002") == ([row_of(src, "yield self._load")] if reported else [])
+
+
+def test_a_helper_pinning_under_an_if_on_a_field_the_caller_s_loop_stores_is_quiet():
+    src = """
+    import torch
+    class Loader:
+        def _load(self, x):
+            if self.fresh:
+                h = torch.from_numpy(x).pin_memory()
+                x = h.to("cuda", non_blocking=True)
+            return x
+        def run(self, xs):
+            for x in xs:
+                out = self._load(x)
+                self.fresh = False
+    """
+    assert "PIN002" not in codes(src)
+
+
 @pytest.mark.parametrize("alloc", [
     "np.empty(1 << 20, np.float32)", "np.zeros(1024)", "torch.empty(1024)", "torch.zeros(1024, pin_memory=False)",
     "drv.aligned_empty(1024, np.float32)", "cp.empty(1024)", "torch.empty(1024, device='cuda')",

@@ -14,6 +14,7 @@ from typing import Iterator, Optional
 import libcst as cst
 
 from ..model import Event, EventType, PendingCopy, Site
+from .invariance import invariant, loop_changes
 
 
 @dataclass
@@ -74,6 +75,7 @@ class FileFacts:
     project: object = None
     context: object = None           # the ModuleContext of the checked file
     loop_branch_depth: dict = field(default_factory=dict)  # loop node -> number of if arms around it
+    _changes: dict = field(default_factory=dict, repr=False)  # loop node -> invariance.Changes
 
     def events(self) -> Iterator[Event]:
         for scope in self.scopes:
@@ -83,8 +85,27 @@ class FileFacts:
         return (e for e in self.events() if e.type is EventType.COPY)
 
     def conditional_in_loop(self, event: Event) -> bool:
-        """The event sits under an ``if`` inside its innermost loop (a lazy ``if buf is None:`` set-up)."""
-        return bool(event.loops) and len(event.branch) > self.loop_branch_depth.get(event.loops[-1], 0)
+        """The event sits under an ``if`` inside its innermost loop that may be a lazy set-up (``if buf
+        is None:``): one whose test reads something the loop changes (``invariance``). Under an ``if``
+        that answers the same on every iteration (``if self.device == "cuda":``) it runs on all of them."""
+        if not event.loops:
+            return False
+        loop = event.loops[-1]
+        inner = event.branch[self.loop_branch_depth.get(loop, 0):]
+        if not inner:
+            return False
+        if not isinstance(loop, (cst.For, cst.While)):
+            return True
+        changes = self._changes.get(loop)
+        if changes is None:
+            changes = self._changes[loop] = loop_changes(loop)
+        return not all(isinstance(owner, cst.If) and invariant(owner.test, changes, self._is_library)
+                       for owner, _ in inner)
+
+    def _is_library(self, name: str) -> bool:
+        ctx = self.context
+        qualified = ctx.imports.lookup(name) if ctx is not None else None
+        return qualified is not None and ctx.tables.library_of(qualified) is not None
 
     def scope(self, name: str) -> Optional[ScopeFacts]:
         return next((s for s in self.scopes if s.name == name), None)

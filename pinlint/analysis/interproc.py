@@ -24,6 +24,7 @@ from ..walk import code_parts
 from .domain import (ANYTHING, UNKNOWN, ClassRef, Const, Device, Function, Host, Instance, Items, Mapping,
                      ModuleRef, Seq, Stream, Super, Tensor, Value, interesting, map_sites, all_sites,
                      mapping, unknown_host)
+from .invariance import function_changes, same_on_every_call
 from .state import STREAM, merge_pending
 
 
@@ -487,7 +488,9 @@ def _pinned_inside(ev, fn: Function, node, outcome: Outcome) -> None:
     escaped = outcome.kept | frozenset(s for e in outcome.events if e.type is EventType.ESCAPE for s in e.sites)
     short = fn.name.rsplit(".", 1)[-1]
     for event in outcome.events:
-        if event.type not in (EventType.ALLOC, EventType.REGISTER) or event.loops or event.branch:
+        if event.type not in (EventType.ALLOC, EventType.REGISTER) or event.loops:
+            continue
+        if event.branch and not _every_call_takes(ev, fn, event.branch):
             continue
         if not event.definitely(lambda s: s.kind.is_pinned and internal(s) and s not in escaped and
                                 s not in returned):
@@ -497,6 +500,29 @@ def _pinned_inside(ev, fn: Function, node, outcome: Outcome) -> None:
                         nbytes=inner.nbytes, pooled=inner.pooled, scope=ev.scope, via=frozenset([inner]),
                         variant="call-inside", module=ev.module.info)
             ev.event(EventType.ALLOC, node, Host(frozenset([site]), inner.library), api=site.api)
+
+
+def _every_call_takes(ev, fn: Function, branch: tuple) -> bool:
+    """Whether each ``if`` arm around a callee's allocation is taken on every call this caller makes:
+    tests that read only the receiver's fields and module names nobody here stores (a loader's ``if
+    self.device == "cuda":`` pinning each batch). Another arm (an ``except``, a ``match`` case) or a
+    test on a parameter or a local may go either way from one call to the next."""
+    if not isinstance(fn.node, cst.FunctionDef):
+        return False
+    changes = ev.module.project.call_changes.get(fn.node)
+    if changes is None:
+        changes = ev.module.project.call_changes[fn.node] = function_changes(fn.node)
+    params = fn.node.params.params
+    receiver = params[0].name.value if fn.klass is not None and fn.kind == "method" and params else None
+    same_module = fn.module is ev.module.info
+    caller_loop = ev.loops[-1] if ev.loops else None
+
+    def is_library(name: str) -> bool:
+        qualified = ev.module.imports.lookup(name) if same_module else None
+        return qualified is not None and ev.tables.library_of(qualified) is not None
+    return all(isinstance(owner, cst.If) and
+               same_on_every_call(owner.test, receiver, changes, caller_loop, is_library)
+               for owner, _ in branch)
 
 
 # ------------------------------------------------------------------------------ lifting

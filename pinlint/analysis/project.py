@@ -231,6 +231,7 @@ class Project:
         self.tables = tables
         self.screen = screen             # skip the root analysis of inert functions (analysis/inert.py)
         self.runs_per_call: dict = {}    # function node -> interproc._body_runs_per_call's answer
+        self.call_changes: dict = {}     # function node -> what a call of it binds or stores (invariance)
         self.root = root.resolve() if root is not None else None
         self.by_path: dict = {}          # resolved path -> ModuleContext (None: not loadable)
         self.by_name: dict = {}          # ModuleRef name -> ModuleContext

@@ -1,0 +1,163 @@
+"""Whether an ``if`` inside a loop takes the same arm on every iteration.
+
+PIN002 leaves alone a pinned allocation under an ``if`` in a loop when the ``if`` is a lazy set-up
+(``if buf is None: buf = torch.empty(n, pin_memory=True)``): the buffer is made once and survives
+the iterations. A test that reads nothing the loop changes (``if self.device == "cuda":``, ``if
+use_pinned:``) is not such a set-up: its arm runs on every iteration or on none, and what it pins
+per iteration is pinned on every one (nanoTabPFN's loaders). The test here is syntactic and errs
+towards "changes": a name the loop binds, a bare name it mutates (``seen.add(k)``, ``cache[k] =
+v``), an attribute name it stores or calls a method on (``self.ready = True``, ``self.pool.add``),
+or a call in the test (other than a library's argument-free query such as
+``torch.cuda.is_available()``) makes the ``if`` a possible set-up. A method call on ``self``
+(``self._load(f)``) is not taken to change ``self.device``: only a store names the field it changes.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+import libcst as cst
+
+from ..imports import dotted
+from ..walk import code_parts
+
+
+class Changes:
+    """What a loop's body (its target included) binds, mutates or stores, by name."""
+
+    def __init__(self) -> None:
+        self.bound: set = set()       # names (re)bound in the loop
+        self.mutated_names: set = set()  # names whose object the loop may change in place
+        self.attributes: set = set()  # attribute names stored, or called a method on, anywhere
+
+    def target(self, node) -> None:
+        if isinstance(node, cst.Name):
+            self.bound.add(node.value)
+        elif isinstance(node, (cst.Tuple, cst.List)):
+            for element in node.elements:
+                self.target(element.value)
+        elif isinstance(node, cst.StarredElement):
+            self.target(node.value)
+        elif isinstance(node, cst.Attribute):
+            self.attributes.add(node.attr.value)
+            self.mutated(node.value)
+        elif isinstance(node, cst.Subscript):
+            self.mutated(node.value)
+
+    def mutated(self, node) -> None:
+        """``cache[k] = v``, ``seen.add(k)``, ``self.pool.buf = b``: the object named changes."""
+        while isinstance(node, (cst.Attribute, cst.Subscript)):
+            if isinstance(node, cst.Attribute):
+                self.attributes.add(node.attr.value)
+            node = node.value
+        if isinstance(node, cst.Name):
+            self.mutated_names.add(node.value)
+
+
+def loop_changes(loop) -> Changes:
+    changes = Changes()
+    if isinstance(loop, cst.For):
+        changes.target(loop.target)
+    _collect(changes, [loop.body, loop.test] if isinstance(loop, cst.While) else [loop.body])
+    return changes
+
+
+def function_changes(function: cst.FunctionDef) -> Changes:
+    """What one call of the function binds (its parameters included) or stores (``same_on_every_call``)."""
+    changes = Changes()
+    params = function.params
+    for param in [*params.posonly_params, *params.params, *params.kwonly_params]:
+        changes.bound.add(param.name.value)
+    for star in (params.star_arg, params.star_kwarg):
+        if isinstance(star, cst.Param):
+            changes.bound.add(star.name.value)
+    _collect(changes, [function.body])
+    return changes
+
+
+def _collect(changes: Changes, stack: list) -> None:
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Assign):
+            for target in node.targets:
+                changes.target(target.target)
+        elif isinstance(node, (cst.AnnAssign, cst.AugAssign)):
+            changes.target(node.target)
+        elif isinstance(node, (cst.For, cst.CompFor)):
+            changes.target(node.target)
+        elif isinstance(node, cst.NamedExpr):
+            changes.target(node.target)
+        elif isinstance(node, cst.AsName):
+            changes.target(node.name)
+        elif isinstance(node, cst.Del):
+            changes.target(node.target)
+        elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            changes.bound.add(node.name.value)
+            continue  # what a nested definition binds is its own
+        elif isinstance(node, (cst.Global, cst.Nonlocal)):
+            changes.bound.update(item.name.value for item in node.names)
+        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+            changes.mutated(node.func.value)  # a method may change its receiver
+        elif isinstance(node, (cst.Import, cst.ImportFrom)) and not isinstance(node.names, cst.ImportStar):
+            for alias in node.names:
+                bound = alias.asname.name if alias.asname is not None else alias.name
+                changes.bound.add((dotted(bound) or "").split(".")[0])
+        stack.extend(code_parts(node))
+
+
+def reads(test, is_library: Callable[[str], bool]) -> Optional[tuple]:
+    """(bare names, roots of attribute chains, attribute names) the test reads, or None when it calls
+    something that may answer differently each time (anything but an argument-free call of a dotted
+    name rooted at a library import)."""
+    names, roots, attributes = set(), set(), set()
+    stack = [test]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Name):
+            names.add(node.value)
+            continue
+        if isinstance(node, cst.Attribute):
+            while isinstance(node, cst.Attribute):
+                attributes.add(node.attr.value)
+                node = node.value
+            if isinstance(node, cst.Name):
+                roots.add(node.value)
+            else:
+                stack.append(node)
+            continue
+        if isinstance(node, cst.Call):
+            name = dotted(node.func)
+            if node.args or name is None or not is_library(name.split(".")[0]):
+                return None
+            continue  # torch.cuda.is_available(): the same answer on every iteration
+        if isinstance(node, (cst.Lambda, cst.GeneratorExp, cst.ListComp, cst.SetComp, cst.DictComp,
+                             cst.NamedExpr, cst.Await, cst.Yield)):
+            return None
+        stack.extend(code_parts(node))
+    return names, roots, attributes
+
+
+def invariant(test, changes: Changes, is_library: Callable[[str], bool]) -> bool:
+    """Whether ``test`` gives the same answer on every iteration of the loop whose changes these are."""
+    found = reads(test, is_library)
+    if found is None:
+        return False
+    names, roots, attributes = found
+    return not (names & (changes.bound | changes.mutated_names)) and not (roots & changes.bound) and \
+        not (attributes & changes.attributes)
+
+
+def same_on_every_call(test, receiver: Optional[str], changes: Changes, caller_loop, is_library: Callable[[str], bool]) -> bool:
+    """Whether a callee's ``test`` answers the same on every call a caller's loop makes: it reads only
+    fields of the receiver and module names, none of which the callee or the caller's loop stores
+    (``if self.device == "cuda":`` in a loader's ``_load``); a parameter or a local may differ per call."""
+    found = reads(test, is_library)
+    if found is None:
+        return False
+    names, roots, attributes = found
+    if names & changes.bound or (roots - {receiver}) & changes.bound or attributes & changes.attributes:
+        return False
+    if isinstance(caller_loop, (cst.For, cst.While)):
+        outer = loop_changes(caller_loop)  # the caller's receiver has its own name: fields by name
+        return not (attributes & outer.attributes) and not (names & outer.bound)
+    return True
