@@ -415,6 +415,8 @@ def test_an_if_in_the_loop_that_answers_the_same_every_time_is_not_a_set_up(test
     ("self.device == 'cuda'", "self.device = 'cpu'", False),   # the callee changes the field
     ("n > 0", "", False),                                      # a parameter: may differ per call
     ("ready", "", True),                                       # a module name nothing stores
+    ("torch.cuda.is_available()", "", True),                   # a library's argument-free query
+    ("self.check()", "", False),                               # a method: may answer differently
 ])
 def test_a_helper_pinning_under_an_if_that_every_call_takes_is_reported_at_the_call(test, stores, reported):
     """The loader's `_load` pins under `if self.device == "cuda":` and its caller's loop calls it for
@@ -858,3 +860,45 @@ for step in range(10):
     y = per_call()
 """
     assert rows(src, "PIN002") == [row_of(src, "u = shard()"), row_of(src, "y = per_call()")]
+
+
+@pytest.mark.parametrize("start", [
+    "threading.Thread(target=producer, daemon=True).start()",
+    "producer()",
+    "return producer",
+])
+def test_a_function_nested_in_a_method_sees_the_method_s_self(start):
+    """A producer thread defined in a loader's method pins each batch through `self._to_gpu(b)`
+    (nanoTabPFN): `self` is the enclosing method's receiver, not unknown, in the nested function's
+    own analysis, however the method starts it (a thread, a call, handing it back)."""
+    src = f"""
+    import threading
+    import torch
+    class Loader:
+        def _to_gpu(self, b):
+            x = torch.from_numpy(b).pin_memory()
+            return x.to("cuda", non_blocking=True)
+        def run(self, batches):
+            def producer():
+                for b in batches:
+                    out = self._to_gpu(b)
+            {start}
+    """
+    assert rows(src, "PIN002") == [row_of(src, "out = self._to_gpu")]
+
+
+def test_a_nested_function_s_self_is_unknown_when_the_method_rebinds_it():
+    src = """
+    import torch
+    class Loader:
+        def _to_gpu(self, b):
+            x = torch.from_numpy(b).pin_memory()
+            return x.to("cuda", non_blocking=True)
+        def run(self, batches, other):
+            self = other
+            def producer():
+                for b in batches:
+                    out = self._to_gpu(b)
+            return producer
+    """
+    assert "PIN002" not in codes(src)

@@ -24,7 +24,7 @@ from ..walk import code_parts
 from .domain import (ANYTHING, UNKNOWN, ClassRef, Const, Device, Function, Host, Instance, Items, Mapping,
                      ModuleRef, Seq, Stream, Super, Tensor, Value, interesting, map_sites, all_sites,
                      mapping, unknown_host)
-from .invariance import function_changes, same_on_every_call
+from .invariance import body_bindings, function_changes, same_on_every_call
 from .state import STREAM, merge_pending
 
 
@@ -327,7 +327,26 @@ def context_free_env(project, fn: Function, with_receiver: bool = True) -> dict:
     for star in (params.star_arg, params.star_kwarg):
         if isinstance(star, cst.Param):
             env[star.name.value] = UNKNOWN
+    env.update(_enclosing_parameters(project, fn, env))
     return env
+
+
+def _enclosing_parameters(project, fn: Function, env: dict) -> dict:
+    """A nested function's free names that are parameters of the function it is defined in, never
+    rebound there, are what they are in that function with nothing known of its callers: above all
+    the enclosing method's ``self`` (a producer thread's target, a hook defined in a method, calling
+    ``self._to_gpu(b)`` for every batch). Without it they were unknown in the nested function's own
+    analysis, the only one that reports inside it."""
+    module = fn.module
+    outer = module.enclosing(fn) if hasattr(module, "enclosing") else None
+    if outer is None or not isinstance(outer.node, cst.FunctionDef):
+        return {}
+    free = free_names(fn.node) - set(env)
+    if not free:
+        return {}
+    outer_env = context_free_env(project, outer)
+    rebound = body_bindings(outer.node)
+    return {name: outer_env[name] for name in free if name in outer_env and name not in rebound}
 
 
 def annotation_value(module, annotation) -> Value:
@@ -514,11 +533,10 @@ def _every_call_takes(ev, fn: Function, branch: tuple) -> bool:
         changes = ev.module.project.call_changes[fn.node] = function_changes(fn.node)
     params = fn.node.params.params
     receiver = params[0].name.value if fn.klass is not None and fn.kind == "method" and params else None
-    same_module = fn.module is ev.module.info
     caller_loop = ev.loops[-1] if ev.loops else None
 
     def is_library(name: str) -> bool:
-        qualified = ev.module.imports.lookup(name) if same_module else None
+        qualified = fn.module.imports.lookup(name)
         return qualified is not None and ev.tables.library_of(qualified) is not None
     return all(isinstance(owner, cst.If) and
                same_on_every_call(owner.test, receiver, changes, caller_loop, is_library)

@@ -75,6 +75,19 @@ def function_changes(function: cst.FunctionDef) -> Changes:
     return changes
 
 
+def body_bindings(function: cst.FunctionDef) -> frozenset:
+    """Names a function's body binds (its parameters rebound included, nested definitions' own not)."""
+    found = _BINDINGS.get(function)
+    if found is None:
+        changes = Changes()
+        _collect(changes, [function.body])
+        found = _BINDINGS[function] = frozenset(changes.bound)
+    return found
+
+
+_BINDINGS: dict = {}
+
+
 def _collect(changes: Changes, stack: list) -> None:
     while stack:
         node = stack.pop()

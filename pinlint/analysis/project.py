@@ -135,9 +135,22 @@ class ModuleContext:
         self.loads: dict = {}            # module name -> what Project.load found for this importer
         self._functions: dict = {}
         self._classes: dict = {}
+        self._by_name: Optional[dict] = None
 
     def __repr__(self) -> str:
         return f"ModuleContext({self.info.filename!r})"
+
+    def enclosing(self, fn: Function) -> Optional[Function]:
+        """The function a nested function is defined in (``C.run`` for ``C.run.<locals>.producer``)."""
+        parent, marker, _ = fn.name.rpartition(".<locals>.")
+        if not marker:
+            return None
+        if self._by_name is None:
+            from . import functions_of
+            self._by_name = {}
+            for found in functions_of(self):
+                self._by_name.setdefault(found.name, found)
+        return self._by_name.get(parent)
 
     @property
     def defs(self) -> dict:
