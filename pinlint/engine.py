@@ -214,7 +214,12 @@ def _check_module(module: cst.Module, text: str, filename: str, settings: Settin
             site = min(site.via, key=order) if site.via else None
         for depth, site in enumerate(reversed(chain)):
             start, end = location(site.node, site.module)
-            message = f"allocated here by `{site.api}`" if depth == 0 else f"returned by `{site.api}`"
+            if depth == 0:
+                message = f"allocated here by `{site.api}`"
+            elif site.variant == "call-inside":
+                message = f"allocated inside `{site.api}`, which drops it"
+            else:
+                message = f"returned by `{site.api}`"
             steps.append(Related(message, _filename(site.module, info, filename), start, end))
         if report.trace:
             name = report.trace[0].function.rsplit(".", 1)[-1] or "a function"

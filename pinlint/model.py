@@ -55,7 +55,29 @@ class Site:
     variant: str = ""      # several sites of one call (a registration of each argument, a copy's destination)
     uninitialized: bool = False  # the allocator leaves the memory uninitialized (reusing it changes nothing)
     from_values: bool = False  # made from data that is not a known host buffer (a list, a number, a parameter)
+    copies_data: bool = False  # it copies a host buffer into the new memory (``t.pin_memory()``, ``torch.tensor(h)``)
     module: object = field(default=None, compare=False)  # the ModuleInfo holding ``node``
+
+    def origins(self) -> frozenset:
+        """The allocations themselves: this site, or for a call's site the sites it came through,
+        down to the library calls (``step()`` via ``run()`` via ``torch.tensor``)."""
+        if not self.via:
+            return frozenset([self])
+        return frozenset().union(*(inner.origins() for inner in self.via))
+
+    @property
+    def metadata_block(self) -> bool:
+        """A pool's block of a size nothing says, made from Python values (per-step metadata from a
+        list, pinned so that its copy does not wait): there is no pageable copy of the data to upload
+        instead, nor a buffer of one size to reuse, and the pool hands the block back on each call."""
+        return all(s.pooled and s.nbytes is None and s.from_values for s in self.origins())
+
+    @property
+    def fresh_pool_block(self) -> bool:
+        """A pool's block taken for new data (``torch.empty(n, pin_memory=True)``, ``cupyx.empty_pinned``),
+        not a pinned copy of a tensor (``t.pin_memory()``, which copies the data on every call): after
+        the pool's first request of that size, taking it again locks no page."""
+        return all(s.pooled and not s.copies_data for s in self.origins())
 
 
 @dataclass(frozen=True)

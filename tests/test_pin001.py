@@ -1542,3 +1542,28 @@ def download(dev_ptr, nbytes, stream):
     cudart.cudaStreamSynchronize(stream)
 """
     assert bool(rows(src, "PIN001")) is reported
+
+
+@pytest.mark.parametrize("make, reported", [
+    ('torch.empty_like(activation, pin_memory=True, device="cpu")', False),
+    ('torch.zeros_like(activation, device="cpu", pin_memory=True)', False),
+    ("torch.empty_like(activation, pin_memory=True)", False),          # pinned memory is CPU memory
+    ('torch.empty_like(activation, pin_memory=self.use_pin, device="cpu")', False),  # unknown: unknown
+    ('torch.empty_like(activation, device="cpu")', True),
+    ('torch.empty_like(activation, pin_memory=False, device="cpu")', True),
+])
+def test_the_like_constructors_read_pin_memory(make, reported):
+    """An activation offloader's D2H destination `torch.empty_like(x, pin_memory=True, device="cpu")`
+    (torchtune) was taken for pageable memory: the `*_like` constructors' `pin_memory=` was ignored."""
+    src = f"""
+import torch
+class Offloader:
+    def __init__(self, use_pin=True):
+        self.use_pin = use_pin
+    def offload(self):
+        activation = torch.randn(1 << 20, device="cuda")
+        host = {make}
+        host.copy_(activation, non_blocking=True)
+        return host
+"""
+    assert rows(src, "PIN001") == ([row_of(src, "host.copy_")] if reported else [])

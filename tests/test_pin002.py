@@ -824,7 +824,7 @@ from functools import cache
 import torch
 {decorator}
 def blocks_on_gpu(blocks):
-    return torch.tensor(blocks, dtype=torch.int32, pin_memory=True).cuda(non_blocking=True)
+    return torch.full((1 << 20,), blocks, dtype=torch.int32, pin_memory=True).cuda(non_blocking=True)
 def train(model, total):
     for step in range(total):
         model(blocks_on_gpu(1 + step * 13 // total))
@@ -902,3 +902,67 @@ def test_a_nested_function_s_self_is_unknown_when_the_method_rebinds_it():
             return producer
     """
     assert "PIN002" not in codes(src)
+
+
+def test_per_step_metadata_pinned_from_python_values_is_not_pin002():
+    """`torch.tensor(lengths, pin_memory=True).cuda(non_blocking=True)` each step (nano-vllm's and
+    mini-sglang's schedulers): the idiom for an asynchronous upload of values built in Python, from
+    the pool, of a size that changes each step; there is no buffer to hoist. A pinned copy of a
+    tensor (`.pin_memory()`) each step stays reported, as does a block of a size the code fixes."""
+    src = """
+    import torch
+    class Runner:
+        def prepare(self, lengths):
+            return torch.tensor(lengths, dtype=torch.int32, pin_memory=True).cuda(non_blocking=True)
+        def run(self, lengths):
+            return (self.prepare(lengths) * 2).tolist()
+    class Engine:
+        def __init__(self):
+            self.runner = Runner()
+        def generate(self, batches):
+            out = []
+            for lengths in batches:
+                out.extend(self.runner.run(lengths))
+            for lengths in batches:
+                t = torch.tensor(lengths, pin_memory=True).cuda(non_blocking=True)
+            return out
+    """
+    assert "PIN002" not in codes(src)
+    copied = src.replace("torch.tensor(lengths, pin_memory=True)", "torch.tensor(lengths).pin_memory()")
+    assert rows(copied, "PIN002") == [row_of(copied, "t = torch.tensor")]
+
+
+@pytest.mark.parametrize("size, reported", [("n", False), ("sum(lengths)", False), ("1 << 20", True)])
+def test_a_helper_taking_a_pool_block_of_a_size_it_works_out_is_not_pin002_at_the_loop(size, reported):
+    """A scheduler step builds index metadata in `torch.empty(sum(lengths), pin_memory=True)` and
+    uploads it (mini-sglang's `_make_positions`, several calls below the serving loop): the pool hands
+    the block back for the next call, and the loop has no buffer to hoist. A block of a size the
+    helper fixes could be made once by the caller, and is reported at the call in the loop."""
+    src = f"""
+    import torch
+    def make_positions(lengths, n, device):
+        host = torch.empty({size}, dtype=torch.int32, pin_memory=True)
+        host.fill_(0)
+        return host.to(device, non_blocking=True)
+    class Scheduler:
+        def step(self, lengths):
+            self.positions = make_positions(lengths, len(lengths), "cuda")
+        def serve(self, requests):
+            while True:
+                self.step(requests.next())
+    """
+    assert rows(src, "PIN002") == ([row_of(src, "self.step(requests")] if reported else [])
+    assert "PIN008" not in codes(src)  # a pinning reached from a loop, however many calls up, is not a one-off
+
+
+@pytest.mark.parametrize("helper, step", [
+    ("    h = torch.empty(1 << 20, pin_memory=True)\n    return h.to('cuda', non_blocking=True)",
+     "allocated inside `upload()`, which drops it"),
+    ("    return torch.empty(1 << 20, pin_memory=True)", "returned by `upload()`"),
+])
+def test_the_trace_says_whether_the_call_drops_or_returns_the_pinned_buffer(helper, step):
+    """A helper that pins and drops a buffer was traced as "returned by" (nano-vllm's scheduler: the
+    helpers returned the device tensor, a list, or None, never the pinned one)."""
+    src = "import torch\ndef upload():\n" + helper + "\nfor _ in range(8):\n    d = upload()\n"
+    [finding] = [f for f in findings(src) if f.code == "PIN002"]
+    assert [s.message for s in finding.trace] == ["allocated here by `torch.empty`", step]

@@ -164,14 +164,15 @@ def _alloc(ev, api: Api, node, receiver, args: Args) -> Value:
             return UNKNOWN
         if device:
             return Device(api.library)
+    pin_kw = api.opt("pin_kw")
+    pinned_by_keyword = bool(pin_kw) and pin_kw in args.keywords and args.keywords[pin_kw][1] == Const.of(True)
     like_device = api.arg("like_device")
-    if like_device is not None and not (device_kw and device_kw in args.keywords):
+    if like_device is not None and not (device_kw and device_kw in args.keywords) and not pinned_by_keyword:
         prototype = _joined_elements(args.value(like_device))
         if isinstance(prototype, Device):
             return Device(api.library)
         if not isinstance(prototype, Host):
             return UNKNOWN
-    pin_kw = api.opt("pin_kw")
     if pin_kw and pin_kw in args.keywords:
         pinned = args.keywords[pin_kw][1]
         if pinned == Const.of(True):
@@ -193,6 +194,8 @@ def _alloc(ev, api: Api, node, receiver, args: Args) -> Value:
     site = ev.site(node, kind, flavour, display(ev, api.name, flavour), nbytes=nbytes, pooled=pooled,
                    fix=api.opt("fix") if kind is Kind.PAGEABLE else None, dtype=dtype, ndim=ndim,
                    uninitialized=bool(api.opt("uninitialized", False)),
+                   copies_data=bool(api.opt("copies_data", False)) or  # t.pin_memory(), torch.tensor(host)
+                   (api.arg("data") is not None and isinstance(args.value(api.arg("data")), Host)),
                    from_values=(api.arg("data") is not None and args.present(api.arg("data"))
                                 and not isinstance(args.value(api.arg("data")), Host))
                    or (isinstance(receiver, Host) and all(s.from_values for s in receiver.sites)))

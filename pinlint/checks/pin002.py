@@ -23,6 +23,18 @@ class PinnedAllocInLoop(Rule):
                     continue
                 if not event.definitely(lambda s: s.kind.is_pinned) or facts.conditional_in_loop(event):
                     continue
+                if event.definitely(lambda s: s.metadata_block and s.fresh_pool_block):
+                    # `torch.tensor(lengths, pin_memory=True).cuda(non_blocking=True)` each step: the
+                    # idiom for an asynchronous upload of values built in Python (``Site.metadata_block``);
+                    # `t.pin_memory()` copies a tensor on every iteration, and stays reported.
+                    continue
+                if event.definitely(lambda s: s.variant == "call-inside" and s.fresh_pool_block and
+                                    all(o.nbytes is None for o in s.origins())):
+                    # A helper that takes a pool block of a size it works out for its own use and drops
+                    # it (a scheduler step building index metadata): the pool makes that cheap after the
+                    # first call, and the caller has no buffer to hoist. A helper's `t.pin_memory()`
+                    # copies every time; a block of a size the helper fixes could be the caller's.
+                    continue
                 # Buffers that outlive the iteration (appended, stored, returned) are set-up, not waste.
                 if any(site in escaped for site in event.sites):
                     continue

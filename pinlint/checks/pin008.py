@@ -25,6 +25,18 @@ def _pinned_here(site: Site) -> bool:
     return site.kind.is_pinned and not site.via and not site.fresh_each_iteration and not site.loops
 
 
+def _through(site: Site) -> frozenset:
+    """The sites a call's site came through, at every depth."""
+    found = set()
+    todo = list(site.via)
+    while todo:
+        inner = todo.pop()
+        if inner not in found:
+            found.add(inner)
+            todo.extend(inner.via)
+    return frozenset(found)
+
+
 def _copy_key(copy: Event) -> tuple:
     """One copy call: a CFG may record a ``finally`` block's copy twice, and one call of a project
     function may hold several copies (told apart by where the trace ends)."""
@@ -60,8 +72,9 @@ class PinnedForSingleTransfer(Rule):
         escaped = frozenset().union(*(scope.escaped() for scope in facts.scopes))
         # A function's pinning reached from a call inside a loop pins on every iteration: PIN002's
         # finding at the call, not this one.
+        # The call may be several calls up (`serve` loops over `step`, which calls the allocating helper).
         in_loops = frozenset(inner for event in events if event.loops and event.type in _PINNING
-                             for site in event.sites for inner in site.via)
+                             for site in event.sites for inner in _through(site))
         for event in events:
             if event.type not in _PINNING or event.loops or event.trace:
                 continue
@@ -69,10 +82,12 @@ class PinnedForSingleTransfer(Rule):
                 continue
             if below(event.sites, ctx.pin008_min_bytes):
                 continue  # pinning a small buffer once costs little
-            if any(site.pooled and site.nbytes is None and site.from_values for site in event.sites):
-                # A pool's block of a size nothing says, made from Python values (per-step metadata
-                # from a list, pinned so that its copy does not wait): there is no pageable copy of
-                # the data to upload instead, and the pool hands the block back on each call.
+            if any(site.metadata_block for site in event.sites):
+                continue  # per-step metadata from Python values (``Site.metadata_block``)
+            if event.definitely(lambda s: s.fresh_pool_block and s.nbytes is None and s.scope != "<module>"):
+                # A pool block of a size nothing says, taken in a function for data built there (a
+                # scheduler's index tensor each step): the claim rests on page-locking it, which the
+                # pool does on its first request only, and a function may run many times.
                 continue
             copy = single_transfer(event, events)
             if copy is None:
