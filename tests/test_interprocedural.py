@@ -309,3 +309,51 @@ def test_file_lookups_are_remembered_within_a_run_only(tmp_path):
     finally:
         engine.end_project()
     assert modulefiles.is_file(path)
+
+
+_MANY_CALLS = """\
+import numpy as np
+from mem import h2d_async
+
+
+class Model:
+    def upload(self, dptrs, stream, images):
+""" + "".join(f"        h2d_async(dptrs[{i}], np.zeros({i + 1}), stream, {i})\n" for i in range(30)) + """\
+        sizes = np.array([im.shape[:2] for im in images], dtype=np.int32)
+        h2d_async(dptrs[99], sizes, stream, 99)
+"""
+
+_MEM = """\
+from cuda.bindings import runtime as cudart
+
+
+def h2d_async(dptr, host, stream, tag):
+    cudart.cudaMemcpyAsync(dptr, host.ctypes.data, host.nbytes,
+                           cudart.cudaMemcpyKind.cudaMemcpyHostToDevice, stream)
+"""
+
+
+def _run_in_order(root: Path, paths: list) -> dict:
+    from pinlint import engine
+    from pinlint.settings import Settings
+
+    engine.start_project(root)
+    try:
+        return {p.name: [(f.code, f.location.row) for f in engine.lint_bytes(p.read_bytes(), str(p), Settings()).findings]
+                for p in paths}
+    finally:
+        engine.end_project()
+
+
+def test_a_helper_called_in_many_contexts_is_followed_in_each_and_the_result_does_not_hang_on_order(tmp_path):
+    """A copy helper called from thirty places in one file (trtutils' detector): past twelve contexts
+    its analysis was cut and the later calls' copies were lost; and the contexts were counted only
+    when not already analysed for another file, so the finding came and went with which files were
+    checked first in the process (`pinlint check .` against `pinlint check src`, one worker or two)."""
+    write(tmp_path, "mem.py", _MEM)
+    model = write(tmp_path, "model.py", _MANY_CALLS)
+    other = write(tmp_path, "other.py", _MANY_CALLS.replace("class Model", "class Other"))
+    last = _MANY_CALLS.splitlines().index("        h2d_async(dptrs[99], sizes, stream, 99)") + 1
+    alone = _run_in_order(tmp_path, [model])["model.py"]
+    assert ("PIN001", last) in alone
+    assert _run_in_order(tmp_path, [other, model])["model.py"] == alone

@@ -1567,3 +1567,25 @@ class Offloader:
         return host
 """
     assert rows(src, "PIN001") == ([row_of(src, "host.copy_")] if reported else [])
+
+
+@pytest.mark.parametrize("held", ["Prep()", "Prep() if fast else Prep()"])
+def test_an_object_held_in_a_field_and_called_runs_its_call_method(held):
+    """`self._prep = Prep()` then `batch = self._prep(frames)` (trtutils' preprocessors): calling the
+    field's object runs `Prep.__call__`, whose pageable result the caller then copies asynchronously.
+    It was an unknown call; the same object made locally was followed."""
+    src = f"""
+import numpy as np
+from cuda.bindings import runtime as cudart
+class Prep:
+    def __call__(self, frames):
+        return np.concatenate([f.astype(np.float32) for f in frames], axis=0)
+class Model:
+    def __init__(self, fast=False):
+        self._prep = {held}
+    def run(self, dptr, stream, frames):
+        batch = self._prep(frames)
+        cudart.cudaMemcpyAsync(dptr, batch.ctypes.data, batch.nbytes,
+                               cudart.cudaMemcpyKind.cudaMemcpyHostToDevice, stream)
+"""
+    assert rows(src, "PIN001") == [row_of(src, "cudart.cudaMemcpyAsync(dptr, batch")]

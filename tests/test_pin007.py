@@ -554,3 +554,27 @@ def main(n):
         cuda.to_device(pool.get(n))
 """
     assert rows(src, "PIN007") == [row_of(src, "cuda.to_device(cached(n))"), row_of(src, "cuda.to_device(pool.get(n))")]
+
+
+def test_a_call_that_copies_asynchronously_on_one_path_is_pin001_s_alone():
+    """A helper copies with cudaMemcpyAsync or cudaMemcpy as a flag says (trtutils' engine), called in
+    a loop with a buffer made before it: PIN001 takes precedence at the call, as it does for a copy
+    that is asynchronous on every path; the call was reported twice, once per path."""
+    src = """
+import numpy as np
+from cuda.bindings import runtime as cudart
+def upload(dptr, host, stream, use_async):
+    if use_async:
+        cudart.cudaMemcpyAsync(dptr, host.ctypes.data, host.nbytes, cudart.cudaMemcpyKind.cudaMemcpyHostToDevice, stream)
+    else:
+        cudart.cudaMemcpy(dptr, host.ctypes.data, host.nbytes, cudart.cudaMemcpyKind.cudaMemcpyHostToDevice)
+def bench(dptr, stream, use_async, sync_only):
+    data = np.random.rand(1 << 24).astype(np.float32)
+    for _ in range(100):
+        upload(dptr, data, stream, use_async)
+    for _ in range(100):
+        upload(dptr, data, stream, False)
+"""
+    assert [(f.code, f.location.row) for f in findings(src) if f.code in ("PIN001", "PIN007")] == [
+        ("PIN001", row_of(src, "upload(dptr, data, stream, use_async)")),
+        ("PIN007", row_of(src, "upload(dptr, data, stream, False)"))]

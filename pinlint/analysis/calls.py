@@ -224,7 +224,7 @@ class Calls:
         if isinstance(receiver, (Instance, ClassRef, ModuleRef, Super)):
             member = self.member(receiver, name, node)
             args = self.arguments(node)
-            if isinstance(member, (Function, ClassRef)) or _callables(member):
+            if isinstance(member, (Function, ClassRef)) or _callables(member) or self._called_object(member, node):
                 return self.call_value(member, node, args, receiver_expr)
             ev.escape(node, args.values())
             return UNKNOWN
@@ -259,10 +259,15 @@ class Calls:
             return self.named_call(node, f"{receiver.name}.{name}")
         if isinstance(receiver, (Instance, ClassRef, ModuleRef, Super)):
             member = self.member(receiver, name, node)
-            if isinstance(member, (Function, ClassRef)) or _callables(member):
+            if isinstance(member, (Function, ClassRef)) or _callables(member) or self._called_object(member, node):
                 return self.call_value(member, node, args, receiver_expr)
         self.ev.escape(node, args.values())
         return UNKNOWN
+
+    def _called_object(self, member: Value, node) -> bool:
+        """A field holding an object of a class of the checked code with a ``__call__`` (``self._prep =
+        Prep()`` then ``self._prep(frames)``, trtutils' preprocessors): calling it runs that method."""
+        return isinstance(member, Instance) and isinstance(self.member(member, "__call__", node), Function)
 
     def table_method(self, receiver: Value, name: str, args: Args):
         tables = self.ev.tables
@@ -459,7 +464,13 @@ def _unexplained(value: Value) -> bool:
 def _callables(value: Value) -> bool:
     """A field or attribute holding one of several functions or classes (``self.infer = f if new else
     g``): each is called, and the states after them join."""
-    return isinstance(value, Alternatives) and all(isinstance(o, (Function, ClassRef)) for o in value.options)
+    return isinstance(value, Alternatives) and all(isinstance(o, (Function, ClassRef, Instance)) for o in value.options) \
+        and any(isinstance(o, (Function, ClassRef)) or _has_call(o) for o in value.options)
+
+
+def _has_call(value: Value) -> bool:
+    info = value.klass.module.project.class_info(value.klass) if isinstance(value, Instance) else None
+    return info is not None and info.lookup("__call__", record=False) is not None
 
 
 def _spelled_out(value: Value) -> bool:

@@ -32,7 +32,7 @@ MAX_DEPTH = 5            # calls followed below a function's own analysis
 MAX_ANALYSES = 400       # callee analyses one call chain may start
 MAX_SOLVES = 2_000       # scope analyses one file's check may make, all told (past it, calls are unknown)
 _CUT = "a limit"          # what an analysis that stopped at a limit read unfinished (see Project._keep)
-MAX_CONTEXTS = 12        # calling contexts of one function analysed per file (past it, its baseline serves)
+MAX_CONTEXTS = 48        # calling contexts of one function a file's check may ask for (past it, its baseline serves)
 MAX_MODULE_BYTES = 2_000_000
 
 
@@ -271,7 +271,7 @@ class Project:
         self._unfinished_reads: list = []  # a set per analysis under way: unfinished classes/modules it read
         self._unfinished_of: dict = {}    # provisional memo key -> the same
         self.solves = 0                  # scope analyses since the current file's check began
-        self.contexts: dict = {}         # function node -> calling contexts analysed for the current file
+        self.contexts: dict = {}         # function node -> calling contexts asked of it for the current file
         self.method_names: set = set()
         self.imports_of: dict = {}       # ModuleContext -> the project modules its code resolved
         names = sorted(tables.unknown_methods)
@@ -522,15 +522,23 @@ class Project:
 
     def invoke(self, fn: Function, env: dict, pending: frozenset, stream, invocation: Invocation) -> Optional[Outcome]:
         key = (fn.node, fn.module, fn.bound, frozenset(env.items()), pending, stream)
+        # The contexts a file's check asks of a function are counted whether or not an earlier file's
+        # check analysed them already: counting only new analyses made a file's findings depend on
+        # which files were checked before it in the process (trtutils' detector: its copy helper's
+        # thirteenth context was an analysis kept from another file, or past the limit when alone).
+        asked = self.contexts.setdefault(fn.node, set())
+        if key not in asked and len(asked) >= MAX_CONTEXTS:
+            self._read_unfinished(_CUT)
+            return None
+        asked.add(key)
         found = self._kept(key, self._outcomes, self._provisional_outcomes)
         if found is not None:
             return found
         if invocation.depth >= MAX_DEPTH or fn.node in invocation.stack or invocation.budget[0] >= MAX_ANALYSES or \
-                self.solves >= MAX_SOLVES or self.contexts.get(fn.node, 0) >= MAX_CONTEXTS:
+                self.solves >= MAX_SOLVES:
             self._read_unfinished(_CUT)
             return None
         invocation.budget[0] += 1
-        self.contexts[fn.node] = self.contexts.get(fn.node, 0) + 1
         return self._keep(key, self._outcomes, self._provisional_outcomes,
                           lambda: self.run(fn.module, fn.name, fn.node, env, pending, stream, invocation.child(fn)))
 

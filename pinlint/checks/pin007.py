@@ -23,8 +23,16 @@ class PageableTransferInLoop(Rule):
     summary = "Pageable buffer allocated outside a loop and transferred inside it, at pageable bandwidth"
 
     def check(self, facts: FileFacts, ctx: CheckContext) -> Iterator[Report]:
+        # A call that copies the buffer asynchronously on one path and synchronously on another (a
+        # helper's `if use_async:`) is PIN001's there, which takes precedence: one finding per call.
+        asynchronous: dict = {}
+        for copy in facts.copies():
+            if is_pageable_async_copy(copy):
+                asynchronous.setdefault(copy.node, set()).update(copy.sites)
         for copy in facts.copies():
             if not copy.loops or copy.dest_allocated or is_pageable_async_copy(copy):
+                continue
+            if copy.sites & asynchronous.get(copy.node, set()):
                 continue
             if not copy.definitely(lambda s: pageable(s) and _allocated_outside(copy, s)):
                 continue
