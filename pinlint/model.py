@@ -58,12 +58,22 @@ class Site:
     copies_data: bool = False  # it copies a host buffer into the new memory (``t.pin_memory()``, ``torch.tensor(h)``)
     module: object = field(default=None, compare=False)  # the ModuleInfo holding ``node``
 
+    def through(self) -> frozenset:
+        """The sites a call's site came through, at every depth (``run()`` and ``torch.tensor`` for
+        ``step()``); empty for a library call's own site."""
+        found: set = set()
+        todo = list(self.via)
+        while todo:
+            inner = todo.pop()
+            if inner not in found:
+                found.add(inner)
+                todo.extend(inner.via)
+        return frozenset(found)
+
     def origins(self) -> frozenset:
-        """The allocations themselves: this site, or for a call's site the sites it came through,
-        down to the library calls (``step()`` via ``run()`` via ``torch.tensor``)."""
-        if not self.via:
-            return frozenset([self])
-        return frozenset().union(*(inner.origins() for inner in self.via))
+        """The allocations themselves: this site, or for a call's site the library calls at the end
+        of what it came through."""
+        return frozenset(s for s in self.through() if not s.via) if self.via else frozenset([self])
 
     @property
     def metadata_block(self) -> bool:

@@ -75,7 +75,6 @@ class FileFacts:
     project: object = None
     context: object = None           # the ModuleContext of the checked file
     loop_branch_depth: dict = field(default_factory=dict)  # loop node -> number of if arms around it
-    _changes: dict = field(default_factory=dict, repr=False)  # loop node -> invariance.Changes
 
     def events(self) -> Iterator[Event]:
         for scope in self.scopes:
@@ -96,16 +95,10 @@ class FileFacts:
             return False
         if not isinstance(loop, (cst.For, cst.While)):
             return True
-        changes = self._changes.get(loop)
-        if changes is None:
-            changes = self._changes[loop] = loop_changes(loop)
-        return not all(isinstance(owner, cst.If) and invariant(owner.test, changes, self._is_library)
+        changes = loop_changes(loop, self.project.changes if self.project is not None else None)
+        is_library = self.context.names_library if self.context is not None else (lambda name: False)
+        return not all(isinstance(owner, cst.If) and invariant(owner.test, changes, is_library)
                        for owner, _ in inner)
-
-    def _is_library(self, name: str) -> bool:
-        ctx = self.context
-        qualified = ctx.imports.lookup(name) if ctx is not None else None
-        return qualified is not None and ctx.tables.library_of(qualified) is not None
 
     def scope(self, name: str) -> Optional[ScopeFacts]:
         return next((s for s in self.scopes if s.name == name), None)

@@ -337,8 +337,7 @@ def _enclosing_parameters(project, fn: Function, env: dict) -> dict:
     the enclosing method's ``self`` (a producer thread's target, a hook defined in a method, calling
     ``self._to_gpu(b)`` for every batch). Without it they were unknown in the nested function's own
     analysis, the only one that reports inside it."""
-    module = fn.module
-    outer = module.enclosing(fn) if hasattr(module, "enclosing") else None
+    outer = fn.module.enclosing(fn)
     if outer is None or not isinstance(outer.node, cst.FunctionDef):
         return {}
     free = free_names(fn.node) - set(env)
@@ -528,18 +527,13 @@ def _every_call_takes(ev, fn: Function, branch: tuple) -> bool:
     test on a parameter or a local may go either way from one call to the next."""
     if not isinstance(fn.node, cst.FunctionDef):
         return False
-    changes = ev.module.project.call_changes.get(fn.node)
-    if changes is None:
-        changes = ev.module.project.call_changes[fn.node] = function_changes(fn.node)
+    cache = ev.module.project.changes
+    changes = function_changes(fn.node, cache)
     params = fn.node.params.params
     receiver = params[0].name.value if fn.klass is not None and fn.kind == "method" and params else None
     caller_loop = ev.loops[-1] if ev.loops else None
-
-    def is_library(name: str) -> bool:
-        qualified = fn.module.imports.lookup(name)
-        return qualified is not None and ev.tables.library_of(qualified) is not None
     return all(isinstance(owner, cst.If) and
-               same_on_every_call(owner.test, receiver, changes, caller_loop, is_library)
+               same_on_every_call(owner.test, receiver, changes, caller_loop, fn.module.names_library, cache)
                for owner, _ in branch)
 
 

@@ -54,16 +54,25 @@ class Changes:
             self.mutated_names.add(node.value)
 
 
-def loop_changes(loop) -> Changes:
+def loop_changes(loop, cache: Optional[dict] = None) -> Changes:
+    """What a loop's body and target bind or store (kept in ``cache``, the project's, by node)."""
+    found = cache.get(loop) if cache is not None else None
+    if found is not None:
+        return found
     changes = Changes()
     if isinstance(loop, cst.For):
         changes.target(loop.target)
     _collect(changes, [loop.body, loop.test] if isinstance(loop, cst.While) else [loop.body])
+    if cache is not None:
+        cache[loop] = changes
     return changes
 
 
-def function_changes(function: cst.FunctionDef) -> Changes:
+def function_changes(function: cst.FunctionDef, cache: Optional[dict] = None) -> Changes:
     """What one call of the function binds (its parameters included) or stores (``same_on_every_call``)."""
+    found = cache.get(function) if cache is not None else None
+    if found is not None:
+        return found
     changes = Changes()
     params = function.params
     for param in [*params.posonly_params, *params.params, *params.kwonly_params]:
@@ -72,6 +81,8 @@ def function_changes(function: cst.FunctionDef) -> Changes:
         if isinstance(star, cst.Param):
             changes.bound.add(star.name.value)
     _collect(changes, [function.body])
+    if cache is not None:
+        cache[function] = changes
     return changes
 
 
@@ -160,7 +171,8 @@ def invariant(test, changes: Changes, is_library: Callable[[str], bool]) -> bool
         not (attributes & changes.attributes)
 
 
-def same_on_every_call(test, receiver: Optional[str], changes: Changes, caller_loop, is_library: Callable[[str], bool]) -> bool:
+def same_on_every_call(test, receiver: Optional[str], changes: Changes, caller_loop,
+                       is_library: Callable[[str], bool], cache: Optional[dict] = None) -> bool:
     """Whether a callee's ``test`` answers the same on every call a caller's loop makes: it reads only
     fields of the receiver and module names, none of which the callee or the caller's loop stores
     (``if self.device == "cuda":`` in a loader's ``_load``); a parameter or a local may differ per call."""
@@ -171,6 +183,6 @@ def same_on_every_call(test, receiver: Optional[str], changes: Changes, caller_l
     if names & changes.bound or (roots - {receiver}) & changes.bound or attributes & changes.attributes:
         return False
     if isinstance(caller_loop, (cst.For, cst.While)):
-        outer = loop_changes(caller_loop)  # the caller's receiver has its own name: fields by name
+        outer = loop_changes(caller_loop, cache)  # the caller's receiver has its own name: fields by name
         return not (attributes & outer.attributes) and not (names & outer.bound)
     return True

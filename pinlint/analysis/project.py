@@ -140,6 +140,11 @@ class ModuleContext:
     def __repr__(self) -> str:
         return f"ModuleContext({self.info.filename!r})"
 
+    def names_library(self, name: str) -> bool:
+        """Whether ``name`` is bound here to an import of a library the tables know (``torch``)."""
+        qualified = self.imports.lookup(name)
+        return qualified is not None and self.tables.library_of(qualified) is not None
+
     def enclosing(self, fn: Function) -> Optional[Function]:
         """The function a nested function is defined in (``C.run`` for ``C.run.<locals>.producer``)."""
         parent, marker, _ = fn.name.rpartition(".<locals>.")
@@ -244,7 +249,7 @@ class Project:
         self.tables = tables
         self.screen = screen             # skip the root analysis of inert functions (analysis/inert.py)
         self.runs_per_call: dict = {}    # function node -> interproc._body_runs_per_call's answer
-        self.call_changes: dict = {}     # function node -> what a call of it binds or stores (invariance)
+        self.changes: dict = {}          # loop or function node -> what it binds or stores (invariance)
         self.root = root.resolve() if root is not None else None
         self.by_path: dict = {}          # resolved path -> ModuleContext (None: not loadable)
         self.by_name: dict = {}          # ModuleRef name -> ModuleContext

@@ -25,18 +25,6 @@ def _pinned_here(site: Site) -> bool:
     return site.kind.is_pinned and not site.via and not site.fresh_each_iteration and not site.loops
 
 
-def _through(site: Site) -> frozenset:
-    """The sites a call's site came through, at every depth."""
-    found = set()
-    todo = list(site.via)
-    while todo:
-        inner = todo.pop()
-        if inner not in found:
-            found.add(inner)
-            todo.extend(inner.via)
-    return frozenset(found)
-
-
 def _copy_key(copy: Event) -> tuple:
     """One copy call: a CFG may record a ``finally`` block's copy twice, and one call of a project
     function may hold several copies (told apart by where the trace ends)."""
@@ -74,7 +62,7 @@ class PinnedForSingleTransfer(Rule):
         # finding at the call, not this one.
         # The call may be several calls up (`serve` loops over `step`, which calls the allocating helper).
         in_loops = frozenset(inner for event in events if event.loops and event.type in _PINNING
-                             for site in event.sites for inner in _through(site))
+                             for site in event.sites for inner in site.through())
         for event in events:
             if event.type not in _PINNING or event.loops or event.trace:
                 continue
