@@ -73,7 +73,7 @@ EFFECTS: dict[str, EffectSchema] = {
         frozenset({"shape", "dtype", "like", "nbytes", "flags", "like_device", "data", "into"}),
         {"kind": _one_of(*KINDS), "pooled": _is_bool, "pooled_when_pinned": _is_bool, "fix": _is_str,
          "pin_kw": _is_str, "device_kw": _is_str, "reads": _is_bool, "pointer": _is_bool, "returns": _RETURNS_TUPLE,
-         "uninitialized": _is_bool, "shape_varargs": _is_bool, "range_args": _is_bool, "size": _is_size,
+         "uninitialized": _is_bool, "shape_varargs": _is_bool, "shape_last": _is_bool, "range_args": _is_bool, "size": _is_size,
          "scalar_items": _is_bool, "copies_data": _is_bool},
         "a new host buffer (or device memory, when a device keyword says so)"),
     "device": EffectSchema(frozenset({"stream"}), {"library": _is_str, "returns": _RETURNS_TUPLE,

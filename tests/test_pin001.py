@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import functools
 
+import textwrap
+
 import pytest
 
 import helpers
@@ -331,6 +333,30 @@ def test_pycuda_to_gpu_async_and_set_async():
     src = PYCUDA + ("a = gpuarray.to_gpu_async(h, stream=s)\nb = gpuarray.to_gpu_async(p, stream=s)\n"
                     "g.set_async(h, s)\ng.set_async(p, s)\n")
     assert rows(src, "PIN001") == [row_of(src, "to_gpu_async(h"), row_of(src, "set_async(h")]
+
+
+def test_pycuda_async_apis_given_stream_none_are_those_called_without_a_stream():
+    # stream=None is PyCUDA's own default; stream=0 asks for the default stream explicitly (no overlap).
+    src = PYCUDA + ("a = gpuarray.to_gpu_async(h)\nb = gpuarray.to_gpu_async(h, stream=None)\n"
+                    "c = gpuarray.to_gpu_async(h, stream=0)\n"
+                    "class Layer:\n    def __init__(self, stream=None):\n        self.stream = stream\n"
+                    "        self.w = gpuarray.to_gpu_async(np.zeros(1 << 20), stream=self.stream)\n")
+    assert rows(src, "PIN001") == [row_of(src, "to_gpu_async(h)"), row_of(src, "(h, stream=None)"),
+                                   row_of(src, "stream=self.stream)")]
+
+
+def test_pycuda_get_async_with_a_stream_on_a_receiver_nothing_explains():
+    # `get_async(stream=...)` is PyCUDA's alone: without `ary=` its destination is new pageable memory.
+    src = """
+    def update(arrays, streams, out):
+        for k in range(len(arrays)):
+            out.append(arrays[k].get_async(stream=streams[k]))
+            arrays[k].get_async(streams[k])          # positional: nothing says whose method it is
+            arrays[k].get_async(stream=streams[k], ary=out[k])
+    """
+    assert rows(src, "PIN001") == [row_of(src, "out.append")]
+    defined = textwrap.dedent(src) + "class Cache:\n    def get_async(self, stream=None):\n        return 1\n"
+    assert codes(defined) == []  # the checked code has its own get_async
 
 
 def test_pycuda_get_and_set_with_async_flag():

@@ -354,11 +354,19 @@ def test_rebinding_inside_the_loop_to_a_fresh_buffer_is_clean():
     ("np.zeros(n, dtype=np.float32)", True),                # unknown size: reported
     ("np.zeros(1024, dtype='float32')", False),
     ("np.zeros(1024, dtype=np.uint8)", False),
+    # Literals of numbers nothing states but that are numbers: one element each.
+    ("np.array([img.shape[0], img.shape[1]])", False),
+    ("np.array((len(img), 2), dtype=np.float32)", False),
+    ("np.array([int(n), float(n) / 2, -img.shape[0] * 0.5])", False),
+    ("np.array([np.empty(n).size, np.empty(n).ndim])", False),
+    ("np.array([n, 2])", True),           # `n` could be an array: np.array stacks it
+    ("np.array([abs(img), 1.0])", True),  # abs of an array is an array
+    ("np.array([img.shape, 2])", True),   # a shape is a tuple, not one number
 ])
 def test_threshold_numpy(alloc, reported):
     src = f"""
     import numpy as np, cupy as cp
-    def f(n):
+    def f(n, img):
         h = {alloc}
         for i in range(10):
             d = cp.asarray(h)
@@ -371,6 +379,13 @@ def test_threshold_numpy(alloc, reported):
     ("torch.zeros((64, 64), dtype=torch.float64)", False),   # 32 KiB
     ("torch.zeros(128, 128)", True),                         # 64 KiB
     ("torch.zeros(1024, 1024)", True),
+    ("torch.randint(0, 2, (5000,))", False),                  # 40,000 B of int64
+    ("torch.randint(2, (5000,))", False),                     # randint(high, size)
+    ("torch.randint(0, 2, size=(100000,))", True),
+    ("torch.arange(5000, dtype=torch.float64)", False),       # 40,000 B
+    ("torch.arange(0, 100000, 2)", True),                     # 50,000 x 8 B
+    ("torch.linspace(0, 1, 1000)", False),
+    ("torch.linspace(0, 1, steps=100000)", True),
 ])
 def test_threshold_torch(alloc, reported):
     src = f"""

@@ -19,7 +19,8 @@ from ..apitables import ArgSpec
 from ..model import EventType, Kind
 from . import effects, interproc
 from .domain import (UNKNOWN, Alternatives, ClassRef, Const, Device, Function, Host, Instance, Items, Iteration, Loader, Mapping,
-                     LibraryRef, ModuleRef, Obj, Seq, Stream, Super, Tensor, Value, add_element, element_of, join, mapping)
+                     LibraryRef, ModuleRef, Obj, Scalar, Seq, Stream, Super, Tensor, Value, add_element, element_of, join,
+                     mapping, scalar_kind)
 from .effects import Args
 
 _BUILTINS = frozenset(dir(builtins))
@@ -353,10 +354,36 @@ class Calls:
             return mapping(entries, None if not args.positional else UNKNOWN)
         if name == "super":
             return interproc.super_value(ev)
+        if name == "isinstance" and len(args.positional) == 2 and len(node.args) == 2:
+            return self.instance_check(first, node.args[1].value)
+        number = _number(name, [v for _, v in args.positional], args)
+        if number is not None:
+            return number
         if name == "getattr" and len(args.positional) >= 2 and isinstance(args.positional[1][1], Const) and \
                 isinstance(args.positional[1][1].single, str):
             return ev.attribute(first, args.positional[1][1].single, node)
         return UNKNOWN
+
+    def instance_check(self, value: Value, classes) -> Value:
+        """``isinstance(x, GPUArray)``, ``type(x) is np.ndarray``: a constant where the tables say
+        what the class is and the value's provenance answers (a callee's `if not isinstance(x,
+        GPUArray): x = to_gpu_async(x)` is dead where its caller passes a GPUArray), else unknown."""
+        nodes = [e.value for e in classes.elements] if isinstance(classes, (cst.Tuple, cst.List)) else [classes]
+        answers = set()
+        for class_node in nodes:
+            kind = self._class_kind(class_node)
+            answer = instance_of(value, kind) if kind is not None else None
+            if answer is None:
+                return UNKNOWN
+            answers.add(answer)
+        return Const.of(True in answers)
+
+    def _class_kind(self, node) -> Optional[str]:
+        qualified = self.ev.module.imports.qualify(node) if isinstance(node, (cst.Name, cst.Attribute)) else None
+        if qualified is None:
+            found = self.ev.expr(node) if isinstance(node, (cst.Name, cst.Attribute)) else None
+            qualified = found.name if isinstance(found, LibraryRef) else None
+        return self.ev.tables.annotations.get(qualified) if qualified is not None else None
 
     # ------------------------------------------------------------------ containers
     def container_method(self, receiver: Value, name: str, node, args: Args, receiver_expr) -> Optional[Value]:
@@ -453,6 +480,51 @@ def gpu_result(values) -> Value:
     from .domain import flatten
     return Device("torch") if any(isinstance(v, Device) and v.library == "torch" for v in flatten(values)) \
         else UNKNOWN
+
+
+def instance_of(value: Value, kind: str) -> Optional[bool]:
+    """Whether a value of this provenance is an instance of a class the tables describe as ``kind``
+    (their ``[annotations]``: "host" is numpy.ndarray, "tensor" torch.Tensor, "device:L" library
+    L's device array); None where the provenance does not tell (an unknown value, a raw pointer)."""
+    if isinstance(value, (Const, Items, Seq, Mapping)):
+        return False
+    if isinstance(value, Host):
+        if value.pointer or value.batch:
+            return None
+        if kind == "host":
+            return value.library == "numpy"
+        if kind in ("tensor", "torch-host"):
+            return value.library == "torch"
+        return False
+    if isinstance(value, Device):
+        if kind.startswith("device:"):
+            return value.library == kind.split(":", 1)[1]
+        if kind == "tensor":
+            return value.library == "torch"
+        return False
+    if isinstance(value, Tensor):
+        return kind == "tensor"
+    if isinstance(value, Stream):
+        return None if kind == "stream" else False  # which library's stream class is not kept
+    return None
+
+
+def _number(name: str, values: list, args: Args) -> Optional[Value]:
+    """What a numeric builtin gives: ``len`` and ``int`` an int, ``float`` a float, whatever their
+    argument (or they raise); ``round``, ``abs``, ``min`` and ``max`` a number only of numbers (of an
+    array, ``round`` and ``abs`` give an array)."""
+    if args.star or (args.keywords and name not in ("min", "max")):
+        return None
+    if name == "len" and len(values) == 1:
+        return Scalar("int")
+    if name in ("int", "float") and values:
+        return Scalar(name)
+    if name in ("round", "abs", "min", "max") and values and \
+            (name not in ("min", "max") or len(values) >= 2):
+        kind = scalar_kind(values[:1] if name == "round" else values)
+        if kind is not None:
+            return Scalar("int" if name == "round" and len(values) == 1 else kind)
+    return None
 
 
 def _unexplained(value: Value) -> bool:

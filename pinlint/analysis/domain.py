@@ -110,6 +110,50 @@ class Const(Value):
 
 
 @dataclass(frozen=True)
+class Scalar(Value):
+    """A Python number (or a NumPy scalar) whose value nothing tells: an array's ``shape[0]``,
+    ``len(x)``, ``int(s)``, arithmetic on those. A literal of such items is as small as one of
+    constants (``np.array([h, w])`` is two numbers), so PIN007's byte threshold applies to it.
+    ``kind``: "int", "float", or "number" when the two join."""
+
+    kind: str = "number"
+
+
+def numeric_const(value: Value) -> Optional[str]:
+    """"int" or "float" (the wider) for a constant that is only numbers, else None."""
+    if not isinstance(value, Const) or not value.values:
+        return None
+    kinds = set()
+    for item in value.values:
+        if isinstance(item, (bool, int)):
+            kinds.add("int")
+        elif isinstance(item, float):
+            kinds.add("float")
+        else:
+            return None
+    return "float" if "float" in kinds else "int"
+
+
+def scalar_kind(values) -> Optional[str]:
+    """The kind of a number made of ``values`` (scalars and numeric constants, at least one a
+    scalar), or None where one of them may be something else (an array, an unknown value)."""
+    kinds = set()
+    scalars = False
+    for value in values:
+        if isinstance(value, Scalar):
+            kinds.add(value.kind)
+            scalars = True
+        else:
+            kind = numeric_const(value)
+            if kind is None:
+                return None
+            kinds.add(kind)
+    if not scalars:
+        return None
+    return kinds.pop() if len(kinds) == 1 else ("float" if kinds <= {"int", "float"} else "number")
+
+
+@dataclass(frozen=True)
 class Items(Value):
     """A tuple or list of known length (a literal, ``(err, ptr)`` results)."""
 
@@ -340,6 +384,10 @@ def join(a: Value, b: Value) -> Value:
         return replace(a, maybe_unknown=True)
     if isinstance(b, Host) and isinstance(a, Unknown):
         return replace(b, maybe_unknown=True)
+    if isinstance(a, Scalar) or isinstance(b, Scalar):
+        kind = scalar_kind((a, b))
+        return Scalar(kind if kind in ("int", "float") and (a.kind if isinstance(a, Scalar) else kind) ==
+                      (b.kind if isinstance(b, Scalar) else kind) else "number") if kind else UNKNOWN
     if isinstance(a, Const) and isinstance(b, Const):
         values = a.values | b.values
         return Const(values) if len(values) <= _CONST_LIMIT else UNKNOWN

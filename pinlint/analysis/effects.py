@@ -17,7 +17,7 @@ import libcst as cst
 from .. import tableschema
 from ..apitables import Api, ArgSpec
 from ..model import EventType, Kind
-from .domain import (ANYTHING, UNKNOWN, Const, Context, Device, DeviceSpec, Host, Items, Loader, Obj, Seq, Stream,
+from .domain import (ANYTHING, UNKNOWN, Const, Context, Device, DeviceSpec, Host, Items, Loader, Obj, Scalar, Seq, Stream,
                      Tensor, Value, element_of, flatten, join, unknown_host)
 from .dtypes import canonical_dtype, common, element_count, item_size, range_length, transposed
 from .state import STREAM
@@ -232,6 +232,9 @@ def _shape_info(ev, api: Api, args: Args) -> tuple:
                        shape_spec.default is not None else UNKNOWN)
     if api.opt("shape_varargs") and args.star:
         return None, dtype, None  # np.random.randn(*shape) of a shape nothing here lays out
+    if api.opt("shape_last") and shape_spec.kw not in args.keywords:
+        # torch.randint(high, size) and (low, high, size): the size is the last positional argument.
+        shape = args.positional[-1][1] if len(args.positional) >= 2 and not args.star else UNKNOWN
     if api.opt("shape_varargs") and (shape_spec is None or shape_spec.kw not in args.keywords) and \
             (len(args.positional) > 1 or shape_spec is None):
         shape = Items(tuple(v for _, v in args.positional))  # torch.empty(2, 3), np.random.rand(2, 3)
@@ -261,6 +264,9 @@ def _data_shape(ev, data: Value, dtype: Optional[str], scalar_items: bool = Fals
             if len(shapes) != 1 or None in shapes:
                 return None if value.items else (0,)
             return (len(value.items),) + shapes.pop()
+        if isinstance(value, Scalar) and item:
+            leaves.append(value)  # h, w = img.shape[:2]; np.array([h, w]): one number each
+            return ()
         if scalar_items and item and (value is UNKNOWN or isinstance(value, Const)):
             return ()
         return None
@@ -269,10 +275,13 @@ def _data_shape(ev, data: Value, dtype: Optional[str], scalar_items: bool = Fals
     if shape is None:
         return None, dtype, None
     if dtype is None and leaves:
-        # NumPy's result type for Python literals: the widest of bool < int < float < complex.
+        # NumPy's result type for Python literals: the widest of bool < int < float < complex
+        # (a number of unknown kind is at most a float's eight bytes: it is never complex).
         python = ev.tables.dtypes.get("python", {})
         order = ["bool", "int", "float", "complex"]
-        names = {type(leaf).__name__ for leaf in leaves}
+        names = {leaf.kind if isinstance(leaf, Scalar) else type(leaf).__name__ for leaf in leaves}
+        if "number" in names and names <= {"number", "bool", "int", "float"}:
+            names = (names - {"number"}) | {"float"}
         if names <= set(order):
             dtype = python.get(max(names, key=order.index))
     count = 1
@@ -539,7 +548,10 @@ def is_async(ev, api: Api, receiver: Optional[Value], args: Args) -> tuple[bool,
     remembered = receiver.stream if isinstance(receiver, Device) else None
     chosen = explicit or (remembered if mode == "stream-or-remembered" else None) or current
     if mode == "always":
-        # An async API told to use the default stream (`stream=0`) asks for no overlap.
+        # An async API told to use the default stream (`stream=0`) asks for no overlap; `stream=None`
+        # (PyCUDA's own default, or a field that holds it) is the call with the stream left out.
+        if given and isinstance(stream, Const):
+            stream = Const(frozenset(v for v in stream.values if v is not None)) if stream.values - {None} else UNKNOWN
         return not (given and not _truthy_stream(stream)), chosen
     if mode == "never":
         return False, chosen

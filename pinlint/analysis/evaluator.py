@@ -16,13 +16,17 @@ import libcst as cst
 from ..imports import dotted
 from ..model import Event, EventType, Kind, PendingCopy, Site
 from .domain import (UNKNOWN, Alternatives, ClassRef, Const, Device, Host, Instance, Items, Iteration, Loader,
-                     LibraryRef, Mapping, ModuleRef, Seq, Stream, Super, Tensor, Value, element_of, flatten, join, mapping,
-                     sites_of, varying_in)
+                     LibraryRef, Mapping, ModuleRef, Scalar, Seq, Stream, Super, Tensor, Value, element_of, flatten, join,
+                     mapping, scalar_kind, sites_of, varying_in)
 from .dtypes import fold, transposed
 from .state import DOTTED, State, put
 
 _TRANSPOSING = frozenset({"T", "mT", "transpose", "swapaxes", "permute", "moveaxis"})
 LOOP_VARIABLE = "$loop-variable:"  # env key prefix: this name is the variable of that loop
+
+
+# Attributes of a NumPy, CuPy or Numba array that are one number.
+_SIZE_ATTRIBUTES = frozenset(("size", "ndim", "nbytes", "itemsize"))
 
 
 class Evaluator:
@@ -210,6 +214,13 @@ class Evaluator:
         return self.attribute(base, node.attr.value, node)
 
     def attribute(self, base: Value, attr: str, node: cst.CSTNode) -> Value:
+        if attr == "shape" and isinstance(base, (Host, Device, Tensor, type(UNKNOWN))):
+            # Every array library's shape is a tuple of ints (torch.Size, too); an object nothing
+            # explains is taken at its word as well: that only ever bounds a literal's size.
+            return Seq(Scalar("int"))
+        if attr in _SIZE_ATTRIBUTES and (isinstance(base, Host) and base.library == "numpy" or
+                                         isinstance(base, Device) and base.library != "torch"):
+            return Scalar("int")  # h.size, d.nbytes (torch's size is a method)
         if attr == "dtype" and isinstance(base, Host):
             dtypes = {s.dtype for s in base.sites}
             return Const.of("dtype:" + (dtypes.pop() if len(dtypes) == 1 and None not in dtypes else "?"))
@@ -367,6 +378,10 @@ class Evaluator:
         return self.arithmetic(node, [left, right])
 
     def arithmetic(self, node: cst.CSTNode, operands: list) -> Value:
+        kind = scalar_kind(operands)
+        if kind is not None:
+            divides = isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Divide)
+            return Scalar("float" if divides and kind == "int" else kind)
         hosts = [v for v in operands if isinstance(v, Host)]
         if hosts and all(h.pointer for h in hosts):
             return hosts[0] if len(hosts) == 1 else UNKNOWN  # ptr + offset: an address into the same memory
@@ -389,8 +404,26 @@ class Evaluator:
             if isinstance(value, Host):
                 self.event(EventType.READ, node, value)
         if len(node.comparisons) == 1:
-            return _compare(node.comparisons[0].operator, operands[0], operands[1])
+            operator = node.comparisons[0].operator
+            exact = self._type_check(node.left, operator, node.comparisons[0].comparator)
+            if exact is not None:
+                return exact
+            return _compare(operator, operands[0], operands[1])
         return UNKNOWN
+
+    def _type_check(self, left, operator, right) -> Optional[Value]:
+        """``type(x) is GPUArray`` / ``type(x) != np.ndarray``: as ``isinstance`` (the tables' classes
+        are the ones their libraries make; none of them is a subclass the checked code makes)."""
+        if not (isinstance(operator, (cst.Is, cst.IsNot, cst.Equal, cst.NotEqual)) and isinstance(left, cst.Call)
+                and isinstance(left.func, cst.Name) and left.func.value == "type" and len(left.args) == 1
+                and isinstance(left.args[0].value, (cst.Name, cst.Attribute)) and self.lookup("type") is None
+                and self.module.global_value("type") is None):
+            return None
+        answer = self.calls.instance_check(self.expr(left.args[0].value), right)
+        if not isinstance(answer, Const):
+            return None
+        negated = isinstance(operator, (cst.IsNot, cst.NotEqual))
+        return Const.of(answer.single != negated)
 
     def _expr_BooleanOperation(self, node: cst.BooleanOperation) -> Value:
         left = self.expr(node.left)

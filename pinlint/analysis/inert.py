@@ -44,6 +44,7 @@ import libcst as cst
 from ..imports import dotted
 from ..modulefiles import module_files
 from ..walk import child_blocks, code_parts, suite_body
+from .narrowing import narrows
 
 _BUILTIN_SUPER = "super"
 
@@ -306,6 +307,8 @@ class Screen:
             if kind is cst.Attribute:
                 if node.attr.value in unknown_methods:
                     return True, frozenset()  # `f = x.pin_memory` and the like: the call is not seen here
+                if narrows(node):
+                    return True, frozenset()  # `if t.is_cuda:` tells what `t` is (analysis/narrowing.py)
                 chain = self._library_chain(node)
                 if chain is True:
                     return True, frozenset()
@@ -313,6 +316,8 @@ class Screen:
                     stack.append(node.value)
                 continue
             if kind is cst.Call and type(node.func) is cst.Attribute:
+                if narrows(node.func):
+                    return True, frozenset()
                 entries = unknown_methods.get(node.func.attr.value)
                 if entries is not None:
                     keywords = {arg.keyword.value for arg in node.args if arg.keyword is not None}

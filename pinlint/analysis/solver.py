@@ -12,6 +12,7 @@ from __future__ import annotations
 import heapq
 from typing import Optional
 
+from .narrowing import narrowed
 from .state import State
 from .transfer import run_element
 
@@ -78,14 +79,19 @@ def solve(graph, ev, entry: State) -> tuple[list, Optional[State]]:
             run_element(ev, element)
         out = ev.state
         for succ in block.succs:
-            if succ in block.conditions and not feasible(out, block.conditions[succ]):
-                continue  # an if arm its constant test rules out
+            arm = out
+            if succ in block.conditions:
+                if not feasible(out, block.conditions[succ]):
+                    continue  # an if arm its constant test rules out
+                ev.state = out.copy()
+                narrowed(ev, block.conditions[succ])  # what the arm's tests say of its values
+                arm, ev.state = ev.state, out
             old = states.get(succ)
             if old is None:
-                new = out.copy()
+                new = arm.copy()
             else:
                 visits[succ] = visits.get(succ, 0) + 1
-                new = old.join(out, widening=succ.loop_head is not None and visits[succ] > WIDEN_AFTER)
+                new = old.join(arm, widening=succ.loop_head is not None and visits[succ] > WIDEN_AFTER)
                 if new == old:
                     continue
             states[succ] = new

@@ -102,6 +102,8 @@ def describe_site(site: Site, ctx: CheckContext) -> str:
     if site.api == "arithmetic":
         return f"array arithmetic at {place}"  # `a * 2`: a new array, not a call to name
     api = site.api.replace("numpy.", "np.")
+    if site.variant == "tested-pageable":
+        return f"the caller: `.is_pinned()` is False at {place}"  # analysis/narrowing.py
     if site.variant == "from-sequence":
         return f"`{api}` converting a Python sequence at {place}"
     return f"`{api}` at {place}"

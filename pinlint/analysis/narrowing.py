@@ -1,0 +1,124 @@
+"""What an ``if`` arm may assume of the values its tests looked at.
+
+The solver prunes an arm whose constant test rules it out; this module does the other half: inside
+``if isinstance(x, cupy.ndarray):`` the parameter ``x`` is CuPy device memory, inside ``if not
+src.is_pinned():`` a CPU tensor ``src`` is pageable, inside ``if dst.is_cuda:`` ``dst`` lives on the
+GPU. Only a value nothing else explains is narrowed (an unknown value, a tensor of unknown device, a
+host array of unknown kind): what the analysis knows already is never overridden by a test.
+
+The facts come from the code itself, so a helper such as ``def general_copy(dst, src): if
+src.device.type == "cpu" and dst.is_cuda and not src.is_pinned(): dst.copy_(src, non_blocking=True)``
+is reported in its own analysis, whoever calls it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Iterator, Optional
+
+import libcst as cst
+
+from ..imports import dotted
+from ..model import Kind
+from .domain import Device, Host, Stream, Tensor, Unknown, Value, unknown_host
+
+# A fact about one value: "cuda" (a torch tensor on the GPU), "cpu" (a torch tensor in host memory),
+# "pageable" (host memory that is not page-locked), or a kind of the tables' [annotations].
+_DEVICE_STRINGS = {"cpu": "cpu", "cuda": "cuda"}
+
+
+def narrows(attribute: cst.Attribute) -> bool:
+    """Whether an attribute is one a test narrows by (the inert screen's question: a function that
+    tests ``t.is_cuda`` knows something of ``t`` although it names no library)."""
+    name = attribute.attr.value
+    return name in ("is_cuda", "is_pinned") or \
+        (name == "type" and isinstance(attribute.value, cst.Attribute) and attribute.value.attr.value == "device")
+
+
+def narrowed(ev, conditions: tuple) -> None:
+    """Apply what ``conditions`` ((test, truth) pairs an arm needs) tell to ``ev.state``."""
+    facts = [(test, target, fact) for test, truth in conditions for target, fact in _facts(test, truth)]
+    # Where a value lives first, then whether it is pinned: `not src.is_pinned() and not src.is_cuda`.
+    facts.sort(key=lambda item: item[2] == "pageable")
+    for test, target, fact in facts:
+        key = dotted(target)
+        if key is None:
+            continue
+        current = ev.state.env.get(key)
+        if current is None and "." in key:
+            current = ev.expr(target)  # src.data: an attribute no statement stored
+        if current is None:
+            continue
+        value = _refine(ev, current, fact, test)
+        if value is not None and value != current:
+            ev.bind(key, value)
+
+
+def _facts(test, truth: bool) -> Iterator[tuple]:
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        yield from _facts(test.expression, not truth)
+    elif isinstance(test, cst.BooleanOperation):
+        # `a and b` true: both are; `a or b` false: neither is. Anything else tells nothing.
+        if isinstance(test.operator, cst.And) and truth or isinstance(test.operator, cst.Or) and not truth:
+            yield from _facts(test.left, truth)
+            yield from _facts(test.right, truth)
+    elif isinstance(test, cst.Call) and isinstance(test.func, cst.Attribute) and not test.args:
+        if test.func.attr.value == "is_pinned" and not truth:
+            yield test.func.value, "pageable"
+    elif isinstance(test, cst.Attribute) and test.attr.value == "is_cuda":
+        yield test.value, "cuda" if truth else "cpu"
+    elif isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        yield from _device_type_facts(test, truth)
+    elif isinstance(test, cst.Call) and isinstance(test.func, cst.Name) and test.func.value == "isinstance" \
+            and len(test.args) == 2 and truth:
+        yield test.args[0].value, ("class", test.args[1].value)
+
+
+def _device_type_facts(test: cst.Comparison, truth: bool) -> Iterator[tuple]:
+    """``t.device.type == "cpu"``, ``t.device.type != "cuda"``."""
+    comparison = test.comparisons[0]
+    left, right = test.left, comparison.comparator
+    if isinstance(left, cst.SimpleString):
+        left, right = right, left
+    if not (isinstance(left, cst.Attribute) and left.attr.value == "type" and isinstance(left.value, cst.Attribute)
+            and left.value.attr.value == "device" and isinstance(right, cst.SimpleString)):
+        return
+    place = _DEVICE_STRINGS.get(str(right.evaluated_value))
+    if place is None:
+        return
+    if isinstance(comparison.operator, (cst.NotEqual, cst.IsNot)):
+        truth = not truth
+    elif not isinstance(comparison.operator, (cst.Equal, cst.Is)):
+        return
+    if truth:
+        yield left.value.value, place
+    else:
+        yield left.value.value, "cuda" if place == "cpu" else "cpu"
+
+
+def _refine(ev, value: Value, fact, test) -> Optional[Value]:
+    unexplained = isinstance(value, Unknown)
+    if fact == "cuda":
+        return Device("torch") if unexplained or isinstance(value, Tensor) else None
+    if fact == "cpu":
+        return unknown_host("torch") if unexplained or isinstance(value, Tensor) else None
+    if fact == "pageable":
+        if isinstance(value, Host) and not value.sites and value.maybe_unknown:
+            # A host tensor of unknown kind that its own test says is not page-locked: pageable
+            # memory from here on, made (as far as the analysis can tell) by the test.
+            site = ev.site(test, Kind.PAGEABLE, value.library, "Tensor.is_pinned", variant="tested-pageable")
+            return replace(value, sites=frozenset([site]), maybe_unknown=False)
+        return None
+    if isinstance(fact, tuple) and unexplained:
+        kind = ev.calls._class_kind(fact[1])
+        if kind == "host":
+            return unknown_host("numpy")
+        if kind == "tensor":
+            return Tensor()
+        if kind is not None and kind.startswith("device:"):
+            return Device(kind.split(":", 1)[1])
+        if kind == "stream":
+            return Stream(origin=test)
+    return None
+
+

@@ -1,0 +1,148 @@
+"""What an if arm's tests tell of the values they look at (analysis/narrowing.py), and tests that
+the tables' classes answer (`isinstance(x, GPUArray)`, `type(x) is np.ndarray`)."""
+
+from __future__ import annotations
+
+import pytest
+
+from helpers import codes, only, row_of, rows
+
+GUARDED_COPY = """
+import torch
+
+def general_copy(dst, src):
+    if {test}:
+        dst.copy_(src, non_blocking=True)
+"""
+
+
+@pytest.mark.parametrize("test, reported", [
+    ('src.device.type == "cpu" and dst.is_cuda and not src.is_pinned()', True),
+    ('not src.is_pinned() and src.device.type != "cuda" and dst.device.type == "cuda"', True),
+    ('not (src.is_pinned() or src.is_cuda or not dst.is_cuda)', True),
+    # Each fact alone is not enough: a CUDA tensor is not pinned either, and a copy into a
+    # destination of unknown place may be host to host.
+    ('src.device.type == "cpu" and dst.is_cuda', False),
+    ('dst.is_cuda and not src.is_pinned()', False),
+    ('src.device.type == "cpu" and not src.is_pinned()', False),
+    # `or` true, `and` false: neither side is known to hold.
+    ('src.device.type == "cpu" or dst.is_cuda and not src.is_pinned()', False),
+    ('src.is_pinned() and src.device.type == "cpu" and dst.is_cuda', False),
+])
+def test_a_helpers_own_tests_say_its_source_is_pageable(test, reported):
+    src = GUARDED_COPY.format(test=test)
+    assert codes(src) == (["PIN001"] if reported else [])
+
+
+def test_the_finding_names_the_test_as_the_buffers_origin():
+    src = GUARDED_COPY.format(test='src.device.type == "cpu" and dst.is_cuda and not src.is_pinned()')
+    finding = only(src, "PIN001")
+    assert finding.location.row == row_of(src, "dst.copy_")
+    assert "the caller: `.is_pinned()` is False at line" in finding.message
+    assert [r.location.row for r in finding.related] == [row_of(src, "if ")]
+
+
+def test_the_other_arm_knows_nothing_more():
+    src = """
+    import torch
+
+    def general_copy(dst, src):
+        if src.device.type == "cpu" and dst.is_cuda and not src.is_pinned():
+            src = src.pin_memory()
+            dst.copy_(src, non_blocking=True)
+        else:
+            dst.copy_(src, non_blocking=True)
+    """
+    # The relay pins a new buffer on every call for one copy (PIN008); the else arm is silent.
+    assert rows(src, "PIN008") == [row_of(src, "src.pin_memory()")]
+    assert codes(src) == ["PIN008"]
+
+
+def test_a_known_buffer_is_not_overridden_by_a_test():
+    src = """
+    import torch
+
+    def f(dst):
+        src = torch.empty(1 << 20, pin_memory=True)
+        if dst.is_cuda and not src.is_pinned():
+            dst.copy_(src, non_blocking=True)
+    """
+    assert codes(src) == []
+
+
+def test_isinstance_narrows_an_unknown_parameter():
+    src = """
+    import numpy as np
+    import cupy as cp
+
+    def f(x, out):
+        if isinstance(x, cp.ndarray):
+            h = np.zeros(1 << 20)
+            x.set(h, stream=cp.cuda.Stream(non_blocking=True))
+    """
+    assert codes(src) == ["PIN001"]
+
+
+CALLEE_GUARD = """
+import numpy as np
+import pycuda.autoinit
+import pycuda.gpuarray as gpuarray
+import pycuda.driver as drv
+
+def upload(x, stream):
+    if {test}:
+        x = gpuarray.to_gpu_async(x, stream=stream)
+    return x
+
+def run(n):
+    s = drv.Stream()
+    upload({argument}, s)
+"""
+
+
+@pytest.mark.parametrize("test", ["type(x) != gpuarray.GPUArray", "not isinstance(x, gpuarray.GPUArray)",
+                                  "type(x) is not gpuarray.GPUArray",
+                                  "not isinstance(x, (gpuarray.GPUArray, gpuarray.GPUArray))"])
+@pytest.mark.parametrize("argument, reported", [
+    ("gpuarray.empty((n,), dtype=np.float32)", False),   # the upload branch is dead for a GPUArray
+    ("np.zeros((n, 1024), dtype=np.float32)", True),
+])
+def test_a_callees_type_test_decides_its_branch_for_each_caller(test, argument, reported):
+    # Only a caller's context says what `x` is: a GPUArray never reaches the upload.
+    src = CALLEE_GUARD.format(test=test, argument=argument)
+    assert rows(src, "PIN001") == ([row_of(src, "upload(np.zeros")] if reported else [])
+
+
+@pytest.mark.parametrize("value, cls, expected", [
+    ("np.zeros(3)", "np.ndarray", True),
+    ("np.zeros(3)", "cp.ndarray", False),
+    ("cp.zeros(3)", "cp.ndarray", True),
+    ("cp.zeros(3)", "np.ndarray", False),
+    ("torch.zeros(3)", "torch.Tensor", True),
+    ("torch.zeros(3)", "np.ndarray", False),
+    ("[1, 2]", "np.ndarray", False),
+    ("unknown()", "np.ndarray", None),
+    ("np.zeros(3)", "SomeClass", None),
+])
+@pytest.mark.parametrize("spelling", ["isinstance(v, {cls})", "type(v) is {cls}", "type(v) == {cls}"])
+def test_instance_checks_answer_from_provenance(value, cls, expected, spelling):
+    # An arm the answer rules out is dead: its pageable async copy is not reported.
+    def arms(negate: bool) -> bool:
+        test = spelling.format(cls=cls)
+        src = f"""
+        import numpy as np
+        import cupy as cp
+        import torch
+
+        class SomeClass:
+            pass
+
+        def f(unknown):
+            v = {value}
+            if {'not ' if negate else ''}{test}:
+                h = np.zeros(1 << 20)
+                d = cp.empty(1 << 20)
+                d.set(h, stream=cp.cuda.Stream(non_blocking=True))
+        """
+        return codes(src) == ["PIN001"]
+    assert (arms(False), arms(True)) == {True: (True, False), False: (False, True), None: (True, True)}[expected]
