@@ -1,6 +1,15 @@
 import functools
+import os
+import sys
 
 import pytest
+
+# The suite runs pinlint in-process and, where the process is the point, as a subprocess: with
+# PYTHONDONTWRITEBYTECODE set (as on some CI images) every one of them compiled pinlint's modules and
+# every worker rewrote every test module again (about 0.1 s a process). The caches go to the
+# checkout's ignored __pycache__ folders.
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 
 @functools.lru_cache(maxsize=1)

@@ -335,16 +335,6 @@ def test_pycuda_to_gpu_async_and_set_async():
     assert rows(src, "PIN001") == [row_of(src, "to_gpu_async(h"), row_of(src, "set_async(h")]
 
 
-def test_pycuda_async_apis_given_stream_none_are_those_called_without_a_stream():
-    # stream=None is PyCUDA's own default; stream=0 asks for the default stream explicitly (no overlap).
-    src = PYCUDA + ("a = gpuarray.to_gpu_async(h)\nb = gpuarray.to_gpu_async(h, stream=None)\n"
-                    "c = gpuarray.to_gpu_async(h, stream=0)\n"
-                    "class Layer:\n    def __init__(self, stream=None):\n        self.stream = stream\n"
-                    "        self.w = gpuarray.to_gpu_async(np.zeros(1 << 20), stream=self.stream)\n")
-    assert rows(src, "PIN001") == [row_of(src, "to_gpu_async(h)"), row_of(src, "(h, stream=None)"),
-                                   row_of(src, "stream=self.stream)")]
-
-
 def test_pycuda_get_async_with_a_stream_on_a_receiver_nothing_explains():
     # `get_async(stream=...)` is PyCUDA's alone: without `ary=` its destination is new pageable memory.
     src = """

@@ -548,10 +548,7 @@ def is_async(ev, api: Api, receiver: Optional[Value], args: Args) -> tuple[bool,
     remembered = receiver.stream if isinstance(receiver, Device) else None
     chosen = explicit or (remembered if mode == "stream-or-remembered" else None) or current
     if mode == "always":
-        # An async API told to use the default stream (`stream=0`) asks for no overlap; `stream=None`
-        # (PyCUDA's own default, or a field that holds it) is the call with the stream left out.
-        if given and isinstance(stream, Const):
-            stream = Const(frozenset(v for v in stream.values if v is not None)) if stream.values - {None} else UNKNOWN
+        # An async API told to use the default stream (`stream=0`, `stream=None`) asks for no overlap.
         return not (given and not _truthy_stream(stream)), chosen
     if mode == "never":
         return False, chosen
