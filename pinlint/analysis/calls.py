@@ -371,14 +371,15 @@ class Calls:
         nodes = [e.value for e in classes.elements] if isinstance(classes, (cst.Tuple, cst.List)) else [classes]
         answers = set()
         for class_node in nodes:
-            kind = self._class_kind(class_node)
+            kind = self.class_kind(class_node)
             answer = instance_of(value, kind) if kind is not None else None
             if answer is None:
                 return UNKNOWN
             answers.add(answer)
         return Const.of(True in answers)
 
-    def _class_kind(self, node) -> Optional[str]:
+    def class_kind(self, node) -> Optional[str]:
+        """The tables' kind of a class the code names (``gpuarray.GPUArray``: "device:pycuda")."""
         qualified = self.ev.module.imports.qualify(node) if isinstance(node, (cst.Name, cst.Attribute)) else None
         if qualified is None:
             found = self.ev.expr(node) if isinstance(node, (cst.Name, cst.Attribute)) else None

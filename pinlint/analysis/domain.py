@@ -386,8 +386,7 @@ def join(a: Value, b: Value) -> Value:
         return replace(b, maybe_unknown=True)
     if isinstance(a, Scalar) or isinstance(b, Scalar):
         kind = scalar_kind((a, b))
-        return Scalar(kind if kind in ("int", "float") and (a.kind if isinstance(a, Scalar) else kind) ==
-                      (b.kind if isinstance(b, Scalar) else kind) else "number") if kind else UNKNOWN
+        return Scalar(kind) if kind else UNKNOWN
     if isinstance(a, Const) and isinstance(b, Const):
         values = a.values | b.values
         return Const(values) if len(values) <= _CONST_LIMIT else UNKNOWN

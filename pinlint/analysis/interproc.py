@@ -348,6 +348,22 @@ def _enclosing_parameters(project, fn: Function, env: dict) -> dict:
     return {name: outer_env[name] for name in free if name in outer_env and name not in rebound}
 
 
+def kind_value(kind: str, origin) -> Value:
+    """The value a class of the tables' ``[annotations]`` stands for (an annotation, a passed
+    ``isinstance`` test): "host" a NumPy array of unknown kind, "device:L" library L's device array."""
+    if kind == "host":
+        return unknown_host("numpy")
+    if kind == "torch-host":
+        return unknown_host("torch")
+    if kind == "tensor":
+        return Tensor()
+    if kind == "stream":
+        return Stream(origin=origin, default=False)
+    if kind.startswith("device:"):
+        return Device(kind.split(":", 1)[1])
+    return UNKNOWN
+
+
 def annotation_value(module, annotation) -> Value:
     """The value a type annotation promises: ``cupy.ndarray`` is a CuPy device array, ``torch.Tensor``
     a tensor, ``np.ndarray`` a host array of unknown kind, a class of the checked code its object."""
@@ -374,18 +390,7 @@ def annotation_value(module, annotation) -> Value:
     qualified = module.imports.qualify(annotation) if isinstance(annotation, (cst.Name, cst.Attribute)) else None
     tables = module.tables
     if qualified is not None and qualified in tables.annotations:
-        kind = tables.annotations[qualified]
-        if kind == "host":
-            return unknown_host("numpy")
-        if kind == "torch-host":
-            return unknown_host("torch")
-        if kind == "tensor":
-            return Tensor()
-        if kind == "stream":
-            return Stream(origin=annotation, default=False)
-        if kind.startswith("device:"):
-            return Device(kind.split(":", 1)[1])
-        return UNKNOWN
+        return kind_value(tables.annotations[qualified], annotation)
     if isinstance(annotation, cst.Name):
         found = module.global_value(annotation.value)
         if isinstance(found, ClassRef):

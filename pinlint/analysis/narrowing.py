@@ -20,11 +20,12 @@ import libcst as cst
 
 from ..imports import dotted
 from ..model import Kind
-from .domain import Device, Host, Stream, Tensor, Unknown, Value, unknown_host
+from .domain import Const, Device, Host, Tensor, Unknown, Value, unknown_host
+from .effects import device_of
+from .interproc import kind_value
 
 # A fact about one value: "cuda" (a torch tensor on the GPU), "cpu" (a torch tensor in host memory),
-# "pageable" (host memory that is not page-locked), or a kind of the tables' [annotations].
-_DEVICE_STRINGS = {"cpu": "cpu", "cuda": "cuda"}
+# "pageable" (host memory that is not page-locked), or ("class", node) of an isinstance test.
 
 
 def narrows(attribute: cst.Attribute) -> bool:
@@ -35,11 +36,16 @@ def narrows(attribute: cst.Attribute) -> bool:
         (name == "type" and isinstance(attribute.value, cst.Attribute) and attribute.value.attr.value == "device")
 
 
-def narrowed(ev, conditions: tuple) -> None:
-    """Apply what ``conditions`` ((test, truth) pairs an arm needs) tell to ``ev.state``."""
-    facts = [(test, target, fact) for test, truth in conditions for target, fact in _facts(test, truth)]
+def narrowed(ev, state, conditions: tuple):
+    """The state an arm starts from: ``state`` itself when ``conditions`` ((test, truth) pairs the
+    arm needs) tell nothing, else a copy with what they tell."""
+    facts = [(test, target, fact) for test, truth in conditions
+             for target, fact in _facts(test, truth, ev.tables)]
+    if not facts:
+        return state
     # Where a value lives first, then whether it is pinned: `not src.is_pinned() and not src.is_cuda`.
     facts.sort(key=lambda item: item[2] == "pageable")
+    saved, ev.state = ev.state, state.copy()
     for test, target, fact in facts:
         key = dotted(target)
         if key is None:
@@ -52,29 +58,31 @@ def narrowed(ev, conditions: tuple) -> None:
         value = _refine(ev, current, fact, test)
         if value is not None and value != current:
             ev.bind(key, value)
+    arm, ev.state = ev.state, saved
+    return arm
 
 
-def _facts(test, truth: bool) -> Iterator[tuple]:
+def _facts(test, truth: bool, tables) -> Iterator[tuple]:
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        yield from _facts(test.expression, not truth)
+        yield from _facts(test.expression, not truth, tables)
     elif isinstance(test, cst.BooleanOperation):
         # `a and b` true: both are; `a or b` false: neither is. Anything else tells nothing.
         if isinstance(test.operator, cst.And) and truth or isinstance(test.operator, cst.Or) and not truth:
-            yield from _facts(test.left, truth)
-            yield from _facts(test.right, truth)
+            yield from _facts(test.left, truth, tables)
+            yield from _facts(test.right, truth, tables)
     elif isinstance(test, cst.Call) and isinstance(test.func, cst.Attribute) and not test.args:
         if test.func.attr.value == "is_pinned" and not truth:
             yield test.func.value, "pageable"
     elif isinstance(test, cst.Attribute) and test.attr.value == "is_cuda":
         yield test.value, "cuda" if truth else "cpu"
     elif isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
-        yield from _device_type_facts(test, truth)
+        yield from _device_type_facts(test, truth, tables)
     elif isinstance(test, cst.Call) and isinstance(test.func, cst.Name) and test.func.value == "isinstance" \
             and len(test.args) == 2 and truth:
         yield test.args[0].value, ("class", test.args[1].value)
 
 
-def _device_type_facts(test: cst.Comparison, truth: bool) -> Iterator[tuple]:
+def _device_type_facts(test: cst.Comparison, truth: bool, tables) -> Iterator[tuple]:
     """``t.device.type == "cpu"``, ``t.device.type != "cuda"``."""
     comparison = test.comparisons[0]
     left, right = test.left, comparison.comparator
@@ -83,9 +91,10 @@ def _device_type_facts(test: cst.Comparison, truth: bool) -> Iterator[tuple]:
     if not (isinstance(left, cst.Attribute) and left.attr.value == "type" and isinstance(left.value, cst.Attribute)
             and left.value.attr.value == "device" and isinstance(right, cst.SimpleString)):
         return
-    place = _DEVICE_STRINGS.get(str(right.evaluated_value))
-    if place is None:
+    cuda = device_of(Const.of(right.evaluated_value), tables)  # the tables' device strings
+    if cuda is None:
         return
+    place = "cuda" if cuda else "cpu"
     if isinstance(comparison.operator, (cst.NotEqual, cst.IsNot)):
         truth = not truth
     elif not isinstance(comparison.operator, (cst.Equal, cst.Is)):
@@ -110,15 +119,6 @@ def _refine(ev, value: Value, fact, test) -> Optional[Value]:
             return replace(value, sites=frozenset([site]), maybe_unknown=False)
         return None
     if isinstance(fact, tuple) and unexplained:
-        kind = ev.calls._class_kind(fact[1])
-        if kind == "host":
-            return unknown_host("numpy")
-        if kind == "tensor":
-            return Tensor()
-        if kind is not None and kind.startswith("device:"):
-            return Device(kind.split(":", 1)[1])
-        if kind == "stream":
-            return Stream(origin=test)
+        kind = ev.calls.class_kind(fact[1])
+        return kind_value(kind, test) if kind is not None else None
     return None
-
-

@@ -83,9 +83,7 @@ def solve(graph, ev, entry: State) -> tuple[list, Optional[State]]:
             if succ in block.conditions:
                 if not feasible(out, block.conditions[succ]):
                     continue  # an if arm its constant test rules out
-                ev.state = out.copy()
-                narrowed(ev, block.conditions[succ])  # what the arm's tests say of its values
-                arm, ev.state = ev.state, out
+                arm = narrowed(ev, out, block.conditions[succ])  # what the arm's tests say of its values
             old = states.get(succ)
             if old is None:
                 new = arm.copy()
