@@ -13,7 +13,7 @@ import textwrap
 
 import pytest
 
-from helpers import FIXTURES, findings, rows, source
+from helpers import FIXTURES, findings, row_of, rows, source
 
 from pinlint import engine
 from pinlint.analysis import fields
@@ -398,3 +398,53 @@ def test_an_object_and_its_class_are_two_alternatives():
     both = join(Instance(klass, ()), klass)
     assert isinstance(both, Alternatives) and len(both.options) == 2
     assert join(both, Instance(klass, ())) == both
+
+
+# ------------------------------------------------------------------ a field that may be None
+# A buffer field set to None by __init__ (or set by no constructor at all) and later by a method is
+# "the buffer, or None": a memo guard on it (`if self.x is not None: return`, `if self.x is None:`)
+# is not decided, so the copy after it is seen (exllamav2's `prep_tp` idiom).
+_MEMO = """
+import torch
+
+class Params:
+{init}
+    def prep(self):
+{guard}
+        x = torch.randn(4096, 4096)
+        self.cached = x.to("cuda", non_blocking=True)
+"""
+
+_GUARDS = {
+    "early return": "        if self.cached is not None:\n            return",
+    "early return, is": "        if self.cached is None:\n            pass\n        else:\n            return",
+}
+_INITS = {
+    "None in __init__": "    def __init__(self):\n        self.cached = None\n",
+    "class attribute": "    cached = None\n",
+    "no constructor sets it": "",
+}
+
+
+@pytest.mark.parametrize("guard", sorted(_GUARDS))
+@pytest.mark.parametrize("init", sorted(_INITS))
+def test_a_memo_guard_on_a_field_does_not_hide_the_copy(init, guard):
+    src = _MEMO.format(init=_INITS[init], guard=_GUARDS[guard])
+    assert rows(src, "PIN001") == [row_of(src, "x.to(")]
+
+
+def test_a_field_the_constructor_fills_is_not_none():
+    # __init__ gives the field a buffer: `is None` is decided, the dead arm's copy is not reported.
+    src = source("""
+        import torch
+
+        class Params:
+            def __init__(self):
+                self.cached = torch.empty(4, device="cuda")
+
+            def prep(self):
+                if self.cached is None:
+                    x = torch.randn(4096, 4096)
+                    self.cached = x.to("cuda", non_blocking=True)
+        """)
+    assert rows(src, "PIN001") == []

@@ -585,7 +585,8 @@ def _compare(operator, left: Value, right: Value) -> Value:
         except Exception:  # noqa: BLE001 - odd constants compare as unknown
             return UNKNOWN
     if isinstance(operator, (cst.Is, cst.IsNot)) and isinstance(right, Const) and right.is_exactly(None) and \
-            isinstance(left, (Host, Device, Tensor, Instance, Items, Seq, Mapping, Stream)):
+            isinstance(left, (Host, Device, Tensor, Instance, Items, Seq, Mapping, Stream)) and \
+            not getattr(left, "maybe_none", False):
         return Const.of(isinstance(operator, cst.IsNot))  # a buffer or an object is not None
     return UNKNOWN
 

@@ -31,14 +31,14 @@ same way.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Optional
 
 import libcst as cst
 
 from ..walk import statements, suite_body
-from .domain import (UNKNOWN, Alternatives, ClassRef, Function, Instance, Items, Iteration, Mapping, Seq,
-                     Super, Value, join)
+from .domain import (UNKNOWN, Alternatives, ClassRef, Device, Function, Host, Instance, Items, Iteration, Mapping,
+                     Seq, Super, Value, join)
 from .interproc import Invocation, context_free_env
 
 MAX_SHARES = 16   # kept runs of one class's methods (on objects of different classes) tried for a new class
@@ -84,6 +84,7 @@ class FieldSolver:
                     fields[name] = join(fields[name], value) if name in fields else value
             if info is not None:
                 self._changed_in_place(cls, info, names, fields)
+                _unset_at_first(info, fields)
         finally:
             self.running.discard(cls)
             self.project._settled()
@@ -179,6 +180,42 @@ class FieldSolver:
                 project._observing[-1] |= seen
         lookups = frozenset((use, attr) for use, klass, attr in seen if klass == cls)
         return tuple(sorted(fields.items())), lookups
+
+
+_CONSTRUCTORS = ("__init__", "__post_init__", "__new__")
+
+
+def _unset_at_first(info, fields: dict) -> None:
+    """A buffer field that no constructor of the class assigns may not be there yet when a method
+    runs (a class attribute ``buf = None``, a lazy set-up): like a field ``__init__`` sets to None, it
+    may be None, so ``if self.buf is None:`` keeps both arms (the memo guard ``if self.x is not None:
+    return`` of a method that then copies and sets ``self.x``)."""
+    constructed: set = set()
+    for klass_info in info.mro():
+        for name in _CONSTRUCTORS:
+            member = klass_info.members.get(name)
+            if member is not None and member.kind == "method":
+                params = [*member.node.params.posonly_params, *member.node.params.params]
+                if params:
+                    constructed |= _assigned_fields(member.node, params[0].name.value)
+    for name, value in fields.items():
+        if name not in constructed and isinstance(value, (Host, Device, Seq)) and not value.maybe_none:
+            fields[name] = replace(value, maybe_none=True)
+
+
+def _assigned_fields(node: cst.FunctionDef, self_name: str) -> frozenset:
+    """``self.x`` names that a method binds anywhere in its body (``self.x = ...``, ``self.x: T = ...``)."""
+    found = set()
+    for item in statements(suite_body(node.body), into_definitions=False):
+        if isinstance(item, cst.SimpleStatementLine):
+            for small in item.body:
+                for target in _targets(small):
+                    for part in (target.elements if isinstance(target, (cst.Tuple, cst.List)) else [target]):
+                        part = getattr(part, "value", part) if isinstance(part, cst.Element) else part
+                        if isinstance(part, cst.Attribute) and isinstance(part.value, cst.Name) and \
+                                part.value.value == self_name:
+                            found.add(part.attr.value)
+    return frozenset(found)
 
 
 def resolves_alike(project, cls: ClassRef, other_cls: ClassRef, lookups) -> bool:
