@@ -164,7 +164,15 @@ def test_tested_names_walk_statements_like_a_full_visitor():
     # body finds: elif chains, loops' and try's else/finally, handlers, with, match, nested defs.
     import libcst as cst
 
-    from pinlint.analysis.interproc import _Names, tested_names
+    from pinlint.analysis.interproc import tested_names
+
+    class _Names(cst.CSTVisitor):  # the reference: libcst's own visitor, every Name under the node
+        def __init__(self, names: set) -> None:
+            super().__init__()
+            self.names = names
+
+        def visit_Name(self, name: cst.Name) -> None:
+            self.names.add(name.value)
 
     class Everything(cst.CSTVisitor):
         def __init__(self) -> None:
@@ -221,6 +229,66 @@ def test_tested_names_walk_statements_like_a_full_visitor():
             assert tested_names(node) == frozenset(everything.names), cst.Module([node]).code
             checked += bool(everything.names)
     assert checked > 30
+
+
+def test_free_names_match_a_full_visitor():
+    # free_names walks code fields by hand (for speed); a libcst visitor is the reference: every Name
+    # read, less the parameters and plain assignment targets, nested functions left out.
+    import libcst as cst
+
+    from pinlint.analysis.interproc import free_names
+
+    def reference(node: cst.FunctionDef) -> frozenset:
+        loaded: set = set()
+        bound = {p.name.value for p in (*node.params.posonly_params, *node.params.params, *node.params.kwonly_params)}
+        bound |= {s.name.value for s in (node.params.star_arg, node.params.star_kwarg) if isinstance(s, cst.Param)}
+
+        class Visitor(cst.CSTVisitor):
+            def visit_Name(self, name: cst.Name) -> None:
+                loaded.add(name.value)
+
+            def visit_AssignTarget(self, target: cst.AssignTarget) -> None:
+                if isinstance(target.target, cst.Name):
+                    bound.add(target.target.value)
+
+            def visit_FunctionDef(self, inner: cst.FunctionDef) -> bool:
+                return False
+
+        node.body.visit(Visitor())
+        return frozenset(loaded - bound)
+
+    class Functions(cst.CSTVisitor):
+        def __init__(self) -> None:
+            super().__init__()
+            self.found: list = []
+
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+            self.found.append(node)
+
+    sources = [p.read_text(encoding="utf-8") for p in sorted((Path(__file__).parent.parent / "fixtures").rglob("*.py"))]
+    sources += [textwrap.dedent(text) for files in PROJECTS.values() for text in files.values()]
+    sources.append(textwrap.dedent("""
+        def outer(a, *rest, k=1, **kw):
+            x = y = a
+            (p, q) = rest
+            z: int = w
+            lam = lambda u: u + v
+            out = [t for t in a if t > limit]
+            @decorate(d)
+            def inner(m):
+                return m + hidden
+            class K(Base):
+                attr = field
+            return obj.method(key=value), inner, K
+    """))
+    checked = 0
+    for source in sources:
+        functions = Functions()
+        cst.parse_module(source).visit(functions)
+        for node in functions.found:
+            assert free_names(node) == reference(node), cst.Module([node]).code
+            checked += 1
+    assert checked > 100
 
 
 # ------------------------------------------------------------------ what a resolution loads

@@ -354,6 +354,10 @@ def test_rebinding_inside_the_loop_to_a_fresh_buffer_is_clean():
     ("np.zeros(n, dtype=np.float32)", True),                # unknown size: reported
     ("np.zeros(1024, dtype='float32')", False),
     ("np.zeros(1024, dtype=np.uint8)", False),
+    ("np.arange(0.0, 1.0, 1 / 4096)", False),                # 4,096 float64
+    ("np.arange(0.0, 1.0, 1 / 8192)", True),                 # 8,192 float64 = 64 KiB
+    ("np.arange(0, 8192, 1.0)", True),                       # a float step makes float64
+    ("np.arange(0, 8191)", False),                           # 8,191 int64: 8 B under 64 KiB
     # Literals of numbers nothing states but that are numbers: one element each.
     ("np.array([img.shape[0], img.shape[1]])", False),
     ("np.array((len(img), 2), dtype=np.float32)", False),
@@ -384,6 +388,12 @@ def test_threshold_numpy(alloc, reported):
     ("torch.randint(0, 2, size=(100000,))", True),
     ("torch.arange(5000, dtype=torch.float64)", False),       # 40,000 B
     ("torch.arange(0, 100000, 2)", True),                     # 50,000 x 8 B
+    # Float bounds: ceil((end - start) / step) elements of the default dtype (float32).
+    ("torch.arange(0.0, 1.0, 0.001)", False),                 # 1,000 x 4 B
+    ("torch.arange(1 / 5000, 1 - 1 / 10000, 1 / 5000, dtype=torch.float64)", False),  # 4,999 x 8 B
+    ("torch.arange(0, 1e6, 0.5)", True),                      # 2,000,000 x 4 B
+    ("torch.arange(0.0, 20000.0)", True),                     # 20,000 x 4 B = 80,000 B
+    ("torch.arange(0.0, 15000.0)", False),                    # 60,000 B
     ("torch.linspace(0, 1, 1000)", False),
     ("torch.linspace(0, 1, steps=100000)", True),
 ])

@@ -6,6 +6,8 @@ with them.
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import replace
 from typing import Optional
 
@@ -48,23 +50,38 @@ def element_count(shape: Value) -> Optional[int]:
 
 
 def range_length(values: list) -> Optional[int]:
-    """len(range(*values)) for constant integer arguments (np.arange's element count)."""
+    """The element count of ``arange(*values)`` for constant numeric arguments: ``len(range(...))`` for
+    integers, ``ceil((stop - start) / step)`` (at least 0) once one is a float, as NumPy and PyTorch count."""
     numbers = []
     for value in values:
-        if not (isinstance(value, Const) and isinstance(value.single, int) and not isinstance(value.single, bool)):
+        number = value.single if isinstance(value, Const) else None
+        if not isinstance(number, (int, float)) or isinstance(number, bool):
             return None
-        numbers.append(value.single)
+        numbers.append(number)
     if not 1 <= len(numbers) <= 3 or (len(numbers) == 3 and numbers[2] == 0):
         return None
-    return len(range(*numbers))
+    if all(isinstance(n, int) for n in numbers):
+        return len(range(*numbers))
+    start, stop, step = (0, numbers[0], 1) if len(numbers) == 1 else (numbers[0], numbers[1], numbers[2] if len(numbers) == 3 else 1)
+    try:
+        count = math.ceil((stop - start) / step)
+    except (OverflowError, ValueError, ZeroDivisionError):  # inf or nan bounds say nothing
+        return None
+    return max(count, 0)
+
+
+def has_float(values: list) -> bool:
+    return any(isinstance(v, Const) and isinstance(v.single, float) for v in values)
 
 
 def fold(operator, left: Value, right: Value) -> Optional[Value]:
     if not (isinstance(left, Const) and isinstance(right, Const)):
         return None
     a, b = left.single, right.single
-    if not (isinstance(a, int) and isinstance(b, int)) or isinstance(a, bool) or isinstance(b, bool):
+    if not (isinstance(a, (int, float)) and isinstance(b, (int, float))) or isinstance(a, bool) or isinstance(b, bool):
         return None
+    if isinstance(a, float) or isinstance(b, float) or isinstance(operator, cst.Divide):
+        return _fold_float(operator, a, b)
     try:
         if isinstance(operator, cst.Add):
             return Const.of(a + b)
@@ -87,6 +104,25 @@ def fold(operator, left: Value, right: Value) -> Optional[Value]:
     except ZeroDivisionError:
         return None
     return None
+
+
+def _fold_float(operator, a, b) -> Optional[Value]:
+    """Arithmetic of constants where one is a float or the operator divides (``w = 1 / 5000``,
+    ``1 - w / 2``): the float, as Python computes it; anything odd stays unknown."""
+    try:
+        if isinstance(operator, cst.Add):
+            result = a + b
+        elif isinstance(operator, cst.Subtract):
+            result = a - b
+        elif isinstance(operator, cst.Multiply):
+            result = a * b
+        elif isinstance(operator, cst.Divide):
+            result = a / b
+        else:
+            return None
+    except (ZeroDivisionError, OverflowError):
+        return None
+    return Const.of(float(result)) if math.isfinite(result) else None
 
 
 def transposed(value: Host) -> Host:

@@ -19,7 +19,7 @@ from ..apitables import Api, ArgSpec
 from ..model import EventType, Kind
 from .domain import (ANYTHING, UNKNOWN, Const, Context, Device, DeviceSpec, Host, Items, Loader, Obj, Scalar, Seq, Stream,
                      Tensor, Value, element_of, flatten, join, unknown_host)
-from .dtypes import canonical_dtype, common, element_count, item_size, range_length, transposed
+from .dtypes import canonical_dtype, common, element_count, has_float, item_size, range_length, transposed
 from .state import STREAM
 
 _TRANSPOSING = frozenset({"T", "mT", "transpose", "swapaxes", "permute", "moveaxis"})
@@ -222,7 +222,10 @@ def _shape_info(ev, api: Api, args: Args) -> tuple:
     if isinstance(nbytes, Const) and isinstance(nbytes.single, int) and not isinstance(nbytes.single, bool):
         return nbytes.single, dtype, 1
     if api.opt("range_args"):
-        count = range_length([v for _, v in args.positional]) if not args.star else None
+        bounds = [v for _, v in args.positional]
+        count = range_length(bounds) if not args.star else None
+        if api.opt("range_float_dtype") and has_float(bounds) and not (dtype_spec and args.present(dtype_spec)):
+            dtype = api.opt("range_float_dtype")  # arange(0.0, 1.0, 0.1): the default float dtype
         size = item_size(dtype, ev.tables)
         return (count * size if count is not None and size else None), dtype, 1
     shape_spec = api.arg("shape")

@@ -160,7 +160,7 @@ def _names_a_module_it_loads(fn: Function, env: dict) -> bool:
     found = cache.get(fn.node)
     if found is None:
         names: set = set()
-        fn.node.body.visit(_Names(names))
+        _add_names(fn.node.body, names)
         found = cache[fn.node] = "import_module" in names
     return found
 
@@ -183,18 +183,20 @@ def tested_names(node: cst.FunctionDef, cache: Optional[dict] = None) -> frozens
         names: set = set()
         for statement in statements(suite_body(node.body), into_definitions=True):
             if isinstance(statement, cst.If):
-                statement.test.visit(_Names(names))
+                _add_names(statement.test, names)
         found = cache[node] = frozenset(names)
     return found
 
 
-class _Names(cst.CSTVisitor):
-    def __init__(self, names: set) -> None:
-        super().__init__()
-        self.names = names
-
-    def visit_Name(self, name: cst.Name) -> None:
-        self.names.add(name.value)
+def _add_names(node: cst.CSTNode, names: set) -> None:
+    """Every ``Name`` under ``node`` (nested definitions too)."""
+    todo = [node]
+    while todo:
+        item = todo.pop()
+        if type(item) is cst.Name:
+            names.add(item.value)
+        else:
+            todo.extend(code_parts(item))
 
 
 def _apply_flow(ev, fn: Function, node, outcome: Outcome) -> None:
@@ -268,18 +270,21 @@ def free_names(node: cst.FunctionDef) -> frozenset:
         if isinstance(star, cst.Param):
             bound.add(star.name.value)
 
-    class Visitor(cst.CSTVisitor):
-        def visit_Name(self, name: cst.Name) -> None:
-            loaded.add(name.value)
-
-        def visit_AssignTarget(self, target: cst.AssignTarget) -> None:
-            if isinstance(target.target, cst.Name):
-                bound.add(target.target.value)
-
-        def visit_FunctionDef(self, inner: cst.FunctionDef) -> bool:
-            return inner is node
-
-    node.body.visit(Visitor())
+    # A walk over the code fields (``walk.code_parts``), not a libcst visitor: it ran for every nested
+    # function's analysis and was a seventh of a cold run. Nested functions are not entered (their
+    # names are theirs); every Name is a load here, but an assignment's plain target binds.
+    todo = list(code_parts(node.body))
+    while todo:
+        item = todo.pop()
+        kind = type(item)
+        if kind is cst.Name:
+            loaded.add(item.value)
+            continue
+        if kind is cst.FunctionDef:
+            continue
+        if kind is cst.AssignTarget and type(item.target) is cst.Name:
+            bound.add(item.target.value)
+        todo.extend(code_parts(item))
     found = frozenset(loaded - bound)
     _FREE[node] = found
     return found
