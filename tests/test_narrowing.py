@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from helpers import codes, only, row_of, rows
+from helpers import codes, findings, only, row_of, rows
 
 GUARDED_COPY = """
 import torch
@@ -146,3 +146,53 @@ def test_instance_checks_answer_from_provenance(value, cls, expected, spelling):
         """
         return codes(src) == ["PIN001"]
     assert (arms(False), arms(True)) == {True: (True, False), False: (False, True), None: (True, True)}[expected]
+
+
+# ------------------------------------------------------------------ a tensor's device, from its memory
+_MOVE = """
+import torch
+
+def move(t, device, non_blocking=False):
+    device = torch.device(device)
+    if t.device == device:
+        return t
+    if t.device.type == "cpu":
+        return t.to(device, non_blocking=True)       # the CPU arm
+    if device.type == "cpu":
+        return t.to(device, non_blocking=True)       # device to host
+    return t.to(device, non_blocking=True)           # device to device
+
+def main():
+    x = {alloc}
+    return move(x, {target})
+"""
+
+
+@pytest.mark.parametrize("alloc, target, arm", [
+    ("torch.randn(4096, 4096)", '"cuda:0"', "# the CPU arm"),       # one finding, not one per site
+    ("torch.randn(4096, 4096)", '"cpu"', None),                      # t.device == device: returned as is
+    ("torch.randn(4096, 4096, device='cuda')", '"cpu"', None),     # D2H of device memory: no PIN001
+])
+def test_a_tensors_device_decides_a_move_helpers_arms(alloc, target, arm):
+    src = _MOVE.format(alloc=alloc, target=target)
+    found = [f for f in findings(src) if f.code == "PIN001"]
+    assert [f.location.row for f in found] == ([row_of(src, "move(x,")] if arm else [])
+    if arm:
+        assert f"line {row_of(src, arm)}" in found[0].message
+
+
+@pytest.mark.parametrize("test, reported", [
+    ("x.is_cuda", False),
+    ("not x.is_cuda", True),
+    ("x.device.type == 'cuda'", False),
+    ("x.device.type != 'cuda'", True),
+])
+def test_a_known_cpu_tensors_device_tests(test, reported):
+    src = f"""
+    import torch
+    def f():
+        x = torch.randn(4096, 4096)
+        if {test}:
+            y = x.to("cuda", non_blocking=True)
+    """
+    assert codes(src) == (["PIN001"] if reported else [])

@@ -15,7 +15,7 @@ import libcst as cst
 
 from ..imports import dotted
 from ..model import Event, EventType, Kind, PendingCopy, Site
-from .domain import (UNKNOWN, Alternatives, ClassRef, Const, Device, Host, Instance, Items, Iteration, Loader,
+from .domain import (UNKNOWN, Alternatives, ClassRef, Const, Device, DeviceSpec, Host, Instance, Items, Iteration, Loader,
                      LibraryRef, Mapping, ModuleRef, Scalar, Seq, Stream, Super, Tensor, Value, element_of, flatten, join,
                      mapping, scalar_kind, sites_of, varying_in)
 from .dtypes import fold, transposed
@@ -221,6 +221,10 @@ class Evaluator:
         if attr in _SIZE_ATTRIBUTES and (isinstance(base, Host) and base.library == "numpy" or
                                          isinstance(base, Device) and base.library != "torch"):
             return Scalar("int")  # h.size, d.nbytes (torch's size is a method)
+        if attr in ("device", "is_cuda", "type"):
+            found = _device_attribute(base, attr)
+            if found is not None:
+                return found
         if attr == "dtype" and isinstance(base, Host):
             dtypes = {s.dtype for s in base.sites}
             return Const.of("dtype:" + (dtypes.pop() if len(dtypes) == 1 and None not in dtypes else "?"))
@@ -569,6 +573,24 @@ class Evaluator:
         return self.calls.call(node)
 
 
+def _device_attribute(base: Value, attr: str) -> Optional[Value]:
+    """What a tensor's memory tells of its device: ``t.device`` of a CPU tensor is the CPU, of a CUDA
+    tensor a CUDA device; ``.type`` of a device is "cpu" or "cuda", ``t.is_cuda`` False or True
+    (``if t.device.type == "cpu":`` in a move helper is decided for the tensor a caller passes)."""
+    cuda = None
+    if isinstance(base, Host) and base.library == "torch":
+        cuda = False
+    elif isinstance(base, Device) and base.library == "torch":
+        cuda = True
+    if attr == "device" and cuda is not None:
+        return DeviceSpec(cuda)
+    if attr == "is_cuda" and cuda is not None:
+        return Const.of(cuda)
+    if attr == "type" and isinstance(base, DeviceSpec) and base.cuda is not None:
+        return Const.of("cuda" if base.cuda else "cpu")
+    return None
+
+
 def _compare(operator, left: Value, right: Value) -> Value:
     """``x is None``, ``mode == "fast"``: a constant when both sides are (for pruning if arms)."""
     from .domain import ANYTHING
@@ -584,6 +606,10 @@ def _compare(operator, left: Value, right: Value) -> Value:
                 return Const(frozenset(a != b for a in left.values))
         except Exception:  # noqa: BLE001 - odd constants compare as unknown
             return UNKNOWN
+    if isinstance(left, DeviceSpec) and isinstance(right, DeviceSpec) and isinstance(operator, (cst.Equal, cst.NotEqual)) \
+            and left.cuda is not None and right.cuda is not None and not (left.cuda and right.cuda):
+        # cpu against cuda differ, cpu against cpu are the same; two CUDA devices may be different ones.
+        return Const.of((left.cuda == right.cuda) == isinstance(operator, cst.Equal))
     if isinstance(operator, (cst.Is, cst.IsNot)) and isinstance(right, Const) and right.is_exactly(None) and \
             isinstance(left, (Host, Device, Tensor, Instance, Items, Seq, Mapping, Stream)) and \
             not getattr(left, "maybe_none", False):
