@@ -122,6 +122,9 @@ EFFECTS: dict[str, EffectSchema] = {
     "free": EffectSchema(frozenset({"arg"}), {}, "releases memory: neither a use nor an escape"),
     "read": EffectSchema(frozenset({"arg"}), {}, "a CPU read of its argument"),
     "write": EffectSchema(frozenset({"arg"}), {}, "a CPU write to its argument"),
+    "elementwise": EffectSchema(frozenset(), {},
+                                "an elementwise result (a ufunc, `t.div(255)`): new pageable memory the size "
+                                "of its host array argument (its `out=` when given); nothing known of any other"),
 }
 
 ENTRY_KEYS = frozenset({"names", "on", "effect", "library", "unknown_receiver", "requires_kw", "note"})

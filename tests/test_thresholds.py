@@ -180,3 +180,73 @@ def test_a_shape_passed_through_star_args_is_not_a_scalar():
     assert codes(unknown) == ["PIN001"]
     tiny = head + "shape = (2, 3)\nh = np.random.randn(*shape).astype(np.float32)\ncuda.memcpy_htod_async(d, h, s)\n"
     assert codes(tiny) == []
+
+
+# Elementwise results are as large as their array: arithmetic with numbers, a ufunc, torch's
+# out-of-place methods. The dtype follows NumPy (an integer array with a float: float64) and torch
+# (its default float32).
+@pytest.mark.parametrize("made, nbytes", [
+    ("2.0 * np.ones((5, 5), dtype=np.float32)", 100),
+    ("np.ones((5, 5), dtype=np.float32) + 1", 100),
+    ("-np.ones((5, 5), dtype=np.float32)", 100),
+    ("np.ones(25, dtype=np.int32) / 2", 200),                # true division: float64
+    ("np.ones(25, dtype=np.int32) * 2", 100),                # stays int32
+    ("np.ones(25, dtype=np.int32) * 0.5", 200),
+    ("np.floor(np.ones(25, dtype=np.float32) * 3)", 100),
+    ("np.sqrt(np.ones(1 << 16, dtype=np.float32))", 1 << 18),
+])
+def test_elementwise_results_keep_their_arrays_size(made, nbytes):
+    src = f"""
+        import numpy as np, cupy as cp
+        def f():
+            h = {made}
+            d = cp.empty(8, dtype=cp.uint8)
+            s = cp.cuda.Stream(non_blocking=True)
+            d.set(h, stream=s)  # copy
+        """
+    just_under = Settings(pin001_min_bytes=nbytes + 1)
+    at = Settings(pin001_min_bytes=nbytes)
+    assert rows(src, "PIN001", just_under) == []
+    assert rows(src, "PIN001", at) == [row_of(src, "# copy")]
+
+
+def test_an_elementwise_result_of_two_arrays_or_a_list_has_no_known_size():
+    # (n, 1) * (1, n) broadcasts to n * n elements, and so may a list: no size, so reported at any threshold.
+    for made in ("np.ones((64, 1), np.float32) * np.ones((1, 64), np.float32)", "np.ones(4, np.float32) + [1, 2, 3, 4]"):
+        src = f"""
+            import numpy as np, cupy as cp
+            def f():
+                h = {made}
+                d = cp.empty(8, dtype=cp.uint8)
+                s = cp.cuda.Stream(non_blocking=True)
+                d.set(h, stream=s)  # copy
+            """
+        assert rows(src, "PIN001", Settings(pin001_min_bytes=1 << 40)) == [row_of(src, "# copy")], made
+
+
+@pytest.mark.parametrize("made, reported", [
+    ("torch.ones(5, 5).div(255)", False),          # 100 B
+    ("torch.ones(512, 512).div(255)", True),       # 1 MiB
+    ("torch.ones(5, 5, dtype=torch.int32).div(2)", False),
+])
+def test_torch_out_of_place_methods_keep_the_tensors_size(made, reported):
+    src = f"""
+        import torch
+        def f():
+            t = {made}
+            return t.to("cuda", non_blocking=True)
+        """
+    assert bool(rows(src, "PIN001")) is reported
+
+
+def test_a_ufunc_of_a_number_or_an_unknown_value_is_no_buffer():
+    src = """
+        import numpy as np, cupy as cp
+        def f(x, n):
+            d = cp.empty(8, dtype=cp.uint8)
+            s = cp.cuda.Stream(non_blocking=True)
+            d.set(np.sqrt(x), stream=s)
+            d.set(np.floor(n / 2), stream=s)
+            d.set(np.floor(np.empty(n)), stream=s)  # an array
+        """
+    assert rows(src, "PIN001") == [row_of(src, "# an array")]

@@ -13,7 +13,7 @@ from typing import Optional
 
 import libcst as cst
 
-from .domain import Const, Host, Items, Value
+from .domain import Const, Host, Items, Scalar, Value
 
 
 def canonical_dtype(value: Value, tables) -> Optional[str]:
@@ -123,6 +123,41 @@ def _fold_float(operator, a, b) -> Optional[Value]:
     except (ZeroDivisionError, OverflowError):
         return None
     return Const.of(float(result)) if math.isfinite(result) else None
+
+
+def elementwise_size(operands: list, library: str, divides: bool, tables) -> tuple:
+    """(nbytes, dtype) of an elementwise result, or (None, None): one host array of known size and
+    dtype (or the same one several times), the rest Python numbers. The element count is the
+    array's (its allocation's: a view's result is no larger); the dtype is the array's, but for an
+    integer array divided or mixed with a float, which gives NumPy's float64 (torch's default float32)."""
+    sites = set()
+    numbers = []
+    for value in operands:
+        if isinstance(value, Host):
+            if value.maybe_unknown or value.pointer or len(value.sites) != 1:
+                return None, None
+            sites |= value.sites
+        elif isinstance(value, Const) and value.values and \
+                all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value.values):
+            numbers.append("float" if any(isinstance(v, float) for v in value.values) else "int")
+        elif isinstance(value, Scalar):
+            numbers.append(value.kind)
+        else:
+            return None, None  # a list broadcasts, an unknown operand may be an array of any shape
+    if len(sites) != 1:
+        return None, None
+    site = next(iter(sites))
+    size = item_size(site.dtype, tables)
+    if site.nbytes is None or not size:
+        return None, None
+    dtype = site.dtype
+    if not dtype.startswith(("float", "complex", "bfloat")):
+        if not dtype.startswith(("int", "uint")):
+            return None, None  # bool arrays promote by rules not worth following here
+        if divides or any(kind != "int" for kind in numbers):
+            dtype = "float32" if library == "torch" else "float64"
+    new_size = item_size(dtype, tables)
+    return (site.nbytes // size * new_size, dtype) if new_size else (None, None)
 
 
 def transposed(value: Host) -> Host:

@@ -765,7 +765,24 @@ def _write(ev, api: Api, node, receiver, args: Args) -> Value:
     return receiver if receiver is not None else UNKNOWN
 
 
+def _elementwise(ev, api: Api, node, receiver, args: Args) -> Value:
+    operands = ([receiver] if receiver is not None else []) + [value for _, value in args.positional]
+    out = args.keywords.get("out")
+    if out is not None:
+        ev.read_hosts(node, operands, api=api.name)
+        for value in flatten([out[1]]):
+            if isinstance(value, Host):
+                ev.event(EventType.WRITE, node, value, api=api.name)
+        return out[1]
+    if args.star:
+        ev.read_hosts(node, operands + list(args.starred), api=api.name)
+        return UNKNOWN
+    flavour = receiver.library if isinstance(receiver, Host) else "numpy"
+    return ev.arithmetic(node, operands, api=display(ev, api.name, flavour))
+
+
 EFFECTS = {
+    "elementwise": _elementwise,
     "alloc": _alloc, "device": _device, "view": _view, "convert": _convert, "contiguous": _contiguous,
     "copy": _copy, "sync": _sync, "stream": _stream, "default-stream": _default_stream,
     "current-stream": _current, "stream-context": _stream_context, "use-stream": _use_stream,

@@ -18,7 +18,7 @@ from ..model import Event, EventType, Kind, PendingCopy, Site
 from .domain import (UNKNOWN, Alternatives, ClassRef, Const, Device, DeviceSpec, Host, Instance, Items, Iteration, Loader,
                      LibraryRef, Mapping, ModuleRef, Scalar, Seq, Stream, Super, Tensor, Value, element_of, flatten, join,
                      mapping, scalar_kind, sites_of, varying_in)
-from .dtypes import fold, transposed
+from .dtypes import elementwise_size, fold, transposed
 from .state import DOTTED, State, put
 
 _TRANSPOSING = frozenset({"T", "mT", "transpose", "swapaxes", "permute", "moveaxis"})
@@ -381,7 +381,9 @@ class Evaluator:
             return Seq(join(element_of(left), element_of(right)))
         return self.arithmetic(node, [left, right])
 
-    def arithmetic(self, node: cst.CSTNode, operands: list) -> Value:
+    def arithmetic(self, node: cst.CSTNode, operands: list, api: str = "arithmetic") -> Value:
+        """An elementwise operation (``a * 2``, ``-a``, ``np.floor(a)``): a new pageable array when an
+        operand is a host array, as large as that array (``elementwise_size``)."""
         kind = scalar_kind(operands)
         if kind is not None:
             divides = isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Divide)
@@ -398,7 +400,9 @@ class Evaluator:
                 self.event(EventType.READ, node, host)
             library = "torch" if any(h.library == "torch" for h in hosts) else "numpy"
             # Arithmetic makes a new pageable buffer, whatever its operands were.
-            site = self.site(node, Kind.PAGEABLE, library, "arithmetic")
+            divides = isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Divide)
+            nbytes, dtype = elementwise_size(operands, library, divides, self.tables)
+            site = self.site(node, Kind.PAGEABLE, library, api, nbytes=nbytes, dtype=dtype)
             return Host(frozenset([site]), library)
         return UNKNOWN
 
