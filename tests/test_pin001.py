@@ -349,6 +349,20 @@ def test_pycuda_get_async_with_a_stream_on_a_receiver_nothing_explains():
     assert codes(defined) == []  # the checked code has its own get_async
 
 
+def test_pycuda_set_async_with_a_stream_on_a_receiver_nothing_explains():
+    # `set_async(ary, stream=...)` is PyCUDA's alone: its source, when known, is what PIN001 looks at.
+    src = """
+    import numpy as np
+    def step(dev, host, stream):
+        dev.set_async(np.asarray(host).astype(np.float32), stream=stream)  # a new pageable array
+        dev.set_async(np.asarray(host).astype(np.float32), stream)         # positional: whose method?
+        dev.set_async(host, stream=stream)                                 # the source is unknown
+    """
+    assert rows(src, "PIN001") == [row_of(src, "# a new pageable array")]
+    defined = textwrap.dedent(src) + "class Slot:\n    def set_async(self, ary, stream=None):\n        return 1\n"
+    assert codes(defined) == []  # the checked code has its own set_async
+
+
 def test_pycuda_get_and_set_with_async_flag():
     src = PYCUDA + "g.get(h, async_=True, stream=s)\ng.get(h)\ng.set(h)\ng.get(p, async_=True, stream=s)\n"
     assert rows(src, "PIN001") == [row_of(src, "g.get(h, async_")]
