@@ -115,6 +115,9 @@ class PendingCopy:
     family: str = ""               # the API's family (cuda-python.runtime vs .driver): which sync fits
     module: object = field(default=None, compare=False)
     trace: tuple = ()              # how the copy is reached from the scope that sees it pending
+    loops: tuple = field(default=(), repr=False)  # loop nodes around the copy, outermost first
+    varies: frozenset = frozenset()  # loops in which the copied buffer is a different one each iteration
+    scope: str = ""                # the function the copy is in
 
 
 class EventType(str, enum.Enum):

@@ -333,3 +333,35 @@ h[:] = 1
     outcome = fix_text(src, "x.py", Settings(), unsafe=True)
     module_level = outcome.text.split("w.step()")[-1]
     assert "self." not in module_level
+
+
+# ------------------------------------------------------------------ one buffer per iteration
+_PER_ELEMENT = """
+import numpy as np
+import pycuda.autoinit
+import pycuda.driver as drv
+
+def stage(arrays, n):
+    stream = drv.Stream()
+    hosts = [drv.pagelocked_empty(1 << 22, np.float32) for _ in range(n)]
+    devs = [drv.mem_alloc(h.nbytes) for h in hosts]
+    for i in range(n):
+{body}
+    stream.synchronize()
+"""
+
+
+@pytest.mark.parametrize("body, reported", [
+    # hosts[i] written, then copied: the copy in flight is hosts[i - 1]'s, another buffer.
+    ("        np.copyto(hosts[i], arrays[i])\n        drv.memcpy_htod_async(devs[i], hosts[i], stream)", False),
+    # copied, then written in the same iteration: the GPU may still be reading it.
+    ("        drv.memcpy_htod_async(devs[i], hosts[i], stream)\n        hosts[i][:] = 0", True),
+    # one buffer for every iteration: the write races with the last iteration's copy.
+    ("        np.copyto(hosts[0], arrays[i])\n        drv.memcpy_htod_async(devs[i], hosts[0], stream)", True),
+    # the same element again in an inner loop.
+    ("        for k in range(3):\n            np.copyto(hosts[i], arrays[k])\n"
+     "            drv.memcpy_htod_async(devs[i], hosts[i], stream)", True),
+])
+def test_a_buffer_per_iteration_is_not_the_one_in_flight(body, reported):
+    src = _PER_ELEMENT.format(body=body)
+    assert bool(rows(src, "PIN006")) is reported

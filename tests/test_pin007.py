@@ -603,3 +603,26 @@ def bench(dptr, stream, use_async, sync_only):
     assert [(f.code, f.location.row) for f in findings(src) if f.code in ("PIN001", "PIN007")] == [
         ("PIN001", row_of(src, "upload(dptr, data, stream, use_async)")),
         ("PIN007", row_of(src, "upload(dptr, data, stream, False)"))]
+
+
+@pytest.mark.parametrize("key, reported", [
+    ("i, j", False),      # one array per (i, j), each sent once
+    ("i", True),          # tables[i] sent again on every iteration of the inner loop
+    ("0, j", True),       # tables[0, j] sent again on every iteration of the outer loop
+    ("0, 0", True),       # the same array every time
+])
+def test_a_container_keyed_by_the_loops_variables_holds_a_buffer_per_iteration(key, reported):
+    src = f"""
+    import numpy as np, cupy as cp
+    def upload(n):
+        tables = {{}}
+        for i in range(n):
+            for j in range(n):
+                tables[i, j] = np.zeros(1 << 20)
+        out = []
+        for i in range(n):
+            for j in range(n):
+                out.append(cp.asarray(tables[{key}]))
+        return out
+    """
+    assert codes(src) == (["PIN007"] if reported else [])

@@ -169,7 +169,9 @@ def test_the_unique_entries_are_few_and_each_gives_its_reason():
     unique = {api.name: api.unknown_receiver for apis in tables.unknown_methods.values() for api in apis}
     assert all(reason and len(reason) > 20 for reason in unique.values())
     finding_ones = {name for name, reason in unique.items() if not reason.startswith("conservative")}
-    assert len(finding_ones) <= 6, sorted(finding_ones)
+    # Each is a method name only one of the five libraries has (PyCUDA's get_async and set_async with a
+    # stream keyword, ...): a new one needs that argument, and a raised cap says so.
+    assert len(finding_ones) <= 7, sorted(finding_ones)
 
 
 def test_the_rule_docs_list_the_unique_signatures():

@@ -110,7 +110,8 @@ class Evaluator:
                 self.state.add_pending(PendingCopy(
                     node=node, api=kw.get("api", ""), direction=kw.get("direction", ""), sites=sites,
                     stream=kw.get("stream"), library=kw.get("library", ""), stream_node=kw.get("stream_node"),
-                    hypothetical=not pinned, family=kw.get("family", ""), module=self.module.info))
+                    hypothetical=not pinned, family=kw.get("family", ""), module=self.module.info,
+                    loops=self.loops, varies=host.varies if isinstance(host, Host) else frozenset(), scope=self.scope))
         elif not is_async:
             self.state.blocking_copy()
         self.event(EventType.COPY, node, host, **kw)
@@ -450,12 +451,13 @@ class Evaluator:
 
     def subscript(self, base: Value, node: cst.Subscript, indexes: list) -> Value:
         element = self._subscript(base, node, indexes)
-        # weights[name] with `name` a loop's variable: a different element on each iteration.
-        if len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index) and \
-                isinstance(node.slice[0].slice.value, cst.Name) and not isinstance(base, Host):
-            loop = self.state.env.get(LOOP_VARIABLE + node.slice[0].slice.value.value)
-            if isinstance(loop, Const):
-                element = varying_in(element, loop.single)
+        # weights[name], tables[i, j] with `name`, `i` a loop's variable: a different element on each
+        # iteration of that loop.
+        if not isinstance(base, Host):
+            for name in _index_names(node):
+                loop = self.state.env.get(LOOP_VARIABLE + name)
+                if isinstance(loop, Const):
+                    element = varying_in(element, loop.single)
         return element
 
     def _subscript(self, base: Value, node: cst.Subscript, indexes: list) -> Value:
@@ -575,6 +577,20 @@ class Evaluator:
     # ------------------------------------------------------------------ calls
     def _expr_Call(self, node: cst.Call) -> Value:
         return self.calls.call(node)
+
+
+def _index_names(node: cst.Subscript) -> list:
+    """The names a one-item subscript indexes by: ``d[k]`` gives k, ``d[i, j]`` (a tuple key) i and j."""
+    if len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
+        index = node.slice[0].slice.value
+        if isinstance(index, cst.Name):
+            return [index.value]
+        if isinstance(index, cst.Tuple):
+            return [e.value.value for e in index.elements if isinstance(e.value, cst.Name)]
+        return []
+    if all(isinstance(e.slice, cst.Index) for e in node.slice):  # d[i, j] parses as two indexes
+        return [e.slice.value.value for e in node.slice if isinstance(e.slice.value, cst.Name)]
+    return []
 
 
 def _device_attribute(base: Value, attr: str) -> Optional[Value]:

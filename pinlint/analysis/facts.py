@@ -40,6 +40,8 @@ class ScopeFacts:
                     continue
                 if not event.definitely(lambda s: s in copy.sites):
                     continue
+                if _other_iterations_element(copy, event):
+                    continue
                 key = (copy.node, event.node, event.type)
                 if key not in seen:
                     seen.add(key)
@@ -55,6 +57,24 @@ class ScopeFacts:
             if any(site in p.sites and p.direction == wanted for p in event.pending):
                 return True
         return False
+
+
+def _other_iterations_element(copy: PendingCopy, event) -> bool:
+    """``hosts[i]`` written, then copied, on each iteration of ``for i``: the copy still in flight at
+    the write is the one of an earlier iteration, of another element (``hosts[i - 1]``). Told from
+    the source order in one function: the write comes before the copy in the body of a loop in
+    which both buffers differ on each iteration, and no loop inside it holds both (where the same
+    element would come round again)."""
+    if copy.scope != event.scope or copy.module is not event.module or not hasattr(copy.module, "position"):
+        return False
+    shared = [loop for loop in copy.loops if loop in event.loops]
+    if not shared:
+        return False
+    innermost = shared[-1]
+    if innermost not in copy.varies or innermost not in event.varies_in:
+        return False
+    access, copied = copy.module.position(event.node).start, copy.module.position(copy.node).start
+    return (access.line, access.column) < (copied.line, copied.column)
 
 
 def _copy_order(copy: PendingCopy) -> tuple:
