@@ -196,3 +196,25 @@ def test_a_known_cpu_tensors_device_tests(test, reported):
             y = x.to("cuda", non_blocking=True)
     """
     assert codes(src) == (["PIN001"] if reported else [])
+
+
+@pytest.mark.parametrize("made, reported", [
+    ("np.random.rand(64, 64)", False),       # 2-D: the helper never loops
+    ("np.random.rand(8, 64, 64)", True),     # a stack: one copy per matrix
+    ("np.random.rand(64, 64)[None]", True),  # another ndim nothing here tells: both arms
+    ("np.ravel(np.random.rand(64, 64))", True),
+])
+def test_an_arrays_ndim_decides_a_helpers_branch(made, reported):
+    src = f"""
+    import numpy as np, cupy as cp
+    def contract(grid, dm):
+        return cp.asarray(grid).sum() * cp.asarray(dm).sum()
+    def contract_all(grid, dm):
+        if dm.ndim == 2:
+            return contract(grid, dm)
+        return [contract(grid, dm[k]) for k in range(dm.shape[0])]
+    def caller():
+        grid = np.random.rand(200000, 3)
+        contract_all(grid, {made})
+    """
+    assert bool(rows(src, "PIN007")) is reported

@@ -50,7 +50,8 @@ class Host(Value):
     varies: frozenset = frozenset()  # loops whose iterations each see a different buffer (`for a in arrays`)
     contiguous: Optional[bool] = True  # False after a transpose; None when it cannot be told
     pointer: bool = False         # a raw address (cudaHostAlloc's ptr, h.ctypes): arithmetic on it reads nothing
-    ndim: Optional[int] = None    # dimensions of this view when they differ from the allocation's (a reshape)
+    ndim: Optional[int] = None    # dimensions of this view when they differ from the allocation's (a reshape);
+                                  # NDIM_UNKNOWN when nothing tells them (a ravel, h[None])
     maybe_none: bool = False      # None on some path (see ``join``): an ``is None`` test is not decided
 
     def kinds(self) -> frozenset:
@@ -58,10 +59,20 @@ class Host(Value):
 
     def dimensions(self) -> Optional[int]:
         if self.ndim is not None:
-            return self.ndim
+            return self.ndim if self.ndim != NDIM_UNKNOWN else None
         ndims = {s.ndim for s in self.sites}
         return ndims.pop() if len(ndims) == 1 else None
 
+
+
+NDIM_UNKNOWN = -1
+
+
+def _joined_ndim(a: Host, b: Host) -> Optional[int]:
+    if a.ndim == b.ndim:
+        return a.ndim
+    dims = a.dimensions()
+    return a.ndim if dims is not None and dims == b.dimensions() else NDIM_UNKNOWN
 
 
 def unknown_host(library: str = "numpy") -> Host:
@@ -375,7 +386,7 @@ def join(a: Value, b: Value) -> Value:
         return Host(a.sites | b.sites, a.library if a.library == b.library else "numpy",
                     a.maybe_unknown or b.maybe_unknown, a.batch and b.batch, a.varies | b.varies,
                     a.contiguous if a.contiguous == b.contiguous else None, a.pointer and b.pointer,
-                    a.ndim if a.ndim == b.ndim else None, a.maybe_none or b.maybe_none)
+                    _joined_ndim(a, b), a.maybe_none or b.maybe_none)
     # A buffer, a device array or None (`h = None` then `if ...: h = np.empty(n)`; a field None until a
     # method allocates it): what copies it, had it been None, would have failed, so where it runs the
     # value is the buffer. (Not a stream: `stream=None` is the default stream.) It remembers that it

@@ -17,7 +17,7 @@ import libcst as cst
 from .. import tableschema
 from ..apitables import Api, ArgSpec
 from ..model import EventType, Kind
-from .domain import (ANYTHING, UNKNOWN, Const, Context, Device, DeviceSpec, Host, Items, Loader, Obj, Scalar, Seq, Stream,
+from .domain import (ANYTHING, NDIM_UNKNOWN, UNKNOWN, Const, Context, Device, DeviceSpec, Host, Items, Loader, Obj, Scalar, Seq, Stream,
                      Tensor, Value, element_of, flatten, join, unknown_host)
 from .dtypes import canonical_dtype, common, element_count, has_float, item_size, range_length, transposed
 from .state import STREAM
@@ -311,7 +311,9 @@ def _view(ev, api: Api, node, receiver, args: Args) -> Value:
         if api.opt("shape_args"):
             shape = args.positional[0][1] if len(args.positional) == 1 else Items(tuple(v for _, v in args.positional))
             result = replace(result, ndim=len(shape.items) if isinstance(shape, Items) else
-                             (1 if isinstance(shape, Const) else None))
+                             (1 if isinstance(shape, Const) else NDIM_UNKNOWN))
+        if not api.opt("shape_args") and api.name.split(".")[-1] not in _KEEPING_NDIM:
+            result = replace(result, ndim=NDIM_UNKNOWN)  # ravel, squeeze, expand_dims, atleast_2d: another ndim
         if api.name.split(".")[-1] in _TRANSPOSING:
             result = transposed(result)
         elif result.contiguous is False and api.name.split(".")[-1] not in _KEEPING_STRIDES:
@@ -331,6 +333,12 @@ def _view(ev, api: Api, node, receiver, args: Args) -> Value:
             # `np.transpose(img, (2, 0, 1))`: whatever `img` is, this view is not contiguous.
             result = replace(result, contiguous=False)
     return _err_tuple(api, result)
+
+
+# Views with the dimensions of their argument (the others' `ndim` is left unknown).
+_KEEPING_NDIM = frozenset({"asarray", "asanyarray", "transpose", "swapaxes", "__array__", "numpy", "detach",
+                           "permute", "narrow", "data_as", "frombuffer", "as_array", "ndarray", "byref", "pointer",
+                           "addressof", "cast", "c_void_p", "intp", "uintp"})
 
 
 def _views_of_each(args: Args) -> Value:

@@ -15,7 +15,7 @@ import libcst as cst
 
 from ..imports import dotted
 from ..model import Event, EventType, Kind, PendingCopy, Site
-from .domain import (UNKNOWN, Alternatives, ClassRef, Const, Device, DeviceSpec, Host, Instance, Items, Iteration, Loader,
+from .domain import (NDIM_UNKNOWN, UNKNOWN, Alternatives, ClassRef, Const, Device, DeviceSpec, Host, Instance, Items, Iteration, Loader,
                      LibraryRef, Mapping, ModuleRef, Scalar, Seq, Stream, Super, Tensor, Value, element_of, flatten, join,
                      mapping, scalar_kind, sites_of, varying_in)
 from .dtypes import elementwise_size, fold, transposed
@@ -221,6 +221,8 @@ class Evaluator:
             return Seq(Scalar("int"))
         if attr in _SIZE_ATTRIBUTES and (isinstance(base, Host) and base.library == "numpy" or
                                          isinstance(base, Device) and base.library != "torch"):
+            if attr == "ndim" and isinstance(base, Host) and not base.maybe_unknown and base.dimensions() is not None:
+                return Const.of(base.dimensions())  # `if a.ndim == 2:` in a helper, decided per caller
             return Scalar("int")  # h.size, d.nbytes (torch's size is a method)
         if attr in ("device", "is_cuda", "type"):
             found = _device_attribute(base, attr)
@@ -465,7 +467,11 @@ class Evaluator:
         if isinstance(base, Host):
             if base.batch:
                 return base  # a batch's field is one of the batch's tensors
-            if all_slices:
+            if all_slices or all(isinstance(e.slice, cst.Slice) or isinstance(e.slice.value, (cst.Ellipsis,)) or
+                                 (isinstance(e.slice.value, cst.Name) and e.slice.value.value == "None")
+                                 for e in node.slice) and any(isinstance(e.slice, cst.Index) for e in node.slice):
+                if not all_slices:
+                    return replace(base, contiguous=None, ndim=NDIM_UNKNOWN)  # h[:, None], h[..., :]: a view
                 # A slice is a view of the same memory; only a plain h[a:b] stays contiguous.
                 plain = len(node.slice) == 1 and node.slice[0].slice.step is None
                 return base if plain else replace(base, contiguous=None)
@@ -475,10 +481,13 @@ class Evaluator:
                 self.event(EventType.READ, node, base)
                 site = self.site(node, Kind.PAGEABLE, base.library, "advanced indexing")
                 return Host(frozenset([site]), base.library)
+            if len(indexes) == 1 and isinstance(indexes[0], Const) and indexes[0].single is None or \
+                    any(isinstance(e.slice, cst.Index) and isinstance(e.slice.value, cst.Ellipsis) for e in node.slice):
+                return replace(base, ndim=NDIM_UNKNOWN)  # h[None], h[..., 0]: a view of other dimensions
             if len(node.slice) == 1 and (base.dimensions() or 0) >= 2:
                 return replace(base, ndim=base.dimensions() - 1)  # A[0] of a 2-D array: a row, a view
             if len(indexes) == 1 and isinstance(indexes[0], Const) and isinstance(indexes[0].single, str):
-                return replace(base, ndim=None)  # h["x"]: a field of a structured array (or an npz member)
+                return replace(base, ndim=NDIM_UNKNOWN)  # h["x"]: a field of a structured array (or an npz member)
             self.event(EventType.READ, node, base)
             return UNKNOWN
         if isinstance(base, Device) or isinstance(base, Tensor):
