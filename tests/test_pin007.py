@@ -626,3 +626,43 @@ def test_a_container_keyed_by_the_loops_variables_holds_a_buffer_per_iteration(k
         return out
     """
     assert codes(src) == (["PIN007"] if reported else [])
+
+
+@pytest.mark.parametrize("part, reported", [
+    ("g[p0:p0 + blk]", False),                 # another chunk on each iteration: g crosses once
+    ("g[p0 * 2:p0 * 2 + blk]", False),
+    ("g[0:blk]", True),                        # the same chunk every time
+    ("g[p0 % 2 * blk:p0 % 2 * blk + blk]", True),  # two chunks, round and round
+    ("g", True),
+])
+def test_a_chunk_that_follows_the_loop_is_another_part_of_the_buffer_each_time(part, reported):
+    src = f"""
+    import numpy as np, cupy as cp
+    def upload(n, blk):
+        g = np.random.rand(n, 3)
+        parts = []
+        for p0 in range(0, n, blk):
+            parts.append(cp.asarray({part}))
+        return parts
+    """
+    assert codes(src) == (["PIN007"] if reported else [])
+
+
+@pytest.mark.parametrize("address, reported", [
+    ("h.ctypes.data + r * row", False),        # one row per iteration
+    ("h.ctypes.data", True),                   # the whole buffer every time
+])
+def test_a_pointer_that_follows_the_loop_is_another_row_each_time(address, reported):
+    src = f"""
+    import numpy as np, cupy as cp
+    def upload_by_rows(h):
+        d = cp.empty_like(h)
+        row = h.strides[0]
+        for r in range(h.shape[0]):
+            cp.cuda.runtime.memcpy(d.data.ptr + r * row, {address}, row, cp.cuda.runtime.memcpyHostToDevice)
+        return d
+
+    def caller():
+        upload_by_rows(np.random.rand(4096, 4096))
+    """
+    assert codes(src) == (["PIN007"] if reported else [])

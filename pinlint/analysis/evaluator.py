@@ -18,6 +18,7 @@ from ..model import Event, EventType, Kind, PendingCopy, Site
 from .domain import (NDIM_UNKNOWN, UNKNOWN, Alternatives, ClassRef, Const, Device, DeviceSpec, Host, Instance, Items, Iteration, Loader,
                      LibraryRef, Mapping, ModuleRef, Scalar, Seq, Stream, Super, Tensor, Value, element_of, flatten, join,
                      mapping, scalar_kind, sites_of, varying_in)
+from ..walk import code_parts
 from .dtypes import elementwise_size, fold, transposed
 from .state import DOTTED, State, put
 
@@ -393,7 +394,14 @@ class Evaluator:
             return Scalar("float" if divides and kind == "int" else kind)
         hosts = [v for v in operands if isinstance(v, Host)]
         if hosts and all(h.pointer for h in hosts):
-            return hosts[0] if len(hosts) == 1 else UNKNOWN  # ptr + offset: an address into the same memory
+            if len(hosts) != 1:
+                return UNKNOWN
+            address = hosts[0]  # ptr + offset: an address into the same memory
+            if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.Add, cst.Subtract)):
+                # h.ctypes.data + r * row in `for r in range(rows)`: another row on each iteration.
+                for loop in self._stepping(node.right) | self._stepping(node.left):
+                    address = varying_in(address, loop)
+            return address
         if any(isinstance(v, (Device, Tensor)) for v in operands):
             for host in hosts:
                 self.event(EventType.READ, node, host)
@@ -408,6 +416,33 @@ class Evaluator:
             site = self.site(node, Kind.PAGEABLE, library, api, nbytes=nbytes, dtype=dtype)
             return Host(frozenset([site]), library)
         return UNKNOWN
+
+    def _stepping(self, expr) -> frozenset:
+        """The loops whose variable ``expr`` follows one to one: the variable itself, or it times,
+        plus or minus something that is no loop's variable (``i``, ``i * blk``, ``p0 + 1``). Not
+        ``i % 2`` or ``i // 2``: those come round again (double buffering)."""
+        if isinstance(expr, cst.Name):
+            loop = self.state.env.get(LOOP_VARIABLE + expr.value)
+            return frozenset([loop.single]) if isinstance(loop, Const) else frozenset()
+        if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Multiply, cst.Add, cst.Subtract)):
+            left, right = self._stepping(expr.left), self._stepping(expr.right)
+            if left and not right and not self._mentions_loop_variable(expr.right):
+                return left
+            if right and not left and not self._mentions_loop_variable(expr.left) and \
+                    not isinstance(expr.operator, cst.Subtract):
+                return right
+        return frozenset()
+
+    def _mentions_loop_variable(self, expr) -> bool:
+        todo = [expr]
+        while todo:
+            item = todo.pop()
+            if type(item) is cst.Name:
+                if LOOP_VARIABLE + item.value in self.state.env:
+                    return True
+            else:
+                todo.extend(code_parts(item))
+        return False
 
     def _expr_Comparison(self, node: cst.Comparison) -> Value:
         operands = [self.expr(node.left)] + [self.expr(c.comparator) for c in node.comparisons]
@@ -474,7 +509,11 @@ class Evaluator:
                     return replace(base, contiguous=None, ndim=NDIM_UNKNOWN)  # h[:, None], h[..., :]: a view
                 # A slice is a view of the same memory; only a plain h[a:b] stays contiguous.
                 plain = len(node.slice) == 1 and node.slice[0].slice.step is None
-                return base if plain else replace(base, contiguous=None)
+                view = base if plain else replace(base, contiguous=None)
+                # h[p0:p0 + blk] in `for p0 in range(0, n, blk)`: another part of h on each iteration.
+                for loop in self._stepping(node.slice[0].slice.lower):
+                    view = varying_in(view, loop)
+                return view
             if len(indexes) == 1 and isinstance(indexes[0], (Items, Seq, Host)):
                 # h[[0, 2]], h[idx_list], h[mask]: advanced indexing copies what it picks into a new
                 # (pageable) array, whatever memory h is in.
