@@ -448,3 +448,35 @@ def test_a_field_the_constructor_fills_is_not_none():
                     self.cached = x.to("cuda", non_blocking=True)
         """)
     assert rows(src, "PIN001") == []
+
+
+def test_an_object_a_method_returns_as_self_holds_what_the_method_set():
+    # A builder (`Series(s).fill(b)` returning self): the returned object has the fields fill set.
+    src = source("""
+        import numpy as np
+        import pycuda.autoinit
+        import pycuda.driver as drv
+        import pycuda.gpuarray as gpuarray
+
+        class Series:
+            def __init__(self, stream, **kwargs):
+                self.stream = stream
+                self.h = kwargs.get("h", None)   # nothing here tells what a caller passes
+                self.d = None
+
+            def fill(self, values):
+                self.h = np.asarray(values).astype(np.float32)
+                self.d = gpuarray.zeros(len(self.h), np.float32)
+                return self
+
+            def upload(self):
+                self.d.set_async(self.h, stream=self.stream)
+
+        def chained(b):
+            Series(drv.Stream()).fill(b).upload()   # chained
+
+        def kept(b):
+            o = Series(drv.Stream()).fill(b)
+            o.upload()   # kept
+        """)
+    assert rows(src, "PIN001") == [row_of(src, "# chained"), row_of(src, "# kept")]

@@ -522,7 +522,15 @@ class Project:
         kept = frozenset(s for e in events if e.type.value == "escape" and not e.handed and
                          not isinstance(e.node, cst.Return) for s in e.sites)
         inputs, own = _inputs(node, env, pending)
-        return Outcome(exit_state.env.get(RETURN, Const.of(None)), exit_state.pending, exit_state.env.get(STREAM),
+        returned = exit_state.env.get(RETURN, Const.of(None))
+        if isinstance(returned, Instance):
+            # `return self` after setting its fields (a builder: `Series(s).fill(b).upload()`): the
+            # object returned holds what the scope set on it.
+            for name in env:
+                if exit_state.env.get(name) == returned:
+                    returned = _folded(exit_state.env, name)
+                    break
+        return Outcome(returned, exit_state.pending, exit_state.env.get(STREAM),
                        tuple(events), tuple(sorted(changed, key=lambda kv: kv[0])), kept, True, inputs, own)
 
     def invoke(self, fn: Function, env: dict, pending: frozenset, stream, invocation: Invocation) -> Optional[Outcome]:
