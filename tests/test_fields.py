@@ -480,3 +480,34 @@ def test_an_object_a_method_returns_as_self_holds_what_the_method_set():
             o.upload()   # kept
         """)
     assert rows(src, "PIN001") == [row_of(src, "# chained"), row_of(src, "# kept")]
+
+
+@pytest.mark.parametrize("flag, reported", [("False", False), ("True", True)])
+def test_a_constant_the_constructor_stores_decides_a_methods_branch(flag, reported):
+    # Slot(n, writeback=False): the object's field is False, so load() never runs flush()'s D2H copy.
+    src = source(f"""
+        import numpy as np
+        import cupy as cp
+
+        class Slot:
+            def __init__(self, nbytes, writeback=False):
+                self.writeback = writeback
+                self.host = None
+
+            def flush(self, stream):
+                if self.host is not None:
+                    cp.cuda.runtime.memcpyAsync(self.host.ctypes.data, 0, 8, 2, stream.ptr)
+
+            def load(self, host, stream):
+                if self.writeback:
+                    self.flush(stream)
+                self.host = host
+
+        def use():
+            s = cp.cuda.Stream(non_blocking=True)
+            a = np.ones((1024, 1024), np.float32)
+            slot = Slot(a.nbytes, writeback={flag})
+            slot.load(a, s)
+            slot.load(a, s)   # second
+        """)
+    assert rows(src, "PIN001") == ([row_of(src, "# second")] if reported else [])

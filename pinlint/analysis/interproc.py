@@ -101,7 +101,58 @@ def construct(ev, cls: ClassRef, args, node: cst.Call) -> Value:
     _copy_back(ev, outcome, exprs, rename)
     self_name = _self_name(init.node)
     after = dict(outcome.params).get(self_name, instance) if self_name else instance
-    return map_sites(after, rename) if isinstance(after, Instance) else instance
+    if not isinstance(after, Instance):
+        return instance
+    return _constant_fields(map_sites(after, rename), init.node, self_name, env)
+
+
+def _constant_fields(after: Instance, init: cst.FunctionDef, self_name: str, env: dict) -> Instance:
+    """``Slot(n, writeback=False)``: a constant argument that ``__init__`` stores as it is in a field
+    (``self.writeback = writeback``) is that constant in this object's field. The constructor's
+    analysis for its callers at large (used when none of its own tests depends on the argument,
+    to spare analyses) only says "False or anything"."""
+    updates = {}
+    for field_name, param in _stored_parameters(init, self_name).items():
+        value = env.get(param)
+        current = after.field(field_name)
+        if isinstance(value, Const) and ANYTHING not in value.values and \
+                (current is UNKNOWN or isinstance(current, Const) and ANYTHING in current.values):
+            updates[field_name] = value
+    return after.with_fields(updates) if updates else after
+
+
+_STORED: dict = {}
+
+
+def _stored_parameters(init: cst.FunctionDef, self_name: str) -> dict:
+    """field -> parameter, for ``self.f = p`` statements at the top of ``__init__``'s body (on every
+    path) of a parameter it never rebinds, and fields it assigns nowhere else in its body."""
+    found = _STORED.get(init)
+    if found is not None:
+        return found
+    params = {p.name.value for p in (*init.params.posonly_params, *init.params.params, *init.params.kwonly_params)}
+    rebound = body_bindings(init)
+    counts: dict = {}
+    direct: dict = {}
+    from ..walk import small_statements, suite_body
+    for small in small_statements(suite_body(init.body), into_definitions=True):
+        targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else \
+            [small.target] if isinstance(small, (cst.AnnAssign, cst.AugAssign)) else []
+        for target in targets:
+            if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == self_name:
+                counts[target.attr.value] = counts.get(target.attr.value, 0) + 1
+    for statement in suite_body(init.body):
+        if not isinstance(statement, cst.SimpleStatementLine):
+            continue
+        for small in statement.body:
+            if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.value, cst.Name):
+                target = small.targets[0].target
+                if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and \
+                        target.value.value == self_name and small.value.value in params and \
+                        small.value.value not in rebound:
+                    direct[target.attr.value] = small.value.value
+    found = _STORED[init] = {f: p for f, p in direct.items() if counts.get(f) == 1}
+    return found
 
 
 def _invoke(ev, fn: Function, env: dict, node) -> Optional[Outcome]:
