@@ -218,3 +218,28 @@ def test_an_arrays_ndim_decides_a_helpers_branch(made, reported):
         contract_all(grid, {made})
     """
     assert bool(rows(src, "PIN007")) is reported
+
+
+@pytest.mark.parametrize("part, apis", [
+    ("buf[:10]", ["cupy.ndarray.set"]),          # contiguous: the set() arm only
+    ("buf.T", ["cupy.asarray"]),                 # a transpose: the asarray() arm only
+    ("buf[::2]", ["cupy.asarray", "cupy.ndarray.set"]),  # nothing tells: both
+])
+def test_an_arrays_contiguity_decides_a_helpers_branch(part, apis):
+    src = f"""
+    import numpy as np, cupy as cp
+    def fast_upload(a):
+        if a.flags.c_contiguous:
+            d = cp.empty_like(a)
+            d.set(a)
+            return d
+        return cp.asarray(a)
+
+    def caller():
+        buf = np.empty((48, 100000))
+        for step in range(9):
+            buf[:] = step
+            fast_upload({part})
+    """
+    found = [f for f in findings(src) if f.code == "PIN007"]
+    assert sorted(api for api in ("cupy.asarray", "cupy.ndarray.set") for f in found if f"`{api}`" in f.message) == apis

@@ -28,6 +28,7 @@ LOOP_VARIABLE = "$loop-variable:"  # env key prefix: this name is the variable o
 
 # Attributes of a NumPy, CuPy or Numba array that are one number.
 _SIZE_ATTRIBUTES = frozenset(("size", "ndim", "nbytes", "itemsize"))
+_CONTIGUITY_FLAGS = frozenset(("c_contiguous", "contiguous"))
 
 
 class Evaluator:
@@ -212,6 +213,13 @@ class Evaluator:
                 return value
             if self.is_import_path(node):
                 return self.qualified_value(node)
+            if node.attr.value in _CONTIGUITY_FLAGS and isinstance(node.value, cst.Attribute) and \
+                    node.value.attr.value == "flags":
+                # `if a.flags.c_contiguous:` in a helper: what the caller's array is, where it is known.
+                owner = self.expr(node.value.value)
+                if isinstance(owner, Host) and owner.library == "numpy" and not owner.maybe_unknown and \
+                        owner.contiguous is not None:
+                    return Const.of(owner.contiguous)
         base = self.expr(node.value)
         return self.attribute(base, node.attr.value, node)
 
