@@ -52,7 +52,6 @@ class Host(Value):
     pointer: bool = False         # a raw address (cudaHostAlloc's ptr, h.ctypes): arithmetic on it reads nothing
     ndim: Optional[int] = None    # dimensions of this view when they differ from the allocation's (a reshape);
                                   # NDIM_UNKNOWN when nothing tells them (a ravel, h[None])
-    maybe_none: bool = False      # None on some path (see ``join``): an ``is None`` test is not decided
 
     def kinds(self) -> frozenset:
         return frozenset(s.kind for s in self.sites)
@@ -85,7 +84,6 @@ class Device(Value):
 
     library: str
     stream: Optional["Stream"] = None
-    maybe_none: bool = False  # as Host's
 
 
 @dataclass(frozen=True)
@@ -180,7 +178,6 @@ class Seq(Value):
     """A list, set or tuple of unknown length whose every element may be ``element``."""
 
     element: Value
-    maybe_none: bool = False  # as Host's
 
     __hash__ = _kept_hash
 
@@ -386,15 +383,15 @@ def join(a: Value, b: Value) -> Value:
         return Host(a.sites | b.sites, a.library if a.library == b.library else "numpy",
                     a.maybe_unknown or b.maybe_unknown, a.batch and b.batch, a.varies | b.varies,
                     a.contiguous if a.contiguous == b.contiguous else None, a.pointer and b.pointer,
-                    _joined_ndim(a, b), a.maybe_none or b.maybe_none)
+                    _joined_ndim(a, b))
     # A buffer, a device array or None (`h = None` then `if ...: h = np.empty(n)`; a field None until a
     # method allocates it): what copies it, had it been None, would have failed, so where it runs the
-    # value is the buffer. (Not a stream: `stream=None` is the default stream.) It remembers that it
-    # may be None, so that `if self.buf is None:` (a lazy set-up, a memo guard) keeps both arms.
+    # value is the buffer. (Not a stream: `stream=None` is the default stream.) A memo guard on a
+    # field (`if self.buf is None:` in the method that sets it) is told apart by the evaluator.
     if isinstance(a, (Host, Seq, Device)) and _is_none(b):
-        return a if a.maybe_none else replace(a, maybe_none=True)
+        return a
     if isinstance(b, (Host, Seq, Device)) and _is_none(a):
-        return b if b.maybe_none else replace(b, maybe_none=True)
+        return b
     if isinstance(a, Host) and isinstance(b, Unknown):
         return replace(a, maybe_unknown=True)
     if isinstance(b, Host) and isinstance(a, Unknown):
@@ -406,7 +403,7 @@ def join(a: Value, b: Value) -> Value:
         values = a.values | b.values
         return Const(values) if len(values) <= _CONST_LIMIT else UNKNOWN
     if isinstance(a, Device) and isinstance(b, Device) and a.library == b.library:
-        return Device(a.library, a.stream if a.stream == b.stream else None, a.maybe_none or b.maybe_none)
+        return Device(a.library, a.stream if a.stream == b.stream else None)
     if isinstance(a, DeviceSpec) and isinstance(b, DeviceSpec):
         return DeviceSpec(None)
     if isinstance(a, Items) and isinstance(b, Items) and len(a.items) == len(b.items):
@@ -416,7 +413,7 @@ def join(a: Value, b: Value) -> Value:
             return b if isinstance(b, Seq) else Seq(element_of(b))  # an empty list adds no element
         if isinstance(b, Items) and not b.items:
             return a if isinstance(a, Seq) else Seq(element_of(a))
-        return Seq(join(element_of(a), element_of(b)), getattr(a, "maybe_none", False) or getattr(b, "maybe_none", False))
+        return Seq(join(element_of(a), element_of(b)))
     if isinstance(a, Mapping) and isinstance(b, Mapping):
         entries = dict(a.entries)
         for key, value in b.entries:
@@ -457,7 +454,7 @@ def widen(value: Value, depth: int = 0) -> Value:
     if isinstance(value, Items):
         return Items(tuple(widen(v, depth + 1) for v in value.items))
     if isinstance(value, Seq):
-        return Seq(widen(value.element, depth + 1), value.maybe_none)
+        return Seq(widen(value.element, depth + 1))
     if isinstance(value, Mapping):
         return Mapping(tuple((k, widen(v, depth + 1)) for k, v in value.entries),
                        widen(value.rest, depth + 1) if value.rest is not None else None, value.optional)

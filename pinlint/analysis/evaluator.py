@@ -462,8 +462,28 @@ class Evaluator:
             exact = self._type_check(node.left, operator, node.comparisons[0].comparator)
             if exact is not None:
                 return exact
+            if isinstance(operator, (cst.Is, cst.IsNot)) and operands[1] == Const.of(None) and \
+                    self._memo_guard(node.left):
+                return UNKNOWN
             return _compare(operator, operands[0], operands[1])
         return UNKNOWN
+
+    def _memo_guard(self, left) -> bool:
+        """``self.x is None`` in a method that sets ``self.x`` (a lazy set-up, or a memo guard
+        ``if self.x is not None: return``), where ``x`` may be None when a method runs (None in
+        ``__init__`` or the class body, or set by no constructor): both arms can run, whatever the
+        join of its assignments, which leaves None out, says."""
+        fn = self.invocation.function
+        if not (isinstance(left, cst.Attribute) and isinstance(left.value, cst.Name) and fn is not None and
+                fn.klass is not None and fn.kind == "method"):
+            return False
+        params = [*fn.node.params.posonly_params, *fn.node.params.params]
+        if not params or params[0].name.value != left.value.value:
+            return False
+        from .fields import assigned_fields
+        attr = left.attr.value
+        return attr in assigned_fields(fn.node, left.value.value) and \
+            attr in self.module.project.fields.may_be_none(fn.klass)
 
     def _type_check(self, left, operator, right) -> Optional[Value]:
         """``type(x) is GPUArray`` / ``type(x) != np.ndarray``: as ``isinstance`` (the tables' classes
@@ -687,8 +707,7 @@ def _compare(operator, left: Value, right: Value) -> Value:
         # cpu against cuda differ, cpu against cpu are the same; two CUDA devices may be different ones.
         return Const.of((left.cuda == right.cuda) == isinstance(operator, cst.Equal))
     if isinstance(operator, (cst.Is, cst.IsNot)) and isinstance(right, Const) and right.is_exactly(None) and \
-            isinstance(left, (Host, Device, Tensor, Instance, Items, Seq, Mapping, Stream)) and \
-            not getattr(left, "maybe_none", False):
+            isinstance(left, (Host, Device, Tensor, Instance, Items, Seq, Mapping, Stream)):
         return Const.of(isinstance(operator, cst.IsNot))  # a buffer or an object is not None
     return UNKNOWN
 

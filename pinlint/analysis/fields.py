@@ -31,14 +31,14 @@ same way.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Optional
 
 import libcst as cst
 
 from ..walk import statements, suite_body
-from .domain import (UNKNOWN, Alternatives, ClassRef, Device, Function, Host, Instance, Items, Iteration, Mapping,
-                     Seq, Super, Value, join)
+from .domain import (UNKNOWN, Alternatives, ClassRef, Function, Instance, Items, Iteration, Mapping, Seq, Super,
+                     Value, join)
 from .interproc import Invocation, context_free_env
 
 MAX_SHARES = 16   # kept runs of one class's methods (on objects of different classes) tried for a new class
@@ -65,6 +65,10 @@ class FieldSolver:
         self.again: dict = {}          # (method node, fields it starts with) -> [Share, ...]
         self.runs = 0                  # method runs made (for tests and the benchmark's curiosity)
         self._sets_fields: dict = {}   # (method node, self name, method names) -> may it set fields
+        self.none_fields: dict = {}    # ClassRef -> the fields that may be None when a method runs
+
+    def may_be_none(self, cls: ClassRef) -> frozenset:
+        return may_be_none(self.project, cls)
 
     def of(self, cls: ClassRef) -> tuple:
         """The fields of ``cls`` (none while they are being worked out)."""
@@ -84,7 +88,6 @@ class FieldSolver:
                     fields[name] = join(fields[name], value) if name in fields else value
             if info is not None:
                 self._changed_in_place(cls, info, names, fields)
-                _unset_at_first(info, fields)
         finally:
             self.running.discard(cls)
             self.project._settled()
@@ -185,22 +188,66 @@ class FieldSolver:
 _CONSTRUCTORS = ("__init__", "__post_init__", "__new__")
 
 
-def _unset_at_first(info, fields: dict) -> None:
-    """A buffer field that no constructor of the class assigns may not be there yet when a method
-    runs (a class attribute ``buf = None``, a lazy set-up): like a field ``__init__`` sets to None, it
-    may be None, so ``if self.buf is None:`` keeps both arms (the memo guard ``if self.x is not None:
-    return`` of a method that then copies and sets ``self.x``)."""
+def may_be_none(project, cls: ClassRef) -> frozenset:
+    """The fields of ``cls`` that may be None when one of its methods runs: set to None somewhere
+    (``self.x = None``, a class attribute ``x = None``), or set by no constructor at all."""
+    cache = project.fields.none_fields
+    found = cache.get(cls)
+    if found is not None:
+        return found
+    info = project.class_info(cls)
     constructed: set = set()
-    for klass_info in info.mro():
-        for name in _CONSTRUCTORS:
-            member = klass_info.members.get(name)
-            if member is not None and member.kind == "method":
-                params = [*member.node.params.posonly_params, *member.node.params.params]
-                if params:
-                    constructed |= _assigned_fields(member.node, params[0].name.value)
-    for name, value in fields.items():
-        if name not in constructed and isinstance(value, (Host, Device, Seq)) and not value.maybe_none:
-            fields[name] = replace(value, maybe_none=True)
+    assigned: set = set()
+    none: set = set()
+    for klass_info in (info.mro() if info is not None else []):
+        for statement in klass_info.cls.node.body.body if isinstance(klass_info.cls.node.body, cst.IndentedBlock) else ():
+            if isinstance(statement, cst.SimpleStatementLine):
+                for small in statement.body:
+                    if isinstance(small, cst.Assign) and _is_none_literal(small.value):
+                        none |= {t.target.value for t in small.targets if isinstance(t.target, cst.Name)}
+        for name, member in klass_info.members.items():
+            if member.kind != "method":
+                continue
+            params = [*member.node.params.posonly_params, *member.node.params.params]
+            if not params:
+                continue
+            self_name = params[0].name.value
+            fields = assigned_fields(member.node, self_name)
+            assigned |= fields
+            if name in _CONSTRUCTORS:
+                constructed |= fields
+            none |= _fields_set_to_none(member.node, self_name)
+    found = cache[cls] = frozenset(none | (assigned - constructed))
+    return found
+
+
+def _is_none_literal(expr) -> bool:
+    return isinstance(expr, cst.Name) and expr.value == "None"
+
+
+def _fields_set_to_none(node: cst.FunctionDef, self_name: str) -> frozenset:
+    found = set()
+    for item in statements(suite_body(node.body), into_definitions=False):
+        if isinstance(item, cst.SimpleStatementLine):
+            for small in item.body:
+                if isinstance(small, (cst.Assign, cst.AnnAssign)) and small.value is not None and \
+                        _is_none_literal(small.value):
+                    for target in _targets(small):
+                        if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and \
+                                target.value.value == self_name:
+                            found.add(target.attr.value)
+    return frozenset(found)
+
+
+_ASSIGNED: dict = {}
+
+
+def assigned_fields(node: cst.FunctionDef, self_name: str) -> frozenset:
+    key = (node, self_name)
+    found = _ASSIGNED.get(key)
+    if found is None:
+        found = _ASSIGNED[key] = _assigned_fields(node, self_name)
+    return found
 
 
 def _assigned_fields(node: cst.FunctionDef, self_name: str) -> frozenset:
