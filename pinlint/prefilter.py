@@ -66,13 +66,21 @@ def reaches_gpu_code(data: bytes, path: Optional[Path], depth: int = 3) -> bool:
     finding here, where the file's own buffers meet it."""
     if path is None or depth <= 0:
         return False
+    return any(_reaches(candidate, depth - 1) for candidate in imported_files(data, path))
+
+
+def imported_files(data: bytes, path: Optional[Path]) -> list:
+    """The files of the checked tree that the file's import statements name (library modules left
+    out: the analysis takes a library's names from its tables and never from the tree, even in the
+    library's own repository, where `import cupy` would find cupy/__init__.py)."""
+    if path is None:
+        return []
     libraries = default_tables().modules
     in_library = None  # whether the file's own package is named like a library (computed once, if asked)
+    found = []
     for name in imported_modules(data):
         relative = name.startswith(".")
         if not relative and name.split(".")[0] in libraries:
-            # The analysis takes a library's names from its tables and never from the tree (even in
-            # the library's own repository, where `import cupy` would find cupy/__init__.py).
             continue
         if relative:
             if in_library is None:
@@ -89,10 +97,8 @@ def reaches_gpu_code(data: bytes, path: Optional[Path], depth: int = 3) -> bool:
                           if c is not None and c.is_file()]
         else:
             candidates = list(module_files(name, path, None))[:1]
-        for candidate in candidates:
-            if _reaches(candidate, depth - 1):
-                return True
-    return False
+        found += candidates
+    return found
 
 
 def _top_package(path: Path) -> Optional[str]:

@@ -425,3 +425,36 @@ def test_a_helper_called_in_many_contexts_is_followed_in_each_and_the_result_doe
     alone = _run_in_order(tmp_path, [model])["model.py"]
     assert ("PIN001", last) in alone
     assert _run_in_order(tmp_path, [other, model])["model.py"] == alone
+
+
+# ------------------------------------------------------------------ a project's own method names
+_LOADS = ("import torch\nfrom safetensors.torch import load_file\n{imports}\n\n"
+          "def onload(path, targets):\n"
+          "    tensors = load_file(path, device='cpu')\n"
+          "    for name, param in targets.items():\n"
+          "        staged = tensors[name].pin_memory()  # pinned per tensor\n"
+          "        param.data = staged.to('cuda', non_blocking=True)\n")
+_AVERAGER = "class Averager:\n    def pin_memory(self):\n        return self\n"
+
+
+@pytest.mark.parametrize("imports, reported", [
+    ("", True),                          # nothing it can see defines another pin_memory
+    ("from pkg.ema import Averager", False),   # a module it imports does: the tensor may be one of those
+])
+def test_a_projects_own_method_shadows_a_unique_name_only_where_it_is_seen(tmp_path, imports, reported):
+    write(tmp_path, "pkg/__init__.py", "")
+    write(tmp_path, "pkg/ema.py", _AVERAGER)
+    hooks = write(tmp_path, "pkg/hooks.py", _LOADS.format(imports=imports))
+    # The same answer whether the run loaded pkg/ema.py first or not at all.
+    alone, _ = _checked_in_a_run(tmp_path, hooks)
+    from pinlint import engine
+    from pinlint.settings import Settings
+    engine.start_project(tmp_path)
+    try:
+        ema = tmp_path / "pkg" / "ema.py"
+        engine.lint_bytes(ema.read_bytes(), str(ema), Settings())
+        after = engine.lint_bytes(hooks.read_bytes(), str(hooks), Settings())
+    finally:
+        engine.end_project()
+    for result in (alone, after):
+        assert [f.code for f in result.findings] == (["PIN002"] if reported else [])

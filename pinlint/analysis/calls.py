@@ -282,7 +282,7 @@ class Calls:
         # Nothing explains the receiver: only a signature one library alone has identifies it.
         for api in tables.unknown_methods.get(name, ()):
             if all(kw in args.keywords for kw in api.requires_kw) and \
-                    not self.ev.module.project.defines_method(name):
+                    not self.ev.module.project.defines_method(name, self.ev.module):
                 return api
         return None
 

@@ -278,6 +278,8 @@ class Project:
         self.solves = 0                  # scope analyses since the current file's check began
         self.contexts: dict = {}         # function node -> calling contexts asked of it for the current file
         self.method_names: set = set()
+        self._visible_methods: dict = {}  # module path -> method names it and the modules it imports define
+        self._file_methods: dict = {}     # resolved path -> method names the file defines
         self.imports_of: dict = {}       # ModuleContext -> the project modules its code resolved
         names = sorted(tables.unknown_methods)
         self._method_pattern = re.compile(r"^\s*(?:async\s+)?def\s+(" + "|".join(map(re.escape, names)) + r")\s*\(",
@@ -301,9 +303,40 @@ class Project:
         if self._method_pattern is not None:
             self.method_names.update(self._method_pattern.findall(text))
 
-    def defines_method(self, name: str) -> bool:
-        """Whether the checked code defines a method of that name (then the name is not the library's)."""
-        return name in self.method_names
+    def defines_method(self, name: str, ctx: Optional["ModuleContext"] = None) -> bool:
+        """Whether the checked code that ``ctx`` can see defines a method of that name (then the name
+        is not the library's): the module itself and the tree's modules it imports. Not every module
+        the run happened to load: that made a file's findings depend on which paths were checked, and
+        in what order (diffusers: a `pin_memory` method of training_utils.py hid a pinning loop in
+        hooks/ only when the whole package was checked)."""
+        if ctx is None or ctx.info.path is None:
+            return name in self.method_names
+        names = self._visible_methods.get(ctx.info.path)
+        if names is None:
+            from ..prefilter import imported_files
+            text = ctx.info.text or ctx.info.module.code
+            names = set(self._methods_in(text))
+            for path in imported_files(text.encode("utf-8", "surrogatepass"), ctx.info.path):
+                names |= self._methods_of_file(path)
+            names = self._visible_methods[ctx.info.path] = frozenset(names)
+        return name in names
+
+    def _methods_in(self, text: str) -> list:
+        return self._method_pattern.findall(text) if self._method_pattern is not None else []
+
+    def _methods_of_file(self, path: Path) -> frozenset:
+        try:
+            key = path.resolve()
+        except OSError:
+            return frozenset()
+        found = self._file_methods.get(key)
+        if found is None:
+            try:
+                text = key.read_bytes().decode("utf-8", "replace")
+            except OSError:
+                text = ""
+            found = self._file_methods[key] = frozenset(self._methods_in(text))
+        return found
 
     def module_name(self, path: Path) -> tuple:
         """Dotted module name of a file from its package folders (those with ``__init__.py``)."""
