@@ -321,9 +321,9 @@ def free_names(node: cst.FunctionDef) -> frozenset:
         if isinstance(star, cst.Param):
             bound.add(star.name.value)
 
-    # A walk over the code fields (``walk.code_parts``), not a libcst visitor: it ran for every nested
-    # function's analysis and was a seventh of a cold run. Nested functions are not entered (their
-    # names are theirs); every Name is a load here, but an assignment's plain target binds.
+    # A walk over the code fields (``walk.code_parts``), not a libcst visitor (16x faster per function;
+    # a seventh of a cold run under cProfile, though not measurable in a plain run). Nested functions
+    # are not entered (their names are theirs); every Name is a load here, but a plain target binds.
     todo = list(code_parts(node.body))
     while todo:
         item = todo.pop()
