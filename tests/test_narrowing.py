@@ -243,3 +243,18 @@ def test_an_arrays_contiguity_decides_a_helpers_branch(part, apis):
     """
     found = [f for f in findings(src) if f.code == "PIN007"]
     assert sorted(api for api in ("cupy.asarray", "cupy.ndarray.set") for f in found if f"`{api}`" in f.message) == apis
+
+
+def test_a_size_that_is_a_number_makes_a_one_dimensional_array():
+    # np.random.uniform(..., grid.shape[0]): 1-D, so the helper's `charges.ndim == 1` arm is the one.
+    src = """
+    import numpy as np, cupy as cp
+    def helper(grid, charges):
+        if charges.ndim == 1:
+            return cp.asarray(charges)
+        return [cp.asarray(grid) for i in range(charges.shape[0])]
+    def caller(grid):
+        grid = np.random.rand(200000, 3)
+        helper(grid, np.random.uniform(-2.0, 2.0, grid.shape[0]))
+    """
+    assert rows(src, "PIN007") == []

@@ -666,3 +666,39 @@ def test_a_pointer_that_follows_the_loop_is_another_row_each_time(address, repor
         upload_by_rows(np.random.rand(4096, 4096))
     """
     assert codes(src) == (["PIN007"] if reported else [])
+
+
+@pytest.mark.parametrize("copied, reported", [
+    ("dm[i]", False),        # another row of dm on each iteration: dm crosses once
+    ("dm[0]", True),         # the same row every time
+    ("dm", True),
+])
+def test_a_row_that_follows_the_loop_is_another_part_of_the_buffer_each_time(copied, reported):
+    src = f"""
+    import numpy as np, cupy as cp
+    def f():
+        dm = np.random.uniform(-2.0, 2.0, (4, 300, 300))
+        out = []
+        for i in range(dm.shape[0]):
+            out.append(cp.asarray({copied}))
+        return out
+    """
+    assert codes(src) == (["PIN007"] if reported else [])
+
+
+@pytest.mark.parametrize("made, reported", [
+    ("np.random.uniform(0.0, 1.0, 1000)", False),           # 8,000 B of float64
+    ("np.random.uniform(0.0, 1.0, size=(512, 512))", True),
+    ("np.random.normal(0.0, 1.0, (64, 64))", False),         # 32 KiB
+    ("np.random.randint(0, 9, 100000)", True),               # 800 kB of int64
+    ("np.random.randint(0, 9, 1000, dtype=np.int8)", False),
+])
+def test_numpy_random_sizes(made, reported):
+    src = f"""
+    import numpy as np, cupy as cp
+    def f():
+        h = {made}
+        for _ in range(10):
+            cp.asarray(h)
+    """
+    assert codes(src) == (["PIN007"] if reported else [])

@@ -241,7 +241,7 @@ def _shape_info(ev, api: Api, args: Args) -> tuple:
     if api.opt("shape_varargs") and (shape_spec is None or shape_spec.kw not in args.keywords) and \
             (len(args.positional) > 1 or shape_spec is None):
         shape = Items(tuple(v for _, v in args.positional))  # torch.empty(2, 3), np.random.rand(2, 3)
-    ndim = len(shape.items) if isinstance(shape, Items) else (1 if isinstance(shape, Const) else None)
+    ndim = len(shape.items) if isinstance(shape, Items) else (1 if isinstance(shape, (Const, Scalar)) else None)
     count = element_count(shape)
     size = item_size(dtype, ev.tables)
     return (count * size if count is not None and size else None), dtype, ndim

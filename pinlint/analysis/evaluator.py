@@ -552,7 +552,11 @@ class Evaluator:
                     any(isinstance(e.slice, cst.Index) and isinstance(e.slice.value, cst.Ellipsis) for e in node.slice):
                 return replace(base, ndim=NDIM_UNKNOWN)  # h[None], h[..., 0]: a view of other dimensions
             if len(node.slice) == 1 and (base.dimensions() or 0) >= 2:
-                return replace(base, ndim=base.dimensions() - 1)  # A[0] of a 2-D array: a row, a view
+                row = replace(base, ndim=base.dimensions() - 1)  # A[0] of a 2-D array: a row, a view
+                # A[i] in `for i in range(len(A))`: another row on each iteration.
+                for loop in self._stepping(node.slice[0].slice.value):
+                    row = varying_in(row, loop)
+                return row
             if len(indexes) == 1 and isinstance(indexes[0], Const) and isinstance(indexes[0].single, str):
                 return replace(base, ndim=NDIM_UNKNOWN)  # h["x"]: a field of a structured array (or an npz member)
             self.event(EventType.READ, node, base)
