@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import run_in_process, write
+from helpers import run_in_process, write, row_of, rows
 from interproc_projects import PROJECTS
 
 MARK = re.compile(r"#\s*(expect|via):\s*(PIN\d{3})")
@@ -458,3 +458,30 @@ def test_a_projects_own_method_shadows_a_unique_name_only_where_it_is_seen(tmp_p
         engine.end_project()
     for result in (alone, after):
         assert [f.code for f in result.findings] == (["PIN002"] if reported else [])
+
+
+@pytest.mark.parametrize("call, reported", [
+    ("up.send(d, s)", True),                  # no keyword: kwargs.get("h", default) is the default
+    ("up.send(d, s, h=other)", False),        # a keyword nothing here explains
+    ("up.send(d, s, **opts)", False),         # keywords from a dict nothing here lays out
+])
+def test_a_call_without_keywords_gives_a_kwargs_reader_its_defaults(call, reported):
+    src = f"""
+    import numpy as np
+    import pycuda.autoinit
+    import pycuda.driver as drv
+    import pycuda.gpuarray as gpuarray
+
+    def make():
+        return np.asarray([1.0] * 100000).astype(np.float32)
+
+    class Uploader:
+        def send(self, d, s, **kwargs):
+            h = kwargs.get("h", make())
+            d.set_async(h, stream=s)
+
+    def run(d, s, other, opts):
+        up = Uploader()
+        {call}  # call: nothing but the keywords (none) tells the callee more than its own analysis
+    """
+    assert rows(src, "PIN001") == ([row_of(src, "# call")] if reported else [])

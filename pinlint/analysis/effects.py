@@ -321,7 +321,7 @@ def _view(ev, api: Api, node, receiver, args: Args) -> Value:
     elif isinstance(source, (Device, Tensor)) and api.arg("arg") is not None and api.arg("arg").is_self:
         result = source
     elif api.opt("otherwise") == "pageable" and not isinstance(source, (Device, Tensor)) and \
-            (isinstance(source, (Items, Const)) or api.library == "torch"):
+            (isinstance(source, (Items, Seq, Const)) or api.library == "torch"):
         flavour = api.opt("library") if api.opt("library") in ("torch",) else "numpy"
         site = ev.site(node, Kind.PAGEABLE, flavour, api.name)
         result = Host(frozenset([site]), flavour)

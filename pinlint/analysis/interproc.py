@@ -171,6 +171,12 @@ def _invoke(ev, fn: Function, env: dict, node) -> Optional[Outcome]:
     baseline = project.baseline(fn, ev.invocation)
     if not contextual and _names_a_module_it_loads(fn, env):
         contextual = True  # _load("cuda.bindings.runtime") around importlib.import_module(name)
+    if not contextual and _no_keywords_given(fn, env):
+        # `mem.transfer_freqs_to_gpu()` into `def ...(self, **kwargs): f = kwargs.get("f", self.f)`:
+        # with no keyword given, each `kwargs.get(key, default)` is its default. Every such call
+        # gives the callee the same empty mapping, so this costs one analysis per callee at most
+        # (with the other arguments as they are), and only for a callee that does something.
+        contextual = baseline is None or not _does_nothing(baseline)
     if not contextual and _decides_a_test(fn, env):
         # Leaving arms aside helps only a callee that does something the analysis follows: one whose
         # baseline has no event and gives back nothing of interest gives nothing more on fewer paths
@@ -213,6 +219,23 @@ def _names_a_module_it_loads(fn: Function, env: dict) -> bool:
         names: set = set()
         _add_names(fn.node.body, names)
         found = cache[fn.node] = "import_module" in names
+    return found
+
+
+def _no_keywords_given(fn: Function, env: dict) -> bool:
+    """The call fills the callee's ``**kwargs`` with nothing, and the callee reads keys of it."""
+    star = fn.node.params.star_kwarg
+    if not isinstance(star, cst.Param):
+        return False
+    given = env.get(star.name.value)
+    if not (isinstance(given, Mapping) and not given.entries and given.rest is None):
+        return False
+    cache = fn.module.project.reads_kwargs
+    found = cache.get(fn.node)
+    if found is None:
+        names: set = set()
+        _add_names(fn.node.body, names)
+        found = cache[fn.node] = star.name.value in names
     return found
 
 

@@ -268,6 +268,7 @@ class Project:
         self._fields_running = self.fields.running
         self.tested_names: dict = {}     # function node -> the names its ifs test
         self.loads_modules: dict = {}    # function node -> whether it calls importlib.import_module
+        self.reads_kwargs: dict = {}     # function node -> whether its body names its **kwargs
         self.literals: dict = {}         # string node -> its value
         self._provisional_outcomes: dict = {}
         self._provisional_baselines: dict = {}
