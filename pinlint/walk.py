@@ -51,6 +51,12 @@ def statements(body: Sequence[cst.CSTNode], into_definitions: bool = False) -> I
             yield from statements(block, into_definitions)
 
 
+def class_body_small(node: cst.ClassDef) -> list:
+    """The small statements directly in a class body (``x = None``, ``a: int``)."""
+    return [small for statement in suite_body(node.body) if isinstance(statement, cst.SimpleStatementLine)
+            for small in statement.body]
+
+
 def small_statements(body: Sequence[cst.CSTNode], into_definitions: bool = False) -> Iterator[cst.BaseSmallStatement]:
     for node in statements(body, into_definitions):
         if isinstance(node, cst.SimpleStatementLine):

@@ -159,6 +159,27 @@ def test_the_language_server_uses_the_project_s_modules_for_the_open_file(tmp_pa
     assert "via `upload` (helpers.py:4)" in analysis.findings[0].message
 
 
+def _every_function(extra: str) -> list:
+    """Every function definition of the fixtures, the interprocedural projects and ``extra``: the
+    corpus the hand-written walks are compared with libcst's visitors on."""
+    import libcst as cst
+
+    class Functions(cst.CSTVisitor):
+        def __init__(self) -> None:
+            super().__init__()
+            self.found: list = []
+
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+            self.found.append(node)
+
+    sources = [p.read_text(encoding="utf-8") for p in sorted((Path(__file__).parent.parent / "fixtures").rglob("*.py"))]
+    sources += [textwrap.dedent(text) for files in PROJECTS.values() for text in files.values()]
+    functions = Functions()
+    for source in sources + [extra]:
+        cst.parse_module(source).visit(functions)
+    return functions.found
+
+
 def test_tested_names_walk_statements_like_a_full_visitor():
     # tested_names walks statements only (for speed); it must find every `if` a visitor of the whole
     # body finds: elif chains, loops' and try's else/finally, handlers, with, match, nested defs.
@@ -182,17 +203,7 @@ def test_tested_names_walk_statements_like_a_full_visitor():
         def visit_If(self, statement: cst.If) -> None:
             statement.test.visit(_Names(self.names))
 
-    class Functions(cst.CSTVisitor):
-        def __init__(self) -> None:
-            super().__init__()
-            self.found: list = []
-
-        def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-            self.found.append(node)
-
-    sources = [p.read_text(encoding="utf-8") for p in sorted((Path(__file__).parent.parent / "fixtures").rglob("*.py"))]
-    sources += [textwrap.dedent(text) for files in PROJECTS.values() for text in files.values()]
-    sources.append(textwrap.dedent("""
+    extra = textwrap.dedent("""
         def f(a, b, c=None):
             if a:
                 pass
@@ -218,16 +229,13 @@ def test_tested_names_walk_statements_like_a_full_visitor():
             match v:
                 case 1:
                     if o: pass
-    """))
+    """)
     checked = 0
-    for source in sources:
-        functions = Functions()
-        cst.parse_module(source).visit(functions)
-        for node in functions.found:
-            everything = Everything()
-            node.body.visit(everything)
-            assert tested_names(node) == frozenset(everything.names), cst.Module([node]).code
-            checked += bool(everything.names)
+    for node in _every_function(extra):
+        everything = Everything()
+        node.body.visit(everything)
+        assert tested_names(node) == frozenset(everything.names), cst.Module([node]).code
+        checked += bool(everything.names)
     assert checked > 30
 
 
@@ -257,17 +265,7 @@ def test_free_names_match_a_full_visitor():
         node.body.visit(Visitor())
         return frozenset(loaded - bound)
 
-    class Functions(cst.CSTVisitor):
-        def __init__(self) -> None:
-            super().__init__()
-            self.found: list = []
-
-        def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-            self.found.append(node)
-
-    sources = [p.read_text(encoding="utf-8") for p in sorted((Path(__file__).parent.parent / "fixtures").rglob("*.py"))]
-    sources += [textwrap.dedent(text) for files in PROJECTS.values() for text in files.values()]
-    sources.append(textwrap.dedent("""
+    extra = textwrap.dedent("""
         def outer(a, *rest, k=1, **kw):
             x = y = a
             (p, q) = rest
@@ -280,14 +278,11 @@ def test_free_names_match_a_full_visitor():
             class K(Base):
                 attr = field
             return obj.method(key=value), inner, K
-    """))
+    """)
     checked = 0
-    for source in sources:
-        functions = Functions()
-        cst.parse_module(source).visit(functions)
-        for node in functions.found:
-            assert free_names(node) == reference(node), cst.Module([node]).code
-            checked += 1
+    for node in _every_function(extra):
+        assert free_names(node) == reference(node), cst.Module([node]).code
+        checked += 1
     assert checked > 100
 
 

@@ -182,6 +182,17 @@ def test_a_shape_passed_through_star_args_is_not_a_scalar():
     assert codes(tiny) == []
 
 
+# An asynchronous copy of `h`, made by the expression `made`.
+_ELEMENTWISE_COPY = """
+import numpy as np, cupy as cp
+def f():
+    h = {made}
+    d = cp.empty(8, dtype=cp.uint8)
+    s = cp.cuda.Stream(non_blocking=True)
+    d.set(h, stream=s)  # copy
+"""
+
+
 # Elementwise results are as large as their array: arithmetic with numbers, a ufunc, torch's
 # out-of-place methods. The dtype follows NumPy (an integer array with a float: float64) and torch
 # (its default float32).
@@ -196,14 +207,7 @@ def test_a_shape_passed_through_star_args_is_not_a_scalar():
     ("np.sqrt(np.ones(1 << 16, dtype=np.float32))", 1 << 18),
 ])
 def test_elementwise_results_keep_their_arrays_size(made, nbytes):
-    src = f"""
-        import numpy as np, cupy as cp
-        def f():
-            h = {made}
-            d = cp.empty(8, dtype=cp.uint8)
-            s = cp.cuda.Stream(non_blocking=True)
-            d.set(h, stream=s)  # copy
-        """
+    src = _ELEMENTWISE_COPY.format(made=made)
     just_under = Settings(pin001_min_bytes=nbytes + 1)
     at = Settings(pin001_min_bytes=nbytes)
     assert rows(src, "PIN001", just_under) == []
@@ -213,14 +217,7 @@ def test_elementwise_results_keep_their_arrays_size(made, nbytes):
 def test_an_elementwise_result_of_two_arrays_or_a_list_has_no_known_size():
     # (n, 1) * (1, n) broadcasts to n * n elements, and so may a list: no size, so reported at any threshold.
     for made in ("np.ones((64, 1), np.float32) * np.ones((1, 64), np.float32)", "np.ones(4, np.float32) + [1, 2, 3, 4]"):
-        src = f"""
-            import numpy as np, cupy as cp
-            def f():
-                h = {made}
-                d = cp.empty(8, dtype=cp.uint8)
-                s = cp.cuda.Stream(non_blocking=True)
-                d.set(h, stream=s)  # copy
-            """
+        src = _ELEMENTWISE_COPY.format(made=made)
         assert rows(src, "PIN001", Settings(pin001_min_bytes=1 << 40)) == [row_of(src, "# copy")], made
 
 

@@ -480,9 +480,9 @@ class Evaluator:
         params = [*fn.node.params.posonly_params, *fn.node.params.params]
         if not params or params[0].name.value != left.value.value:
             return False
-        from .fields import assigned_fields
+        from .fields import field_stores
         attr = left.attr.value
-        return attr in assigned_fields(fn.node, left.value.value) and \
+        return attr in field_stores(fn.node, left.value.value)[0] and \
             attr in self.module.project.fields.may_be_none(fn.klass)
 
     def _type_check(self, left, operator, right) -> Optional[Value]:

@@ -36,7 +36,7 @@ from typing import Optional
 
 import libcst as cst
 
-from ..walk import statements, suite_body
+from ..walk import class_body_small, statements, suite_body
 from .domain import (UNKNOWN, Alternatives, ClassRef, Function, Instance, Items, Iteration, Mapping, Seq, Super,
                      Value, join)
 from .interproc import Invocation, context_free_env
@@ -68,7 +68,27 @@ class FieldSolver:
         self.none_fields: dict = {}    # ClassRef -> the fields that may be None when a method runs
 
     def may_be_none(self, cls: ClassRef) -> frozenset:
-        return may_be_none(self.project, cls)
+        """The fields of ``cls`` that may be None when one of its methods runs: set to None somewhere
+        (``self.x = None``, a class attribute ``x = None``), or set by no constructor at all."""
+        found = self.none_fields.get(cls)
+        if found is not None:
+            return found
+        info = self.project.class_info(cls)
+        constructed, assigned, none = set(), set(), set()
+        for klass_info in (info.mro() if info is not None else []):
+            for small in class_body_small(klass_info.cls.node):
+                if isinstance(small, cst.Assign) and _is_none_literal(small.value):
+                    none |= {t.target.value for t in small.targets if isinstance(t.target, cst.Name)}
+            for name, member in klass_info.members.items():
+                if member.kind != "method" or not [*member.node.params.posonly_params, *member.node.params.params]:
+                    continue
+                stored, to_none = field_stores(member.node, _self_name(member))
+                assigned |= stored
+                none |= to_none
+                if name in _CONSTRUCTORS:
+                    constructed |= stored
+        found = self.none_fields[cls] = frozenset(none | (assigned - constructed))
+        return found
 
     def of(self, cls: ClassRef) -> tuple:
         """The fields of ``cls`` (none while they are being worked out)."""
@@ -188,81 +208,35 @@ class FieldSolver:
 _CONSTRUCTORS = ("__init__", "__post_init__", "__new__")
 
 
-def may_be_none(project, cls: ClassRef) -> frozenset:
-    """The fields of ``cls`` that may be None when one of its methods runs: set to None somewhere
-    (``self.x = None``, a class attribute ``x = None``), or set by no constructor at all."""
-    cache = project.fields.none_fields
-    found = cache.get(cls)
+_STORES: dict = {}
+
+
+def field_stores(node: cst.FunctionDef, self_name: str) -> tuple:
+    """(``self.x`` names a method binds anywhere in its body, those of them it sets to None)."""
+    key = (node, self_name)
+    found = _STORES.get(key)
     if found is not None:
         return found
-    info = project.class_info(cls)
-    constructed: set = set()
-    assigned: set = set()
-    none: set = set()
-    for klass_info in (info.mro() if info is not None else []):
-        for statement in klass_info.cls.node.body.body if isinstance(klass_info.cls.node.body, cst.IndentedBlock) else ():
-            if isinstance(statement, cst.SimpleStatementLine):
-                for small in statement.body:
-                    if isinstance(small, cst.Assign) and _is_none_literal(small.value):
-                        none |= {t.target.value for t in small.targets if isinstance(t.target, cst.Name)}
-        for name, member in klass_info.members.items():
-            if member.kind != "method":
-                continue
-            params = [*member.node.params.posonly_params, *member.node.params.params]
-            if not params:
-                continue
-            self_name = params[0].name.value
-            fields = assigned_fields(member.node, self_name)
-            assigned |= fields
-            if name in _CONSTRUCTORS:
-                constructed |= fields
-            none |= _fields_set_to_none(member.node, self_name)
-    found = cache[cls] = frozenset(none | (assigned - constructed))
+    assigned, none = set(), set()
+    for item in statements(suite_body(node.body), into_definitions=False):
+        if not isinstance(item, cst.SimpleStatementLine):
+            continue
+        for small in item.body:
+            to_none = isinstance(small, (cst.Assign, cst.AnnAssign)) and _is_none_literal(small.value)
+            for target in _targets(small):
+                for part in (target.elements if isinstance(target, (cst.Tuple, cst.List)) else [target]):
+                    part = part.value if isinstance(part, cst.Element) else part
+                    if isinstance(part, cst.Attribute) and isinstance(part.value, cst.Name) and \
+                            part.value.value == self_name:
+                        assigned.add(part.attr.value)
+                        if to_none:
+                            none.add(part.attr.value)
+    found = _STORES[key] = (frozenset(assigned), frozenset(none))
     return found
 
 
 def _is_none_literal(expr) -> bool:
     return isinstance(expr, cst.Name) and expr.value == "None"
-
-
-def _fields_set_to_none(node: cst.FunctionDef, self_name: str) -> frozenset:
-    found = set()
-    for item in statements(suite_body(node.body), into_definitions=False):
-        if isinstance(item, cst.SimpleStatementLine):
-            for small in item.body:
-                if isinstance(small, (cst.Assign, cst.AnnAssign)) and small.value is not None and \
-                        _is_none_literal(small.value):
-                    for target in _targets(small):
-                        if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and \
-                                target.value.value == self_name:
-                            found.add(target.attr.value)
-    return frozenset(found)
-
-
-_ASSIGNED: dict = {}
-
-
-def assigned_fields(node: cst.FunctionDef, self_name: str) -> frozenset:
-    key = (node, self_name)
-    found = _ASSIGNED.get(key)
-    if found is None:
-        found = _ASSIGNED[key] = _assigned_fields(node, self_name)
-    return found
-
-
-def _assigned_fields(node: cst.FunctionDef, self_name: str) -> frozenset:
-    """``self.x`` names that a method binds anywhere in its body (``self.x = ...``, ``self.x: T = ...``)."""
-    found = set()
-    for item in statements(suite_body(node.body), into_definitions=False):
-        if isinstance(item, cst.SimpleStatementLine):
-            for small in item.body:
-                for target in _targets(small):
-                    for part in (target.elements if isinstance(target, (cst.Tuple, cst.List)) else [target]):
-                        part = getattr(part, "value", part) if isinstance(part, cst.Element) else part
-                        if isinstance(part, cst.Attribute) and isinstance(part.value, cst.Name) and \
-                                part.value.value == self_name:
-                            found.add(part.attr.value)
-    return frozenset(found)
 
 
 def resolves_alike(project, cls: ClassRef, other_cls: ClassRef, lookups) -> bool:

@@ -213,13 +213,7 @@ def _names_a_module_it_loads(fn: Function, env: dict) -> bool:
     if not any(isinstance(v, Const) and isinstance(v.single, str) and tables.library_of(v.single) is not None
                for v in env.values()):
         return False
-    cache = fn.module.project.loads_modules
-    found = cache.get(fn.node)
-    if found is None:
-        names: set = set()
-        _add_names(fn.node.body, names)
-        found = cache[fn.node] = "import_module" in names
-    return found
+    return "import_module" in _body_names(fn)
 
 
 def _no_keywords_given(fn: Function, env: dict) -> bool:
@@ -230,12 +224,17 @@ def _no_keywords_given(fn: Function, env: dict) -> bool:
     given = env.get(star.name.value)
     if not (isinstance(given, Mapping) and not given.entries and given.rest is None):
         return False
-    cache = fn.module.project.reads_kwargs
+    return star.name.value in _body_names(fn)
+
+
+def _body_names(fn: Function) -> frozenset:
+    """Every name the function's body mentions (nested definitions too), kept per function."""
+    cache = fn.module.project.body_names
     found = cache.get(fn.node)
     if found is None:
         names: set = set()
         _add_names(fn.node.body, names)
-        found = cache[fn.node] = star.name.value in names
+        found = cache[fn.node] = frozenset(names)
     return found
 
 

@@ -20,7 +20,7 @@ import libcst as cst
 
 from ..imports import ImportMap, collect_imports, dotted
 from ..modulefiles import _EXCLUDED_PARTS, is_file, module_files, search_folders  # noqa: F401
-from ..walk import suite_body
+from ..walk import class_body_small, suite_body
 from . import cfg
 from .domain import UNKNOWN, Alternatives, ClassRef, Const, Function, Instance, LibraryRef, ModuleRef, Value
 from .fields import FieldSolver
@@ -267,8 +267,7 @@ class Project:
         self.fields = FieldSolver(self)
         self._fields_running = self.fields.running
         self.tested_names: dict = {}     # function node -> the names its ifs test
-        self.loads_modules: dict = {}    # function node -> whether it calls importlib.import_module
-        self.reads_kwargs: dict = {}     # function node -> whether its body names its **kwargs
+        self.body_names: dict = {}       # function node -> every name its body mentions
         self.literals: dict = {}         # string node -> its value
         self._provisional_outcomes: dict = {}
         self._provisional_baselines: dict = {}
@@ -743,7 +742,7 @@ class Project:
             elif _is_record_base(ctx, base.value):
                 fields = fields or []
         if _is_dataclass(ctx, node) or fields is not None:
-            fields = [s.target.value for s in _class_body_small(node)
+            fields = [s.target.value for s in class_body_small(node)
                       if isinstance(s, cst.AnnAssign) and isinstance(s.target, cst.Name)]
         info = ClassInfo(cls, members, bases, fields, self)
         self._classes[cls] = info
@@ -846,14 +845,6 @@ def _top_level_definitions(body) -> list:
 
 def _class_body_statements(node: cst.ClassDef) -> list:
     return _top_level_definitions(suite_body(node.body))
-
-
-def _class_body_small(node: cst.ClassDef) -> list:
-    out = []
-    for statement in suite_body(node.body):
-        if isinstance(statement, cst.SimpleStatementLine):
-            out.extend(statement.body)
-    return out
 
 
 def _method_kind(node: cst.FunctionDef, ctx: ModuleContext) -> str:
