@@ -583,10 +583,15 @@ def report_synced(model, x):
     torch.cuda.synchronize()
     return host.numpy().mean()
 
-def cpu_batch(loader):
-    for image, _ in loader:
+def cpu_batch(dataset):
+    for image, _ in torch.utils.data.DataLoader(dataset):
         image = image.to("cpu", non_blocking=True)
         return float(image.sum())
+
+def moved_here(tensors):
+    for t in tensors:
+        host = t.to("cpu", non_blocking=True)
+        print(host.sum())  # expect: PIN005
 ''')
 
 project("return-d2h-pin005-numba", main_DOT_py='''

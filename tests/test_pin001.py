@@ -1619,3 +1619,54 @@ class Model:
                                cudart.cudaMemcpyKind.cudaMemcpyHostToDevice, stream)
 """
     assert rows(src, "PIN001") == [row_of(src, "cudart.cudaMemcpyAsync(dptr, batch")]
+
+
+# ------------------------------------------------------------------ the pieces of a split
+@pytest.mark.parametrize("lib, alloc, split, copy", [
+    ("numba", "np.random.rand(1 << 22)", "np.array_split({a}, 8)", "cuda.to_device({p}, stream=s)"),
+    ("numba", "np.zeros((1 << 12, 1 << 10))", "np.split({a}, 4)", "cuda.to_device({p}, stream=s)"),
+    ("numba", "np.zeros((1 << 12, 1 << 10))", "np.vsplit({a}, 4)", "cuda.to_device({p}, stream=s)"),
+    ("torch", "torch.zeros(1 << 22)", "torch.chunk({a}, 4)", "{p}.to(dev, non_blocking=True)"),
+    ("torch", "torch.zeros(1 << 22)", "{a}.split(1 << 16)", "{p}.to(dev, non_blocking=True)"),
+    ("torch", "torch.zeros(64, 1 << 16)", "{a}.unbind(0)", "{p}.cuda(non_blocking=True)"),
+    ("torch", "torch.from_numpy(np.zeros((64, 1 << 16), np.float32))", "torch.tensor_split({a}, 4)",
+     "{p}.to(dev, non_blocking=True)"),
+])
+def test_each_piece_of_a_split_is_a_view_of_the_buffer_split(lib, alloc, split, copy):
+    setup = ("import numpy as np\nfrom numba import cuda\n" if lib == "numba" else
+             "import numpy as np\nimport torch\n")
+    src = setup + f"""
+def upload(data, s, dev):
+    out = []
+    for piece in {split.format(a="data")}:
+        out.append({copy.format(p="piece")})
+    return out
+
+upload({alloc}, {"cuda.stream()" if lib == "numba" else "None"}, "cuda")
+"""
+    f = only(src, "PIN001")
+    assert f.location.row == row_of(src, "upload(" + alloc)
+    assert "via `upload`" in f.message
+
+
+def test_the_pieces_of_a_pinned_buffer_are_pinned():
+    src = """
+import torch
+def upload(n, dev):
+    batch = torch.empty(n, 1 << 16, pin_memory=True)
+    return [p.to(dev, non_blocking=True) for p in batch.split(16)]
+"""
+    assert codes(src) == []
+
+
+def test_the_pieces_of_something_unknown_and_a_string_split_are_not_buffers():
+    src = """
+import numpy as np
+from numba import cuda
+def upload(data, line, s):
+    for piece in np.array_split(data, 4):
+        cuda.to_device(piece, stream=s)
+    for word in line.split(","):
+        cuda.to_device(word, stream=s)
+"""
+    assert codes(src) == []

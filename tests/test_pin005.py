@@ -430,3 +430,64 @@ def test_a_copy_made_by_the_caller_and_read_in_the_callee_is_reported_at_the_cal
     src = RUNNER.replace("        cuda.memcpy_dtoh_async(self.host, self.dev, self.stream)\n", "").replace(
         "for _ in range(3):\n    label = r.run()\n", "cuda.memcpy_dtoh_async(r.host, r.dev, r.stream)\nlabel = r.run()\n")
     assert rows(src, "PIN005") == [row_of(src, "label = r.run()")]
+
+
+# ------------------------------------------------------------------ a move to the CPU the call decides
+UNKNOWN_TENSOR = """
+import torch
+def fetch(t):
+    out = t.to({target}, non_blocking={flag})
+    {between}
+    return out.sum().item()
+"""
+
+
+@pytest.mark.parametrize("target", ['"cpu"', "'cpu'", 'torch.device("cpu")', 'device="cpu"'])
+def test_a_non_blocking_move_to_the_cpu_of_a_tensor_nothing_explains_is_a_device_to_host_copy(target):
+    """Only a GPU tensor is moved asynchronously to the CPU: the call itself says what its receiver is."""
+    src = UNKNOWN_TENSOR.format(target=target, flag="True", between="pass")
+    f = only(src, "PIN005")
+    assert f.location.row == row_of(src, "return out.sum()")
+    assert "`Tensor.to`" in f.message
+
+
+@pytest.mark.parametrize("target, flag, between", [
+    ('"cpu"', "True", "torch.cuda.synchronize()"),                  # synchronized before the read
+    ('"cpu"', "True", "torch.cuda.current_stream().synchronize()"),
+    ('"cpu"', "False", "pass"),                                    # a blocking move
+    ("device", "True", "pass"),                                    # a target nothing names: to a GPU, if anywhere
+    ('"cuda"', "True", "pass"),                                    # a host-to-device move of an unknown buffer
+])
+def test_moves_the_call_does_not_decide_or_that_are_synchronized_are_quiet(target, flag, between):
+    src = UNKNOWN_TENSOR.format(target=target, flag=flag, between=between).replace("def fetch(t):",
+                                                                                  "def fetch(t, device):")
+    assert "PIN005" not in codes(src)
+
+
+def test_a_move_without_the_keyword_is_not_decided_by_the_call():
+    src = UNKNOWN_TENSOR.format(target='"cpu", True', flag="True", between="pass").replace(", non_blocking=True", "")
+    assert "t.to(\"cpu\", True)" in src
+    assert "PIN005" not in codes(src)
+
+
+def test_a_project_method_named_to_turns_the_unknown_receiver_rule_off():
+    src = UNKNOWN_TENSOR.format(target='"cpu"', flag="True", between="pass") + """
+class Batch:
+    def to(self, device, non_blocking=False):
+        return self
+"""
+    assert "PIN005" not in codes(src)
+
+
+def test_a_host_view_of_the_move_returned_to_the_caller_is_read_there():
+    src = """
+    import torch
+    def fetch(t):
+        out = t.to("cpu", non_blocking=True)
+        return out.numpy()
+    def main(model, x):
+        values = fetch(model(x))
+        return values.sum()
+    """
+    f = only(src, "PIN005")
+    assert f.location.row == row_of(src, "return values.sum()")

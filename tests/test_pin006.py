@@ -365,3 +365,32 @@ def stage(arrays, n):
 def test_a_buffer_per_iteration_is_not_the_one_in_flight(body, reported):
     src = _PER_ELEMENT.format(body=body)
     assert bool(rows(src, "PIN006")) is reported
+
+
+_FRESH = """
+import torch
+
+def stage(n, steps, dev):
+    kept = None
+    for i in range(steps):
+{body}
+    torch.cuda.synchronize()
+"""
+
+
+@pytest.mark.parametrize("body, reported", [
+    # allocated in the loop, written, then copied: the copy in flight is of an earlier iteration's buffer.
+    ("        buf = torch.empty(n, pin_memory=True)\n        buf.copy_(torch.randn(n))\n"
+     "        buf.to(dev, non_blocking=True)", False),
+    ("        buf = torch.empty(n, pin_memory=True)\n        buf.fill_(1.0)\n"
+     "        buf.to(dev, non_blocking=True)", False),
+    # written after its own copy in the same iteration: a race.
+    ("        buf = torch.empty(n, pin_memory=True)\n        buf.to(dev, non_blocking=True)\n"
+     "        buf.fill_(1.0)", True),
+    # the write comes before this iteration's allocation: it is the last iteration's buffer, in flight.
+    ("        if kept is not None:\n            kept.fill_(0.0)\n"
+     "        kept = torch.empty(n, pin_memory=True)\n        kept.to(dev, non_blocking=True)", True),
+])
+def test_a_buffer_allocated_in_the_loop_before_the_write_is_not_the_one_in_flight(body, reported):
+    src = _FRESH.format(body=body)
+    assert bool(rows(src, "PIN006")) is reported

@@ -16,6 +16,7 @@ from typing import Optional
 import libcst as cst
 
 from ..apitables import ArgSpec
+from ..imports import dotted
 from ..model import EventType, Kind
 from . import effects, interproc
 from .domain import (UNKNOWN, Alternatives, ClassRef, Const, Device, Function, Host, Instance, Items, Iteration, Loader, Mapping,
@@ -223,6 +224,8 @@ class Calls:
             args = self.arguments(node)
             return self._each(receiver, lambda option: self._method_with_args(option, name, node, receiver_expr, args))
         if isinstance(receiver, (Instance, ClassRef, ModuleRef, Super)):
+            if isinstance(receiver, Instance):
+                receiver = self._with_stored_fields(receiver, receiver_expr)
             member = self.member(receiver, name, node)
             args = self.arguments(node)
             if isinstance(member, (Function, ClassRef)) or _callables(member) or self._called_object(member, node):
@@ -255,6 +258,17 @@ class Calls:
         ev.escape(node, args.values(), handed=True)
         return gpu_result(args.values() + [receiver])
 
+    def _with_stored_fields(self, receiver: Instance, receiver_expr) -> Instance:
+        """``self.loader = iter(loader)`` then ``self.preload()`` in ``__init__``: the method runs on the
+        object with the fields this scope has set on it so far (kept as ``self.loader`` in the state)."""
+        name = dotted(receiver_expr) if receiver_expr is not None else None
+        if name is None:
+            return receiver
+        prefix = name + "."
+        updates = {key[len(prefix):]: value for key, value in self.ev.state.env.items()
+                   if key.startswith(prefix) and "." not in key[len(prefix):]}
+        return receiver.with_fields(updates) if updates else receiver
+
     def _method_with_args(self, receiver: Value, name: str, node, receiver_expr, args: Args) -> Value:
         if isinstance(receiver, LibraryRef):
             return self.named_call(node, f"{receiver.name}.{name}")
@@ -281,8 +295,8 @@ class Calls:
             return None
         # Nothing explains the receiver: only a signature one library alone has identifies it.
         for api in tables.unknown_methods.get(name, ()):
-            if all(kw in args.keywords for kw in api.requires_kw) and \
-                    not self.ev.module.project.defines_method(name, self.ev.module):
+            if all(kw in args.keywords for kw in api.requires_kw) and effects.names_its_target(self.ev, api, args) \
+                    and not self.ev.module.project.defines_method(name, self.ev.module):
                 return api
         return None
 

@@ -114,6 +114,17 @@ def device_of(value: Value, tables) -> Optional[bool]:
     return None
 
 
+def names_its_target(ev, api: Api, args: Args) -> bool:
+    """On a receiver nothing explains, a move (torch's ``.to``) is a copy the call itself decides only
+    when its target names the CPU: a move to a GPU of a tensor that may already be there is no copy,
+    and of a host tensor nothing known, so it is left to the generic rule for unknown calls."""
+    spec = api.arg("target_device")
+    if spec is None:
+        return True
+    target = args.get(spec)
+    return target is not None and device_of(target[1], ev.tables) is False
+
+
 def apply_flags(tables, kind: Kind, flags: Value, registration: bool = False) -> Optional[Kind]:
     if not isinstance(flags, Const) or not all(isinstance(v, int) and not isinstance(v, bool) for v in flags.values):
         return None
@@ -325,18 +336,23 @@ def _view(ev, api: Api, node, receiver, args: Args) -> Value:
         flavour = api.opt("library") if api.opt("library") in ("torch",) else "numpy"
         site = ev.site(node, Kind.PAGEABLE, flavour, api.name)
         result = Host(frozenset([site]), flavour)
-    elif source is UNKNOWN and api.library in ("numpy", "torch") and not api.opt("pointer"):
+    elif source is UNKNOWN and api.library in ("numpy", "torch") and not api.opt("pointer") and not api.opt("pieces"):
         # NumPy's and torch's views of something unknown are host arrays of unknown kind: their
         # methods are NumPy's (astype, arithmetic make new pageable arrays), their kind unknown.
         result = unknown_host(ev.tables.host_flavour.get(api.opt("library") or api.library, "numpy"))
         if api.name == "numpy.transpose" and _reorders(args.get(ArgSpec(pos=1, kw="axes"))):
             # `np.transpose(img, (2, 0, 1))`: whatever `img` is, this view is not contiguous.
             result = replace(result, contiguous=False)
+    if api.opt("pieces"):
+        # np.array_split(a, n), t.chunk(n): a list of views of the argument, one for each piece (the
+        # size of a piece is at most its allocation's); of anything else, nothing known.
+        return Seq(result) if isinstance(result, (Host, Device, Tensor)) else UNKNOWN
     return _err_tuple(api, result)
 
 
 # Views with the dimensions of their argument (the others' `ndim` is left unknown).
 _KEEPING_NDIM = frozenset({"asarray", "asanyarray", "transpose", "swapaxes", "__array__", "numpy", "detach",
+                           "split", "array_split", "hsplit", "vsplit", "dsplit", "chunk", "tensor_split",
                            "permute", "narrow", "data_as", "frombuffer", "as_array", "ndarray", "byref", "pointer",
                            "addressof", "cast", "c_void_p", "intp", "uintp"})
 

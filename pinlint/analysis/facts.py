@@ -71,10 +71,21 @@ def _other_iterations_element(copy: PendingCopy, event) -> bool:
     if not shared:
         return False
     innermost = shared[-1]
-    if innermost not in copy.varies or innermost not in event.varies_in:
+    access, copied = _start(copy.module, event.node), _start(copy.module, copy.node)
+    if not access < copied:
         return False
-    access, copied = copy.module.position(event.node).start, copy.module.position(copy.node).start
-    return (access.line, access.column) < (copied.line, copied.column)
+    if innermost in copy.varies and innermost in event.varies_in:
+        return True
+    # A buffer allocated in the loop's body before the access (`buf = torch.empty(n, pin_memory=True)`,
+    # written, then copied): the access is to this iteration's buffer, the copy in flight of an
+    # earlier one (a pool does not hand a block back while a copy of it may run).
+    return bool(event.sites) and all(innermost in site.loops and site.module is copy.module and
+                                     _start(copy.module, site.node) < access for site in event.sites)
+
+
+def _start(module, node) -> tuple:
+    start = module.position(node).start
+    return start.line, start.column
 
 
 def _copy_order(copy: PendingCopy) -> tuple:
