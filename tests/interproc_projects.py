@@ -1075,3 +1075,54 @@ def run(n, dev):
     p = torch.empty(1 << 20, **PAGEABLE)
     p.to(dev, non_blocking=True)  # expect: PIN001
 ''')
+
+# A method that __init__ calls after storing its argument in a field runs on the object with that field
+# (a prefetcher that loads its first batch in the constructor).
+project("method-called-in-init-sees-the-fields-set-so-far-torch", data__prefetch_DOT_py='''
+import torch
+
+
+class Prefetcher:
+    def __init__(self, loader):
+        self.loader = iter(loader)
+        self.stream = torch.cuda.Stream()
+        self.preload()
+
+    def preload(self):
+        self.batch = next(self.loader)
+        with torch.cuda.stream(self.stream):
+            self.batch = self.batch.cuda(non_blocking=True)  # via: PIN001
+''', train_DOT_py='''
+import torch
+from data.prefetch import Prefetcher
+
+
+def pageable(dataset):
+    return Prefetcher(torch.utils.data.DataLoader(dataset, batch_size=8))  # expect: PIN001
+
+
+def pinned(dataset):
+    return Prefetcher(torch.utils.data.DataLoader(dataset, batch_size=8, pin_memory=True))
+''')
+
+project("method-called-in-init-sees-the-fields-set-so-far-cupy", main_DOT_py='''
+import numpy as np
+import cupy as cp
+import cupyx
+
+
+class Uploader:
+    def __init__(self, host):
+        self.host = host
+        self.stream = cp.cuda.Stream(non_blocking=True)
+        self.dev = cp.empty(host.shape, host.dtype)
+        self.upload()
+
+    def upload(self):
+        self.dev.set(self.host, stream=self.stream)  # via: PIN001
+
+
+def main(n):
+    Uploader(np.zeros(n, np.float32))  # expect: PIN001
+    Uploader(cupyx.zeros_pinned(n, np.float32))
+''')
