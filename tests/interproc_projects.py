@@ -494,6 +494,8 @@ def rows(n, m):
     stream.synchronize()
 ''')
 
+# `dA` is made on a device nothing in the function names: a torch tensor, CPU or GPU, which the
+# non-blocking copies say is on a GPU; the function's own analysis reports them, once, not per caller.
 project("zip-row-views-torch", main_DOT_py='''
 import torch
 
@@ -502,11 +504,11 @@ def upload_rows(n, m, device):
     B = torch.empty(n, m)
     dA = torch.empty(m, device=device)
     for a, b in zip(A, B):
-        dA.copy_(a, non_blocking=True)  # via: PIN001
-        b.copy_(dA * 2, non_blocking=True)  # via: PIN001
+        dA.copy_(a, non_blocking=True)  # expect: PIN001
+        b.copy_(dA * 2, non_blocking=True)  # expect: PIN001
     torch.cuda.synchronize()
 
-upload_rows(64, 1 << 15, torch.device("cuda"))  # expect: PIN001
+upload_rows(64, 1 << 15, torch.device("cuda"))
 ''')
 
 project("star-args-tensors-torch", main_DOT_py='''

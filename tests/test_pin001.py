@@ -1670,3 +1670,37 @@ def upload(data, line, s):
         cuda.to_device(word, stream=s)
 """
     assert codes(src) == []
+
+
+# ------------------------------------------------------------------ a tensor made on a device nothing names
+_CACHE = """
+import torch
+
+class Cache:
+    def __init__(self, layers, shape, device):
+        self.cpu = {{i: torch.zeros(shape{pin}) for i in range(layers)}}
+        self.gpu = {{i: torch.zeros(shape, device={device}) for i in range(layers)}}
+
+    def fetch(self, i):
+        self.gpu[i].copy_(self.cpu[i]{flag})
+
+    def offload(self, i):
+        self.cpu[i].copy_(self.gpu[i]{flag})
+"""
+
+
+@pytest.mark.parametrize("device", ["device", "torch.device('cuda')"])
+def test_a_non_blocking_copy_between_a_pageable_tensor_and_one_made_on_some_device_is_pin001(device):
+    """A tensor made with `device=device` is a torch tensor whose device nothing names, as a
+    `torch.Tensor` parameter is: a non-blocking copy_ with it moves data to or from a GPU."""
+    src = _CACHE.format(pin="", device=device, flag=", non_blocking=True")
+    assert rows(src, "PIN001") == [row_of(src, "self.gpu[i].copy_"), row_of(src, "self.cpu[i].copy_")]
+
+
+@pytest.mark.parametrize("pin, device, flag", [
+    (", pin_memory=True", "device", ", non_blocking=True"),  # pinned host side
+    ("", "'cpu'", ", non_blocking=True"),                    # both on the CPU: no transfer at all
+    ("", "device", ""),                                       # blocking copies
+])
+def test_copies_with_a_tensor_made_on_some_device_that_are_not_pin001(pin, device, flag):
+    assert "PIN001" not in codes(_CACHE.format(pin=pin, device=device, flag=flag))

@@ -172,7 +172,9 @@ def _alloc(ev, api: Api, node, receiver, args: Args) -> Value:
     if device_kw and device_kw in args.keywords:
         device = device_of(args.keywords[device_kw][1], ev.tables)
         if device is None:
-            return UNKNOWN
+            # `torch.zeros(n, device=device)` of a device nothing names: a torch tensor, on the CPU or
+            # a GPU (as a `torch.Tensor` parameter is), its memory unknown.
+            return Tensor() if api.library == "torch" else UNKNOWN
         if device:
             return Device(api.library)
     pin_kw = api.opt("pin_kw")
