@@ -145,7 +145,7 @@ DTYPE_KEYS = frozenset({"sizes", "attributes", "codes", "python", "modules"})
 CUDA_KEYS = frozenset({"host_alloc_flags", "host_register_flags", "memcpy_kinds"})
 PYTHON_KEYS = frozenset({"reading_builtins", "non_storing_builtins", "pure_builtins", "container_mutators"})
 FIX_FAMILY_KEYS = frozenset({"how", "keyword"})
-DEVICE_STRING_KEYS = frozenset({"cuda", "cpu"})
+DEVICE_STRING_KEYS = frozenset({"cuda", "cpu", "other"})
 
 
 def check_keys(where: str, found, allowed) -> None:

@@ -215,10 +215,43 @@ def test_allocation_in_loop_inside_a_function_and_a_method():
     class Worker:
         def run(self, n):
             while n:
-                h = cupyx.zeros_pinned(n)
+                h = cupyx.zeros_pinned(1 << 20)
                 n -= 1
     """
     assert rows(src, "PIN002") == [row_of(src, "cupyx.empty_pinned"), row_of(src, "cupyx.zeros_pinned")]
+
+
+@pytest.mark.parametrize("loop, size", [
+    ("for n in sizes:", "n"),                                        # the loop's target
+    ("for i in range(20):", "(1 << i,)"),
+    ("for _ in range(20):\n        size *= 2", "size"),             # a size the body steps
+    ("for _ in range(20):\n        size = size * 2", "size"),
+])
+def test_a_size_sweep_has_no_one_buffer_to_hoist(loop, size):
+    """A bandwidth probe: each iteration asks for another size, so the allocation cannot move before
+    the loop (the sweep is the point)."""
+    src = f"""
+import torch
+def probe(sizes, size=1024):
+    for_each = None
+    {loop}
+        src = torch.ones({size}, dtype=torch.int8, pin_memory=True)
+        src.to("cuda")
+"""
+    assert "PIN002" not in codes(src)
+
+
+@pytest.mark.parametrize("size", ["1 << 20", "batch.shape", "n", "len(batch)"])
+def test_a_size_the_loop_does_not_step_is_still_reported(size):
+    src = f"""
+import torch
+def run(loader, n):
+    for batch in loader:
+        m = len(batch)
+        h = torch.empty({size}, pin_memory=True)
+        h.to("cuda", non_blocking=True)
+"""
+    assert rows(src, "PIN002") == [row_of(src, "h = torch.empty")]
 
 
 def test_freed_each_iteration_raw_pointer():
@@ -966,3 +999,41 @@ def test_the_trace_says_whether_the_call_drops_or_returns_the_pinned_buffer(help
     src = "import torch\ndef upload():\n" + helper + "\nfor _ in range(8):\n    d = upload()\n"
     [finding] = [f for f in findings(src) if f.code == "PIN002"]
     assert [s.message for s in finding.trace] == ["allocated here by `torch.empty`", step]
+
+
+# ------------------------------------------------------------------ a pinned copy chosen by a flag
+_ROW_CACHES = """
+import torch
+
+class RowCache:
+    def __init__(self, weight: torch.Tensor, pin{default}):
+        self.pin = pin
+        self.weight = weight.pin_memory() if self.pin else weight
+
+class Tables:
+    def __init__(self, weights, pin):
+        self.tables = []
+        for w in weights:
+            self.tables.append(RowCache(w{given}))
+"""
+
+
+@pytest.mark.parametrize("default, given", [
+    ("=False", ""),           # the flag is off for every object made: nothing is pinned
+    ("", ", pin"),            # a flag nothing names: what is pinned is kept in the object, in a list
+    ("=True", ""),            # pinned, and kept in the object the loop stores
+])
+def test_a_pinned_copy_chosen_by_a_flag_and_kept_in_the_object_is_not_pin002(default, given):
+    assert "PIN002" not in codes(_ROW_CACHES.format(default=default, given=given))
+
+
+@pytest.mark.parametrize("flag, reported", [("True", True), ("False", False)])
+def test_a_conditional_expression_with_a_known_test_runs_one_arm(flag, reported):
+    src = f"""
+import torch
+def step(ts, dev):
+    for t in ts:
+        h = t.pin_memory() if {flag} else t
+        h.to(dev, non_blocking=True)
+"""
+    assert bool(rows(src, "PIN002")) is reported

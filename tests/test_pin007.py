@@ -702,3 +702,49 @@ def test_numpy_random_sizes(made, reported):
             cp.asarray(h)
     """
     assert codes(src) == (["PIN007"] if reported else [])
+
+
+# ------------------------------------------------------------------ made again on every iteration, or no copy
+_MADE_BY_A_CALL = """
+import torch
+
+def get_data(shape):
+    ids = torch.zeros(shape, dtype=torch.int64)
+    mask = torch.ones(shape, dtype=torch.int64)
+    return {ret}
+
+def bench(data):
+    return [data[k].cuda() for k in ("ids", "mask")]
+
+def main(batch=64, seq=4096):
+    shape = [batch, seq]
+    {setup}
+    for ratio in [0.5, 0.4, 0.3, 0.2]:
+        bench({arg})
+"""
+
+
+@pytest.mark.parametrize("ret", ["dict(ids=ids, mask=mask)", "{'ids': ids, 'mask': mask}",
+                                 "dict({'ids': ids}, mask=mask)"])
+def test_buffers_a_call_in_the_loop_makes_are_new_on_every_iteration(ret):
+    """`bench(get_data(shape))`: the dict the call returns (a display or `dict(k=v)`) holds buffers
+    made on this iteration, not ones allocated before the loop."""
+    assert "PIN007" not in codes(_MADE_BY_A_CALL.format(ret=ret, setup="pass", arg="get_data(shape)"))
+
+
+@pytest.mark.parametrize("ret", ["dict(ids=ids, mask=mask)", "{'ids': ids, 'mask': mask}"])
+def test_buffers_made_once_before_the_loop_are_still_pin007(ret):
+    src = _MADE_BY_A_CALL.format(ret=ret, setup="data = get_data(shape)", arg="data")
+    assert rows(src, "PIN007") == [row_of(src, "        bench(data)")]
+
+
+@pytest.mark.parametrize("target", ['torch.device("meta")', '"meta"', '"mps"', "device='meta'"])
+def test_a_move_to_a_device_that_is_neither_cpu_nor_cuda_is_no_transfer(target):
+    src = f"""
+import torch
+args = dict(ids=torch.zeros(64, 4096, dtype=torch.int64))
+for ratio in [0.5, 0.4, 0.3]:
+    meta = {{k: v.to({target}) for k, v in args.items()}}
+    empty = torch.empty(1 << 20, device="meta").to("cuda")
+"""
+    assert "PIN007" not in codes(src)

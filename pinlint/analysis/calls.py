@@ -346,8 +346,10 @@ class Calls:
             if any(isinstance(v, (Device, Tensor)) for _, v in args.positional):
                 # float(d.sum()), print(d): the value must come back first, a blocking copy.
                 ev.event(EventType.SYNC, node, api=name)
-        elif name not in python.get("non_storing_builtins", ()):
-            ev.escape(node, args.values())  # setattr(obj, name, h), ...
+        elif name not in python.get("non_storing_builtins", ()) and not (name == "dict" and _spelled_dict(args)):
+            # setattr(obj, name, h), ...; `dict(ids=ids)` keeps its values in the mapping it returns,
+            # which the analysis follows as it follows a `{...}` display.
+            ev.escape(node, args.values())
         first = args.positional[0][1] if args.positional else UNKNOWN
         if name == "enumerate" and args.positional:
             return Iteration(Items((UNKNOWN, element_of(first))))
@@ -487,6 +489,12 @@ class Calls:
                 return interproc.call(self.ev, entered, Args((), {}, False), node, None)
             return value
         return UNKNOWN
+
+
+def _spelled_dict(args: Args) -> bool:
+    """``dict(k=v, ...)`` or ``dict(mapping, k=v)``: every value ends up in the mapping made."""
+    return not args.star and (not args.positional or len(args.positional) == 1 and
+                              isinstance(args.positional[0][1], Mapping))
 
 
 def gpu_result(values) -> Value:

@@ -218,9 +218,11 @@ def mapping(entries: dict, rest: Optional[Value] = None) -> Mapping:
 
 @dataclass(frozen=True)
 class DeviceSpec(Value):
-    """A torch device: ``cuda`` True, False (cpu) or None (either)."""
+    """A torch device: ``cuda`` True, False (cpu) or None (either). ``other``: a device that is
+    neither, named as such (``torch.device("meta")``, ``"mps"``): a move there is no CUDA transfer."""
 
     cuda: Optional[bool]
+    other: bool = False
 
 
 @dataclass(frozen=True)
@@ -405,7 +407,7 @@ def join(a: Value, b: Value) -> Value:
     if isinstance(a, Device) and isinstance(b, Device) and a.library == b.library:
         return Device(a.library, a.stream if a.stream == b.stream else None)
     if isinstance(a, DeviceSpec) and isinstance(b, DeviceSpec):
-        return DeviceSpec(None)
+        return a if a == b else DeviceSpec(None)
     if isinstance(a, Items) and isinstance(b, Items) and len(a.items) == len(b.items):
         return Items(tuple(join(x, y) for x, y in zip(a.items, b.items)))
     if isinstance(a, (Items, Seq)) and isinstance(b, (Items, Seq)):
@@ -436,6 +438,10 @@ def join(a: Value, b: Value) -> Value:
         return b
     if _definition(a) and _definition(b):
         return alternatives(a, b)
+    if isinstance(a, Host) and a.sites and isinstance(b, Tensor) and a.library == "torch":
+        return replace(a, maybe_unknown=True)  # `t.pin_memory() if pin else t`: these buffers or a tensor
+    if isinstance(b, Host) and b.sites and isinstance(a, Tensor) and b.library == "torch":
+        return replace(b, maybe_unknown=True)
     if isinstance(a, (Tensor, Host)) and isinstance(b, (Tensor, Device)) and _torch(a) and _torch(b):
         return Tensor()
     if isinstance(b, (Tensor, Host)) and isinstance(a, (Tensor, Device)) and _torch(a) and _torch(b):

@@ -90,9 +90,22 @@ def display(ev, api: str, flavour: str) -> str:
 
 
 # ------------------------------------------------------------------------------ devices & flags
+def other_device(value: Value, tables) -> bool:
+    """A device that is neither the CPU nor a CUDA GPU, named as such (``"meta"``, ``"mps"``,
+    ``torch.device("meta")``): moving a tensor there copies nothing between host and GPU."""
+    if isinstance(value, DeviceSpec):
+        return value.other
+    if isinstance(value, Const) and value.values:
+        other = re.compile(tables.device_strings.get("other", r"^meta$"))
+        return all(isinstance(option, str) and other.match(option) for option in value.values)
+    return False
+
+
 def device_of(value: Value, tables) -> Optional[bool]:
     """True for a CUDA device, False for the CPU, None when it cannot be told."""
     if isinstance(value, DeviceSpec):
+        if value.other:
+            return None
         return value.cuda if value.cuda is not None else True
     if isinstance(value, Const):
         cuda = re.compile(tables.device_strings.get("cuda", r"^cuda$"))
@@ -171,6 +184,8 @@ def _alloc(ev, api: Api, node, receiver, args: Args) -> Value:
         return UNKNOWN  # `torch.empty(n, **options)`: pinned or on a device, perhaps
     if device_kw and device_kw in args.keywords:
         device = device_of(args.keywords[device_kw][1], ev.tables)
+        if other_device(args.keywords[device_kw][1], ev.tables):
+            return UNKNOWN  # torch.empty(n, device="meta"): no memory at all
         if device is None:
             # `torch.zeros(n, device=device)` of a device nothing names: a torch tensor, on the CPU or
             # a GPU (as a `torch.Tensor` parameter is), its memory unknown.
@@ -644,6 +659,8 @@ def _copy(ev, api: Api, node, receiver, args: Args) -> Value:
         target_expr = args.get(target_spec)
         if target_expr is None and "dtype" in args.keywords:
             target_expr = args.keywords["dtype"]  # t.to(dtype=torch.int32): a conversion, as t.to(torch.int32)
+        if target_expr is not None and other_device(target_expr[1], ev.tables):
+            return UNKNOWN  # t.to("meta"): a tensor with no data, nothing copied
         target = device_of(target_expr[1], ev.tables) if target_expr else None
         if target_expr is not None and target is None:
             dtype = canonical_dtype(target_expr[1], ev.tables)
@@ -770,7 +787,10 @@ def _launch(ev, api: Api, node, receiver, args: Args) -> Value:
 
 
 def _device_spec(ev, api: Api, node, receiver, args: Args) -> Value:
-    return DeviceSpec(device_of(args.value(api.arg("arg")), ev.tables))
+    value = args.value(api.arg("arg"))
+    if other_device(value, ev.tables):
+        return DeviceSpec(None, other=True)
+    return DeviceSpec(device_of(value, ev.tables))
 
 
 def _free(ev, api: Api, node, receiver, args: Args) -> Value:

@@ -341,7 +341,12 @@ class Evaluator:
 
     # ------------------------------------------------------------------ operators
     def _expr_IfExp(self, node: cst.IfExp) -> Value:
-        self.expr(node.test)
+        from .solver import truthiness
+        truth = truthiness(self.expr(node.test))
+        if truth is not None:
+            # `w.pin_memory() if self.pin else w` where the caller's object says `pin=False`: the
+            # other arm never runs (it would pin, or copy, for nothing).
+            return self.expr(node.body if truth else node.orelse)
         return join(self.expr(node.body), self.expr(node.orelse))
 
     def _expr_NamedExpr(self, node: cst.NamedExpr) -> Value:

@@ -186,3 +186,70 @@ def same_on_every_call(test, receiver: Optional[str], changes: Changes, caller_l
         outer = loop_changes(caller_loop, cache)  # the caller's receiver has its own name: fields by name
         return not (attributes & outer.attributes) and not (names & outer.bound)
     return True
+
+
+_STEPPED: dict = {}
+
+
+def stepped_names(loop) -> frozenset:
+    """Names that take a new value on each iteration by the loop's own stepping: a ``for`` loop's
+    target (``for size in sizes``, ``for i in range(n)``) and a name the body updates from itself
+    (``size *= 2``, ``n = n * 2``). A plain binding (``n = len(batch)``) is not: its value may well
+    be the same every time."""
+    found = _STEPPED.get(loop)
+    if found is not None:
+        return found
+    names: set = set()
+    if isinstance(loop, cst.For):
+        changes = Changes()
+        changes.target(loop.target)
+        names |= changes.bound
+    stack = [loop.body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.AugAssign) and isinstance(node.target, cst.Name):
+            names.add(node.target.value)
+        elif isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
+            name = node.targets[0].target.value
+            if name in names_read(node.value):
+                names.add(name)
+        elif isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        stack.extend(code_parts(node))
+    found = _STEPPED[loop] = frozenset(names)
+    return found
+
+
+def arithmetic_names(node) -> frozenset:
+    """The names an expression computes with as numbers: bare, in arithmetic, in a tuple or list
+    (``n``, ``(1 << i, m)``); not the objects it looks into (``batch.shape``, ``len(batch)``)."""
+    found: set = set()
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, cst.Name):
+            found.add(item.value)
+        elif isinstance(item, cst.BinaryOperation):
+            stack += [item.left, item.right]
+        elif isinstance(item, cst.UnaryOperation):
+            stack.append(item.expression)
+        elif isinstance(item, (cst.Tuple, cst.List)):
+            stack += [element.value for element in item.elements]
+    return frozenset(found)
+
+
+def names_read(node) -> frozenset:
+    """The bare names an expression reads (not attribute names, not nested definitions')."""
+    found: set = set()
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, cst.Name):
+            found.add(item.value)
+        elif isinstance(item, cst.Attribute):
+            stack.append(item.value)
+        elif isinstance(item, cst.Arg):
+            stack.append(item.value)
+        elif not isinstance(item, (cst.Lambda, cst.FunctionDef)):
+            stack.extend(code_parts(item))
+    return frozenset(found)

@@ -4,10 +4,30 @@ from __future__ import annotations
 
 from typing import Iterator
 
+import libcst as cst
+
 from ..analysis import FileFacts
+from ..analysis.invariance import arithmetic_names, stepped_names
 from ..model import EventType
 from ..fixers import hoist_allocation
 from .base import CheckContext, Report, Rule
+
+
+# Arguments that never give a size (keywords of the pinning APIs and of a helper's call).
+_NOT_SIZES = frozenset({"dtype", "device", "pin_memory", "mem_flags", "flags", "order", "stream", "layout",
+                        "requires_grad", "alignment", "portable", "wc", "non_blocking"})
+
+
+def _size_steps_with(node, loop) -> bool:
+    """Whether the allocation's size arguments read a name the loop steps (``stepped_names``): each
+    iteration asks for a different size, so there is no one buffer to allocate before the loop."""
+    if not isinstance(node, cst.Call):
+        return False
+    stepped = stepped_names(loop)
+    if not stepped:
+        return False
+    sizes = [arg.value for arg in node.args if arg.keyword is None or arg.keyword.value not in _NOT_SIZES]
+    return any(arithmetic_names(size) & stepped for size in sizes)
 
 
 class PinnedAllocInLoop(Rule):
@@ -42,6 +62,8 @@ class PinnedAllocInLoop(Rule):
                 if any(loop not in site.loops for loop in event.loops):
                     continue  # allocated before the loop; this event is a use of it
                 loop = event.loops[-1]
+                if not site.via and _size_steps_with(event.node, loop):
+                    continue  # a size sweep (`for n in sizes`, `size *= 2`): no one buffer to hoist
                 plan = ctx.plan(hoist_allocation, event, loop) if event.type is EventType.ALLOC and not site.via \
                     and not event.trace else None
                 yield Report(event.node, self._message(event, site, ctx), event.sites, plan, trace=event.trace)
