@@ -1037,3 +1037,20 @@ def step(ts, dev):
         h.to(dev, non_blocking=True)
 """
     assert bool(rows(src, "PIN002")) is reported
+
+
+@pytest.mark.parametrize("use, reported", [
+    ("tgt[begin:begin + 1024].copy_(tmp)", True),   # copies tmp's data, keeps no reference to it
+    ("tgt.index_copy_(0, piece, tmp)", True),
+    ("tgt.keep(tmp)", False),                       # a method nothing explains may keep it
+])
+def test_a_pinned_copy_per_iteration_handed_to_an_in_place_copy_is_pin002(use, reported):
+    src = f"""
+import torch
+def index_copy(src, idx, tgt, chunk=50_000):
+    for begin in range(0, idx.numel(), chunk):
+        piece = idx.narrow(0, begin, chunk)
+        tmp = src.index_select(0, piece).pin_memory()
+        {use}
+"""
+    assert bool(rows(src, "PIN002")) is reported

@@ -748,3 +748,20 @@ for ratio in [0.5, 0.4, 0.3]:
     empty = torch.empty(1 << 20, device="meta").to("cuda")
 """
     assert "PIN007" not in codes(src)
+
+
+@pytest.mark.parametrize("n, reported", [(1000, False), (100_000, True)])
+@pytest.mark.parametrize("length", ["len(betas) + 1", "int(len(betas)) + 1", "len((betas, betas)) * len(betas)"])
+def test_len_of_a_buffer_of_known_size_is_that_size(n, reported, length):
+    """`torch.linspace(0, 1, len(betas) + 1)` of a 1000-step schedule is 4 KB, under the threshold;
+    of 100,000 steps, 400 KB, over it."""
+    src = f"""
+import torch
+def sample(x, n={n}):
+    betas = torch.linspace(1e-4, 2e-2, {n})
+    t = torch.linspace(0.0, 1.0, {length})
+    for _ in range(50):
+        x = t.to("cuda")[:1] * x
+    return x
+"""
+    assert bool(rows(src, "PIN007")) is reported

@@ -22,6 +22,7 @@ from . import effects, interproc
 from .domain import (UNKNOWN, Alternatives, ClassRef, Const, Device, Function, Host, Instance, Items, Iteration, Loader, Mapping,
                      LibraryRef, ModuleRef, Obj, Scalar, Seq, Stream, Super, Tensor, Value, add_element, element_of, join,
                      mapping, scalar_kind)
+from .dtypes import item_size
 from .effects import Args
 
 _BUILTINS = frozenset(dir(builtins))
@@ -255,7 +256,8 @@ class Calls:
             # of it (an escape here made a callee's buffer look like one the caller shares).
             ev.read_hosts(node, args.values())
             return UNKNOWN
-        ev.escape(node, args.values(), handed=True)
+        if name not in ev.tables.python.get("copying_methods", ()):
+            ev.escape(node, args.values(), handed=True)
         return gpu_result(args.values() + [receiver])
 
     def _with_stored_fields(self, receiver: Instance, receiver_expr) -> Instance:
@@ -372,6 +374,10 @@ class Calls:
             return interproc.super_value(ev)
         if name == "isinstance" and len(args.positional) == 2 and len(node.args) == 2:
             return self.instance_check(first, node.args[1].value)
+        if name == "len" and len(args.positional) == 1 and not args.keywords and not args.star:
+            length = _length(first, ev.tables)
+            if length is not None:
+                return Const.of(length)
         number = _number(name, [v for _, v in args.positional], args)
         if number is not None:
             return number
@@ -532,6 +538,20 @@ def instance_of(value: Value, kind: str) -> Optional[bool]:
     return None
 
 
+def _length(value: Value, tables) -> Optional[int]:
+    """``len(x)`` where the code says it: a tuple or list display, or a 1-D host buffer of a size and
+    type the analysis knows (``len(betas)`` of ``torch.linspace(a, b, 1000)``, for a size threshold)."""
+    if isinstance(value, Items):
+        return len(value.items)
+    if isinstance(value, Host) and len(value.sites) == 1 and not value.maybe_unknown and not value.pointer \
+            and value.ndim is None:
+        site = next(iter(value.sites))
+        size = item_size(site.dtype, tables)
+        if site.ndim == 1 and site.nbytes is not None and size:
+            return site.nbytes // size
+    return None
+
+
 def _number(name: str, values: list, args: Args) -> Optional[Value]:
     """What a numeric builtin gives: ``len`` and ``int`` an int, ``float`` a float, whatever their
     argument (or they raise); ``round``, ``abs``, ``min`` and ``max`` a number only of numbers (of an
@@ -540,6 +560,9 @@ def _number(name: str, values: list, args: Args) -> Optional[Value]:
         return None
     if name == "len" and len(values) == 1:
         return Scalar("int")
+    if name == "int" and len(values) == 1 and isinstance(values[0], Const) and values[0].values and \
+            all(isinstance(v, int) and not isinstance(v, bool) for v in values[0].values):
+        return values[0]  # int(len(x)), int(n) of an int the code names
     if name in ("int", "float") and values:
         return Scalar(name)
     if name in ("round", "abs", "min", "max") and values and \
