@@ -765,3 +765,41 @@ def sample(x, n={n}):
     return x
 """
     assert bool(rows(src, "PIN007")) is reported
+
+
+_DEVICES = """
+import numpy as np
+import cupy as cp
+
+class Device{bases}:
+    def __init__(self, id, name):
+        self.id = id
+        self.name = name
+
+    def __eq__(self, other):
+        if isinstance(other, int):
+            return self.id == other
+        return self.id == other.id
+
+def to_device(input, device):
+    if Device(-1, "host") == device:
+        return input
+    return cp.asarray(input)
+
+def run(x):
+    for _ in range(10):
+        to_device(x, Device({id}, "cpu"))
+
+run(np.zeros(1 << 20))
+"""
+
+
+@pytest.mark.parametrize("bases, id, reported", [
+    ("", -1, False),           # the class's own __eq__ says the devices are the same: no copy
+    ("(object)", -1, False),
+    ("", 0, True),             # another device: the copy runs on every iteration
+    ("(Base)", -1, True),      # a base the tree does not hold: isinstance(other, int) is not known
+])
+def test_equality_of_objects_of_the_checked_code_runs_their_eq(bases, id, reported):
+    src = _DEVICES.format(bases=bases, id=id).replace("import cupy as cp\n", "import cupy as cp\nfrom lib import Base\n")
+    assert bool(rows(src, "PIN007")) is reported

@@ -23,6 +23,7 @@ from .domain import (UNKNOWN, Alternatives, ClassRef, Const, Device, Function, H
                      LibraryRef, ModuleRef, Obj, Scalar, Seq, Stream, Super, Tensor, Value, add_element, element_of, join,
                      mapping, scalar_kind)
 from .dtypes import item_size
+from .state import STREAM
 from .effects import Args
 
 _BUILTINS = frozenset(dir(builtins))
@@ -394,11 +395,64 @@ class Calls:
         answers = set()
         for class_node in nodes:
             kind = self.class_kind(class_node)
-            answer = instance_of(value, kind) if kind is not None else None
+            answer = instance_of(value, kind) if kind is not None else self._object_of(value, class_node)
             if answer is None:
                 return UNKNOWN
             answers.add(answer)
         return Const.of(True in answers)
+
+    _BUILTIN_TYPES = frozenset({"int", "float", "complex", "bool", "str", "bytes", "list", "tuple", "dict", "set",
+                                "frozenset"})
+
+    def _object_of(self, value: Value, class_node) -> Optional[bool]:
+        """``isinstance(obj, Device)`` of an object of a class of the checked code: whether that class
+        or one it derives from is the one named; of a builtin type (``int``), False. Unknown for a
+        class with a base the tree does not hold (it may derive from anything)."""
+        if not isinstance(value, Instance):
+            return None
+        ev = self.ev
+        if isinstance(class_node, cst.Name) and class_node.value in self._BUILTIN_TYPES and \
+                ev.lookup(class_node.value) is None and ev.module.global_value(class_node.value) is None and \
+                ev.module.imports.lookup(class_node.value) is None:
+            return False if self._all_bases_known(value) else None
+        named = ev.expr(class_node) if isinstance(class_node, (cst.Name, cst.Attribute)) else None
+        if not isinstance(named, ClassRef):
+            return None
+        info = ev.module.project.class_info(value.klass)
+        if info is None:
+            return None
+        if any(ancestor.cls == named for ancestor in info.mro()):
+            return True
+        return False if self._all_bases_known(value) else None
+
+    def _all_bases_known(self, value: Instance) -> bool:
+        """Every class the object's class derives from is the checked code's (or ``object``)."""
+        info = self.ev.module.project.class_info(value.klass)
+        if info is None:
+            return False
+        for ancestor in info.mro():
+            written = [base.value for base in getattr(ancestor.cls.node, "bases", ())
+                       if not (isinstance(base.value, cst.Name) and base.value.value == "object")]
+            if getattr(ancestor.cls.node, "keywords", ()) or len(written) != len(ancestor.bases):
+                return False  # a base the tree does not hold, or a metaclass
+        return True
+
+    def equality(self, node, left: Value, right: Value, right_expr, negated: bool) -> Optional[Value]:
+        """``a == b`` of an object of the checked code whose class defines ``__eq__``: what that method
+        returns for these two (sigpy's ``Device(-1) == Device(-1)``, deciding a helper's no-copy arm)."""
+        if not isinstance(left, Instance):
+            return None
+        member = self.member(left, "__eq__", node)
+        if not isinstance(member, Function):
+            return None
+        ev = self.ev
+        env, _ = interproc.bind_parameters(ev, member, Args(((right_expr, right),), {}, False), None)
+        # Analysed with these two objects, whatever they hold: their fields decide the answer, and
+        # constants in fields make no calling context of their own (interproc._invoke).
+        outcome = ev.module.project.invoke(member, env, ev.state.pending, ev.state.env.get(STREAM), ev.invocation)
+        from .solver import truthiness
+        truth = truthiness(outcome.returned) if outcome is not None and outcome.reachable else None
+        return Const.of(truth != negated) if truth is not None else None
 
     def class_kind(self, node) -> Optional[str]:
         """The tables' kind of a class the code names (``gpuarray.GPUArray``: "device:pycuda")."""

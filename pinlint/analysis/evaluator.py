@@ -470,6 +470,11 @@ class Evaluator:
             if isinstance(operator, (cst.Is, cst.IsNot)) and operands[1] == Const.of(None) and \
                     self._memo_guard(node.left):
                 return UNKNOWN
+            if isinstance(operator, (cst.Equal, cst.NotEqual)) and isinstance(operands[0], Instance):
+                decided = self.calls.equality(node, operands[0], operands[1], node.comparisons[0].comparator,
+                                              isinstance(operator, cst.NotEqual))
+                if decided is not None:
+                    return decided
             return _compare(operator, operands[0], operands[1])
         return UNKNOWN
 
