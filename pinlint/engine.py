@@ -229,35 +229,65 @@ def _check_module(module: cst.Module, text: str, filename: str, settings: Settin
                 steps.append(Related(step.message, _filename(step.module, info, filename), start, end))
         return tuple(steps)
 
-    for rule in rules:
-        for report in rule.check(facts, ctx):
-            span = position(report.node)
-            rows = (span.start.line, span.end.line)
-            if not settings.ignore_noqa and suppressions.suppressed(rule.code, rows):
-                continue
-            here = (Location(span.start.line, span.start.column + 1), Location(span.end.line, span.end.column + 1))
-            plan = fixable(report.fix)
-            finding = Finding(
-                code=rule.code, message=report.message, filename=filename, location=here[0], end_location=here[1],
-                fix=_rendered(module, text, plan, settings.render_fixes, imports_done, info.locator), related=related_of(report), url=None,
-                trace=trace_of(report, here), plan=plan,
-                nbytes=max((s.nbytes for s in report.sites if s.nbytes), default=None),
-                direction=report.direction, pooled=any(s.pooled for s in report.sites))
-            # One finding per code and place: a copy reached on two paths is still one mistake (but
-            # two copies inside the functions one call reaches are two).
-            where = (report.trace[-1].module.filename, report.trace[-1].module.position(report.trace[-1].node).start)\
-                if report.trace else None
-            key = (rule.code, finding.location, where)
-            kept = findings.get(key)
-            if kept is None or _evidence_order(finding) < _evidence_order(kept):
-                # Of two reports of one mistake, the same one every run (which came first depended
-                # on set order, so the trace shown varied between runs).
-                findings[key] = finding
+    for rule, report, span in _first_of_each_mistake(rules, facts, ctx, position, info):
+        rows = (span.start.line, span.end.line)
+        if not settings.ignore_noqa and suppressions.suppressed(rule.code, rows):
+            continue
+        here = (Location(span.start.line, span.start.column + 1), Location(span.end.line, span.end.column + 1))
+        plan = fixable(report.fix)
+        finding = Finding(
+            code=rule.code, message=report.message, filename=filename, location=here[0], end_location=here[1],
+            fix=_rendered(module, text, plan, settings.render_fixes, imports_done, info.locator), related=related_of(report), url=None,
+            trace=trace_of(report, here), plan=plan,
+            nbytes=max((s.nbytes for s in report.sites if s.nbytes), default=None),
+            direction=report.direction, pooled=any(s.pooled for s in report.sites))
+        # One finding per code and place: a copy reached on two paths is still one mistake (but
+        # two copies inside the functions one call reaches are two).
+        where = (report.trace[-1].module.filename, report.trace[-1].module.position(report.trace[-1].node).start)\
+            if report.trace else None
+        key = (rule.code, finding.location, where)
+        kept = findings.get(key)
+        if kept is None or _evidence_order(finding) < _evidence_order(kept):
+            # Of two reports of one mistake, the same one every run (which came first depended
+            # on set order, so the trace shown varied between runs).
+            findings[key] = finding
     result.module = module
     result.dependencies = tuple((str(dep.info.path), dep.info.digest) for dep in project.dependencies(facts.context))
     result.span = lambda node: ((position(node).start.line, position(node).start.column),
                                 (position(node).end.line, position(node).end.column))
     return sorted(findings.values(), key=Finding.sort_key)
+
+
+# Rules whose finding is about a copy and its buffer, wherever it is reached from.
+_ONE_PER_COPY_AND_BUFFER = frozenset({"PIN001"})
+
+
+def _first_of_each_mistake(rules, facts, ctx, position, info) -> list:
+    """Every rule's reports with their spans, in rule order; a copy inside a function of the
+    project reached from several calls of this file with the same buffer (``pf.next()`` at each
+    step of a loop and again before it, a prefetcher's constructor and its ``next``) is reported
+    once, at the first of those calls: the mistake is the one buffer at the one copy, the trace
+    shows the path, and one ``noqa`` there silences it. Calls that pass other buffers are other
+    mistakes and keep their own reports."""
+    out = []
+    first: dict = {}
+    for rule in rules:
+        for report in rule.check(facts, ctx):
+            span = position(report.node)
+            key = None
+            if rule.code in _ONE_PER_COPY_AND_BUFFER and report.trace and report.sites:
+                last = report.trace[-1]
+                origins = sorted(_site_order(o, position, info) for s in report.sites for o in s.origins())
+                key = (rule.code, last.module.filename, last.module.position(last.node).start,
+                       report.message.split(" via ", 1)[0], tuple(origins))
+                place = (span.start.line, span.start.column)
+                if key in first and first[key][0] <= place:
+                    continue
+                if key in first:
+                    out[first[key][1]] = None
+                first[key] = (place, len(out))
+            out.append((rule, report, span))
+    return [entry for entry in out if entry is not None]
 
 
 def _evidence_order(finding: Finding) -> tuple:

@@ -1128,3 +1128,59 @@ def main(n):
     Uploader(np.zeros(n, np.float32))  # expect: PIN001
     Uploader(cupyx.zeros_pinned(n, np.float32))
 ''')
+
+# One copy of one buffer is one mistake, however many calls of the file reach it: reported at the first
+# (the prefetcher's constructor gets the pageable loader; each `pf.next()` reaches the same copy of the
+# same batches).
+project("one-report-per-copy-and-buffer-torch", data__prefetch_DOT_py='''
+import torch
+
+
+class Prefetcher:
+    def __init__(self, loader):
+        self.loader = iter(loader)
+        self.stream = torch.cuda.Stream()
+        self.preload()
+
+    def preload(self):
+        self.batch = next(self.loader, None)
+        if self.batch is None:
+            return
+        with torch.cuda.stream(self.stream):
+            self.batch = self.batch.cuda(non_blocking=True)  # via: PIN001
+
+    def next(self):
+        torch.cuda.current_stream().wait_stream(self.stream)
+        batch = self.batch
+        self.preload()
+        return batch
+''', train_DOT_py='''
+import torch
+from data.prefetch import Prefetcher
+
+
+def train(dataset, steps):
+    pf = Prefetcher(torch.utils.data.DataLoader(dataset, batch_size=8))  # expect: PIN001
+    batch = pf.next()
+    for _ in range(steps):
+        batch = pf.next()
+''')
+
+# Other buffers at the same copy are other mistakes: each call that passes one keeps its report.
+project("other-buffers-at-one-copy-keep-their-reports-pycuda", main_DOT_py='''
+import numpy as np
+import pycuda.driver as cuda
+
+
+def upload(dev, host, stream):
+    cuda.memcpy_htod_async(dev, host, stream)  # via: PIN001
+
+
+def main(dev):
+    stream = cuda.Stream()
+    a = np.zeros(1 << 20, np.float32)
+    b = np.ones(1 << 20, np.float32)
+    upload(dev, a, stream)  # expect: PIN001
+    upload(dev, b, stream)  # expect: PIN001
+    upload(dev, a, stream)
+''')

@@ -154,8 +154,9 @@ def test_the_language_server_uses_the_project_s_modules_for_the_open_file(tmp_pa
             "    return cuda.Stream()\n")
     path = write(tmp_path, "main.py", "")
     analysis = analyse(path.as_uri(), text, 1, SettingsResolver())
-    # memcpy_htod_async is asynchronous on any stream it is given (unless it is 0 or None).
-    assert [(f.code, f.location.row) for f in analysis.findings] == [("PIN001", 6), ("PIN001", 7)]
+    # memcpy_htod_async is asynchronous on any stream it is given (unless it is 0 or None); the same
+    # buffer at the same copy is one mistake, reported at the first call that reaches it.
+    assert [(f.code, f.location.row) for f in analysis.findings] == [("PIN001", 6)]
     assert "via `upload` (helpers.py:4)" in analysis.findings[0].message
 
 
@@ -480,3 +481,14 @@ def test_a_call_without_keywords_gives_a_kwargs_reader_its_defaults(call, report
         {call}  # call: nothing but the keywords (none) tells the callee more than its own analysis
     """
     assert rows(src, "PIN001") == ([row_of(src, "# call")] if reported else [])
+
+
+def test_noqa_at_the_first_call_silences_the_mistake_at_every_call_that_reaches_it(tmp_path, monkeypatch, capsys):
+    files = dict(PROJECTS["other-buffers-at-one-copy-keep-their-reports-pycuda"])
+    files["main.py"] = files["main.py"].replace("upload(dev, a, stream)  # expect: PIN001",
+                                                "upload(dev, a, stream)  # noqa: PIN001")
+    _write_project(tmp_path, files)
+    found = _check(monkeypatch, capsys, tmp_path)
+    # b's report stays; a's second call does not take over the suppressed report.
+    assert [(f["location"]["row"], f["code"]) for f in found] == [(row_of(textwrap.dedent(files["main.py"]).lstrip("\n"),
+                                                                           "upload(dev, b, stream)"), "PIN001")]
