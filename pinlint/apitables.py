@@ -117,6 +117,19 @@ class Tables:
         keywords = tuple(sorted({str(api.opt("pin_kw")).encode() for api in self._all_apis() if _pins_by_keyword(api)}))
         return keywords, _names_pattern(self._api_names(_pins_by_keyword))
 
+    @functools.cached_property
+    def deciding_keywords(self) -> frozenset:
+        """Keywords whose constant value decides what a call makes or does (``pin_memory=``,
+        ``non_blocking=``, ``blocking=``): a function that passes its own parameter there behaves
+        differently for a caller that leaves the parameter at its default."""
+        found = {str(api.opt("pin_kw")) for api in self._all_apis() if api.opt("pin_kw")}
+        for api in self._all_apis():
+            for name in ("blocking", "non_blocking", "async_flag"):
+                spec = api.arg(name)
+                if spec is not None and spec.kw:
+                    found.add(spec.kw)
+        return frozenset(found)
+
     def _all_apis(self):
         return [*self.functions.values(), *self.methods.values()]
 

@@ -1184,3 +1184,96 @@ def main(dev):
     upload(dev, b, stream)  # expect: PIN001
     upload(dev, a, stream)
 ''')
+
+# `for x in obj` (and `iter(obj)`) of an object of the checked code runs its class's __iter__ there: a
+# prefetching loader wrapping a DataLoader copies each batch non-blocking inside its generator. A factory
+# that wraps the loader only when asked, and passes its own `pin_memory=False` parameter on, is decided
+# per caller.
+project("iterating-an-object-runs-its-iter-torch", data__loader_DOT_py='''
+import torch
+import torch.utils.data
+
+
+class PrefetchLoader:
+    def __init__(self, loader, device=torch.device("cuda")):
+        self.loader = loader
+        self.device = device
+
+    def __iter__(self):
+        stream = torch.cuda.Stream()
+        for images, labels in self.loader:
+            with torch.cuda.stream(stream):
+                images = images.to(device=self.device, non_blocking=True)  # via: PIN001
+            torch.cuda.current_stream().wait_stream(stream)
+            yield images, labels
+
+
+def create_loader(dataset, batch_size, pin_memory=False, use_prefetcher=True):
+    loader = torch.utils.data.DataLoader(dataset, batch_size=batch_size, pin_memory=pin_memory)
+    if use_prefetcher:
+        loader = PrefetchLoader(loader)
+    return loader
+''', train_DOT_py='''
+import torch
+from data.loader import PrefetchLoader, create_loader
+
+
+def wrapped(dataset):
+    for images, labels in PrefetchLoader(torch.utils.data.DataLoader(dataset, batch_size=32)):  # expect: PIN001
+        pass
+
+
+def stepped(dataset):
+    batches = iter(PrefetchLoader(torch.utils.data.DataLoader(dataset, batch_size=32)))  # expect: PIN001
+    return next(batches)
+
+
+def default_factory(dataset):
+    for images, labels in create_loader(dataset, 64):  # expect: PIN001
+        pass
+
+
+def pinned_factory(dataset):
+    for images, labels in create_loader(dataset, 64, pin_memory=True):
+        pass
+
+
+def factory_pinned_as_the_command_line_says(dataset, args):
+    for images, labels in create_loader(dataset, 64, pin_memory=args.pin_mem):
+        pass
+
+
+def plain_loader(dataset):
+    for images, labels in create_loader(dataset, 64, use_prefetcher=False):
+        images.cuda(non_blocking=True)  # expect: PIN001
+''')
+
+project("iterating-an-object-runs-its-iter-cupy", main_DOT_py='''
+import numpy as np
+import cupy as cp
+import cupyx
+
+
+class Chunks:
+    def __init__(self, host, rows):
+        self.host = host
+        self.rows = rows
+        self.stream = cp.cuda.Stream(non_blocking=True)
+
+    def __iter__(self):
+        dev = cp.empty((self.rows, self.host.shape[1]), self.host.dtype)
+        for start in range(0, self.host.shape[0], self.rows):
+            dev.set(self.host[start:start + self.rows], stream=self.stream)  # via: PIN001
+            self.stream.synchronize()
+            yield dev
+
+
+def pageable(n):
+    for block in Chunks(np.zeros((n, 1 << 16), np.float32), 64):  # expect: PIN001
+        block.sum()
+
+
+def pinned(n):
+    for block in Chunks(cupyx.zeros_pinned((n, 1 << 16), np.float32), 64):
+        block.sum()
+''')

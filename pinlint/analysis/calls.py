@@ -358,6 +358,8 @@ class Calls:
             return Iteration(Items((UNKNOWN, element_of(first))))
         if name == "zip":
             return Iteration(Items(tuple(element_of(v) for _, v in args.positional)))
+        if name == "iter" and isinstance(first, Instance):
+            return self.iterate(first, node)
         if name in ("iter", "reversed"):
             return first if isinstance(first, (Loader, Iteration, Seq, Items)) else UNKNOWN
         if name == "next":
@@ -539,6 +541,22 @@ class Calls:
     # ------------------------------------------------------------------ annotations, with
     def annotated(self, annotation: cst.Annotation, target=None) -> Value:
         return interproc.annotation_value(self.ev.module, annotation.annotation)
+
+    def iterate(self, value: Value, node) -> Value:
+        """``for x in obj`` / ``iter(obj)`` of an object of the checked code whose class defines
+        ``__iter__``: that method runs on it there (a prefetching loader wrapping a DataLoader, whose
+        generator copies each batch non-blocking). What a generator yields stays unknown."""
+        if isinstance(value, Alternatives):
+            result = None
+            for option in value.options:
+                each = self.iterate(option, node)
+                result = each if result is None else join(result, each)
+            return result
+        if isinstance(value, Instance):
+            method = self.member(value, "__iter__", node)
+            if isinstance(method, Function):
+                return interproc.call(self.ev, method, Args((), {}, False), node, None)
+        return value
 
     def enter_context(self, value: Value, node) -> Value:
         if value == Obj("executor"):

@@ -438,6 +438,10 @@ def join(a: Value, b: Value) -> Value:
         return b
     if _definition(a) and _definition(b):
         return alternatives(a, b)
+    if _definition(a) and isinstance(b, Loader) or _definition(b) and isinstance(a, Loader):
+        # `if use_prefetcher: loader = PrefetchLoader(loader)`: the DataLoader or the object of the
+        # checked code wrapping it; iterating either runs what each does.
+        return alternatives(a, b)
     if isinstance(a, Host) and a.sites and isinstance(b, Tensor) and a.library == "torch":
         return replace(a, maybe_unknown=True)  # `t.pin_memory() if pin else t`: these buffers or a tensor
     if isinstance(b, Host) and b.sites and isinstance(a, Tensor) and b.library == "torch":
@@ -503,6 +507,11 @@ def element_of(value: Optional[Value]) -> Value:
         return replace(value, ndim=value.dimensions() - 1)
     if isinstance(value, Device):
         return value
+    if isinstance(value, Alternatives):
+        element = None
+        for option in value.options:
+            element = element_of(option) if element is None else join(element, element_of(option))
+        return element
     return UNKNOWN
 
 
@@ -583,6 +592,8 @@ def interesting(value: Value) -> bool:
     stream, a definition of the checked code (an object counts by what its fields hold). Calls whose
     arguments are all uninteresting share one analysis of the callee."""
     kind = type(value)
+    if kind is Alternatives:
+        return any(interesting(option) for option in value.options)
     if kind not in _COMPOSITES:
         return isinstance(value, _INTERESTING)
     cached = value.__dict__.get("_interesting")

@@ -177,6 +177,8 @@ def _invoke(ev, fn: Function, env: dict, node) -> Optional[Outcome]:
         # gives the callee the same empty mapping, so this costs one analysis per callee at most
         # (with the other arguments as they are), and only for a callee that does something.
         contextual = baseline is None or not _does_nothing(baseline)
+    if not contextual and _gives_a_deciding_keyword(fn, env):
+        contextual = True
     if not contextual and _decides_a_test(fn, env):
         # Leaving arms aside helps only a callee that does something the analysis follows: one whose
         # baseline has no event and gives back nothing of interest gives nothing more on fewer paths
@@ -244,6 +246,37 @@ def _decides_a_test(fn: Function, env: dict) -> bool:
     from .domain import ANYTHING
     tested = tested_names(fn.node, fn.module.project.tested_names)
     return any(isinstance(v, Const) and ANYTHING not in v.values and name in tested for name, v in env.items())
+
+
+def _gives_a_deciding_keyword(fn: Function, env: dict) -> bool:
+    """A constant argument the callee passes on as ``pin_memory=``, ``non_blocking=`` or ``blocking=``:
+    its analysis for callers at large does not know what the library call makes or does, so its
+    result says nothing of what this call gets (a ``create_loader(ds, 64)`` that leaves ``pin_memory``
+    at False gets a pageable DataLoader, wrapped or not)."""
+    from .domain import ANYTHING
+    deciding = _deciding_names(fn)
+    return bool(deciding) and any(isinstance(v, Const) and ANYTHING not in v.values and name in deciding
+                                  for name, v in env.items())
+
+
+def _deciding_names(fn: Function) -> frozenset:
+    """Names the function passes as a keyword that decides what a library call makes or does
+    (``DataLoader(ds, pin_memory=pin_memory)`` of a ``pin_memory=False`` parameter): a caller that
+    leaves the parameter at its default gets the pageable loader, not "pinned or not"."""
+    cache = fn.module.project.deciding_names
+    found = cache.get(fn.node)
+    if found is None:
+        keywords = fn.module.tables.deciding_keywords
+        names: set = set()
+        stack = [fn.node.body]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, cst.Arg) and node.keyword is not None and node.keyword.value in keywords \
+                    and isinstance(node.value, cst.Name):
+                names.add(node.value.value)
+            stack.extend(code_parts(node))
+        found = cache[fn.node] = frozenset(names)
+    return found
 
 
 def tested_names(node: cst.FunctionDef, cache: Optional[dict] = None) -> frozenset:

@@ -268,6 +268,7 @@ class Project:
         self._fields_running = self.fields.running
         self.tested_names: dict = {}     # function node -> the names its ifs test
         self.body_names: dict = {}       # function node -> every name its body mentions
+        self.deciding_names: dict = {}   # function node -> the names it passes as a deciding keyword
         self.literals: dict = {}         # string node -> its value
         self._provisional_outcomes: dict = {}
         self._provisional_baselines: dict = {}

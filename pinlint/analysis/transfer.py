@@ -246,7 +246,7 @@ def _test(ev, element) -> None:
 def _iter(ev, element) -> None:
     """A for loop's iterable runs once, before the loop."""
     loop = element.extra
-    value = ev.expr(element.node)
+    value = ev.calls.iterate(ev.expr(element.node), element.node)
     if isinstance(value, Host) and not value.batch:
         ev.event(EventType.READ, element.node, value)
     ev.state.env[f"$iter:{id(loop)}"] = value
