@@ -610,6 +610,8 @@ def bench(dptr, stream, use_async, sync_only):
     ("i", True),          # tables[i] sent again on every iteration of the inner loop
     ("0, j", True),       # tables[0, j] sent again on every iteration of the outer loop
     ("0, 0", True),       # the same array every time
+    ("i, n + j", False),  # an offset key follows j as j does
+    ("i, j % 2", True),   # two arrays, round and round
 ])
 def test_a_container_keyed_by_the_loops_variables_holds_a_buffer_per_iteration(key, reported):
     src = f"""
@@ -803,3 +805,26 @@ run(np.zeros(1 << 20))
 def test_equality_of_objects_of_the_checked_code_runs_their_eq(bases, id, reported):
     src = _DEVICES.format(bases=bases, id=id).replace("import cupy as cp\n", "import cupy as cp\nfrom lib import Base\n")
     assert bool(rows(src, "PIN007")) is reported
+
+
+@pytest.mark.parametrize("index, reported", [
+    ("n_in + i", False),   # one output buffer per binding, after the inputs: each crosses once
+    ("i + n_in", False),
+    ("2 * i + 1", False),
+    ("n_in", True),        # the same buffer every time
+    ("i % 2", True),
+])
+def test_a_list_index_that_follows_the_loop_is_another_element_each_time(index, reported):
+    src = f"""
+    import numpy as np
+    from cuda.bindings import runtime as cudart
+    def bindings(n_in, n_out):
+        host = [np.random.rand(1 << 20).astype(np.float32) for _ in range(n_in)]
+        for _ in range(n_out):
+            host.append(np.empty(1 << 20, dtype=np.float32))
+        dev = [cudart.cudaMalloc(h.nbytes)[1] for h in host]
+        for i in range(n_out):
+            cudart.cudaMemcpy(host[{index}].ctypes.data, dev[i], host[{index}].nbytes,
+                              cudart.cudaMemcpyKind.cudaMemcpyDeviceToHost)
+    """
+    assert codes(src) == (["PIN007"] if reported else [])

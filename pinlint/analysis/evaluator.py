@@ -529,10 +529,10 @@ class Evaluator:
         # weights[name], tables[i, j] with `name`, `i` a loop's variable: a different element on each
         # iteration of that loop.
         if not isinstance(base, Host):
-            for name in _index_names(node):
-                loop = self.state.env.get(LOOP_VARIABLE + name)
-                if isinstance(loop, Const):
-                    element = varying_in(element, loop.single)
+            # host[n_in + i] (one buffer per binding after the inputs) follows i as host[i] does.
+            for index in _index_expressions(node):
+                for loop in self._stepping(index):
+                    element = varying_in(element, loop)
         return element
 
     def _subscript(self, base: Value, node: cst.Subscript, indexes: list) -> Value:
@@ -669,17 +669,15 @@ class Evaluator:
         return self.calls.call(node)
 
 
-def _index_names(node: cst.Subscript) -> list:
-    """The names a one-item subscript indexes by: ``d[k]`` gives k, ``d[i, j]`` (a tuple key) i and j."""
+def _index_expressions(node: cst.Subscript) -> list:
+    """The keys a subscript indexes by: ``d[k]`` gives k, ``d[i, j]`` (a tuple key) i and j."""
     if len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
         index = node.slice[0].slice.value
-        if isinstance(index, cst.Name):
-            return [index.value]
         if isinstance(index, cst.Tuple):
-            return [e.value.value for e in index.elements if isinstance(e.value, cst.Name)]
-        return []
+            return [e.value for e in index.elements]
+        return [index]
     if all(isinstance(e.slice, cst.Index) for e in node.slice):  # d[i, j] parses as two indexes
-        return [e.slice.value.value for e in node.slice if isinstance(e.slice.value, cst.Name)]
+        return [e.slice.value for e in node.slice]
     return []
 
 
