@@ -305,6 +305,35 @@ def test_stored_in_an_attribute_container_in_a_method_is_quiet():
     assert "PIN002" not in codes(src)
 
 
+@pytest.mark.parametrize("view", [
+    pytest.param("np.ndarray(shape=(count,), buffer=ctypes.cast(ptr, arr_t)[0], dtype=np.float32)", id="pointer-index"),
+    pytest.param("np.frombuffer(ctypes.cast(ptr, arr_t).contents, dtype=np.float32)", id="pointer-contents"),
+    pytest.param("ctypes.cast(ptr, arr_t)[0]", id="ctypes-array"),
+])
+def test_a_pinned_block_kept_through_a_ctypes_view_of_it_is_quiet(view):
+    # A per-binding set-up loop: each cudaHostAlloc block is seen as a NumPy array through ctypes and
+    # the view is kept in a dict of the object: the block lives as long as the object.
+    src = f"""
+    import ctypes
+    import numpy as np
+    from cuda.bindings import runtime as cudart
+    class Runner:
+        def setup(self, shapes):
+            self.buffer = {{}}
+            count = 1 << 20
+            for name in shapes:
+                ptr = cudart.cudaHostAlloc(count * 4, cudart.cudaHostAllocDefault)[1]
+                arr_t = ctypes.POINTER(ctypes.c_float * count)
+                self.buffer[name] = [{view}, count * 4]
+    """
+    assert "PIN002" not in codes(src)
+    # Freed at the end of the iteration, the same block is PIN002.
+    freed = src.replace("self.buffer[name] = [", "view = [").rstrip() + (
+        "\n                cudart.cudaMemcpy(ptr, 0, count * 4, cudart.cudaMemcpyKind.cudaMemcpyDeviceToHost)"
+        "\n                cudart.cudaFreeHost(ptr)\n")
+    assert "PIN002" in codes(freed)
+
+
 def test_returned_from_inside_the_loop_is_quiet():
     src = """
     import torch

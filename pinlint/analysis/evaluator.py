@@ -243,6 +243,8 @@ class Evaluator:
         if isinstance(base, Host) and attr in self.tables.view_attributes:
             if attr in ("ctypes", "ptr"):
                 return replace(base, pointer=True)  # h.ctypes.data, mem.ptr: addresses
+            if attr == "contents":
+                return _pointee(base)  # ctypes.cast(ptr, POINTER(c_float * n)).contents
             return transposed(base) if attr in _TRANSPOSING else base
         if isinstance(base, Device) and attr in self.tables.device_attributes:
             return base
@@ -569,6 +571,11 @@ class Evaluator:
                 return row
             if len(indexes) == 1 and isinstance(indexes[0], Const) and isinstance(indexes[0].single, str):
                 return replace(base, ndim=NDIM_UNKNOWN)  # h["x"]: a field of a structured array (or an npz member)
+            if base.pointer and len(indexes) == 1 and indexes[0] == Const.of(0):
+                # ctypes.cast(ptr, POINTER(c_float * n))[0]: the memory it points to (read, as it is
+                # for a pointer to one float, which nothing here tells apart).
+                self.event(EventType.READ, node, base)
+                return _pointee(base)
             self.event(EventType.READ, node, base)
             return UNKNOWN
         if isinstance(base, Device) or isinstance(base, Tensor):
@@ -667,6 +674,14 @@ class Evaluator:
     # ------------------------------------------------------------------ calls
     def _expr_Call(self, node: cst.Call) -> Value:
         return self.calls.call(node)
+
+
+def _pointee(pointer: Host) -> Host:
+    """What a ctypes pointer to a block points to: the block itself, as a ctypes object of some shape
+    (an array of the pointer's type), which ``np.frombuffer``/``np.ndarray(buffer=...)`` view."""
+    if not pointer.pointer:
+        return pointer
+    return replace(pointer, pointer=False, contiguous=None, ndim=NDIM_UNKNOWN)
 
 
 def _index_expressions(node: cst.Subscript) -> list:
