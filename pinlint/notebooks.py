@@ -105,6 +105,7 @@ _TRANSFORMER: list = []
 
 def to_python(source: str, use_ipython: Optional[bool] = None) -> str:
     """The cell as the Python IPython would run (IPython's own rules, or the stand-in)."""
+    source = _automagic(_leading_indent(source))
     if use_ipython is not False:
         if not _TRANSFORMER:
             _TRANSFORMER.append(_transformer())
@@ -115,6 +116,56 @@ def to_python(source: str, use_ipython: Optional[bool] = None) -> str:
             except Exception:  # noqa: BLE001 - IPython gave up on this cell: the stand-in reads it
                 pass
     return _standin(source)
+
+
+def _leading_indent(source: str) -> str:
+    """IPython's ``leading_indent`` clean-up: a cell whose first line is indented runs with that
+    indentation taken off every line that starts with it (a snippet pasted from inside a block)."""
+    lines = source.split("\n")
+    first = next((i for i, line in enumerate(lines) if line.strip()), None)
+    if first is None:
+        return source
+    indent = lines[first][:len(lines[first]) - len(lines[first].lstrip())]
+    if not indent:
+        return source
+    return "\n".join(line[len(indent):] if line.startswith(indent) else line for line in lines)
+
+
+# Line magics IPython runs without their `%` (automagic, on by default) that notebooks write bare;
+# `ls`, `cat` and friends are its shell aliases, which run the same way.
+_AUTOMAGIC = frozenset({"pip", "conda", "mamba", "matplotlib", "load_ext", "reload_ext", "autoreload", "cd",
+                        "pwd", "env", "time", "timeit", "run", "who", "whos", "ls", "ll", "mkdir", "rmdir",
+                        "cat", "rm", "cp", "mv", "config", "pylab", "xmode", "precision", "reset", "history",
+                        "store", "set_env", "pdb", "prun", "sx", "system", "bookmark", "dhist", "popd", "pushd"})
+
+
+def _automagic(source: str) -> str:
+    """``pip install cupy`` alone on a logical line, which Python cannot parse: IPython's automagic
+    runs it as ``%pip install cupy``. A line Python parses (``time = 5``, ``cd(x)``) is Python."""
+    lines = source.split("\n")
+    out: list = []
+    pending: list = []
+    for line in lines:
+        stripped = line.lstrip()
+        word = stripped.split(None, 1)[0] if stripped else ""
+        if not pending and word in _AUTOMAGIC and stripped[len(word):len(word) + 1] in (" ", "\t", "") and \
+                not _parses(stripped):
+            out.append(line[:len(line) - len(stripped)] + "%" + stripped)
+            continue
+        pending.append(line)
+        if _complete("\n".join(pending) + "\n"):
+            out.extend(pending)
+            pending = []
+    out.extend(pending)
+    return "\n".join(out)
+
+
+def _parses(line: str) -> bool:
+    try:
+        compile(line, "<cell>", "exec")
+    except (SyntaxError, ValueError):
+        return False
+    return True
 
 
 def _complete(text: str) -> bool:
@@ -222,6 +273,14 @@ def _split(source: str, use_ipython: Optional[bool]) -> Optional[tuple]:
             for offset in range(i2 - i1):
                 lines.append(body[i1 + offset])
                 origin.append(None)
+                rows.append(start + i1 + offset + 1)
+            continue
+        if tag == "replace" and i2 - i1 == j2 - j1:
+            # Line for line (a cell IPython dedents, a bare `pip install`): each keeps its own row.
+            for offset in range(i2 - i1):
+                hunks.append([body[i1 + offset]])
+                lines.append(python[j1 + offset])
+                origin.append(len(hunks) - 1)
                 rows.append(start + i1 + offset + 1)
             continue
         hunks.append(body[i1:i2])

@@ -131,6 +131,12 @@ def test_marker_like_text_in_a_cell_is_only_text(ipython_rules):
     "t = %timeit -o x = 1",
     "if n:\n    !echo yes\n    %time y = 2",
     "x = 1  # why?",
+    "pip install cupy-cuda12x",            # automagic: IPython runs it as %pip
+    "conda install -y numba\nn = 2",
+    "matplotlib inline",
+    "time = 5\nprint(time)",               # Python, not the magic
+    "  a = cp.zeros(4)\n  b = a + 1",       # IPython takes the first line's indent off every line
+    "    for i in range(2):\n        pip install x",
 ])
 def test_valid_cells_are_not_syntax_errors(ipython_rules, source):
     notebook = {"cells": [{"cell_type": "code", "metadata": {}, "outputs": [], "source": "import cupy as cp\nn = 1"},
@@ -138,6 +144,30 @@ def test_valid_cells_are_not_syntax_errors(ipython_rules, source):
                 "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
     outcome = notebooks.check_notebook(json.dumps(notebook).encode(), "nb.ipynb", Settings())
     assert [f.code for f in outcome.findings] == [] and outcome.errors == []
+
+
+@pytest.mark.parametrize("source", [
+    "pip",              # a word alone is a Python name, not a syntax error: the next line is one
+    "install cupy",     # not a magic IPython runs bare
+    "a = 1\n  b = 2",   # only the first line's indent is taken off
+])
+def test_what_ipython_would_not_run_is_still_a_syntax_error(ipython_rules, source):
+    source = source if source != "pip" else "pip\nimport(x)"
+    notebook = {"cells": [{"cell_type": "code", "metadata": {}, "outputs": [], "source": "import cupy as cp\nn = 1"},
+                          {"cell_type": "code", "metadata": {}, "outputs": [], "source": source}],
+                "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    outcome = notebooks.check_notebook(json.dumps(notebook).encode(), "nb.ipynb", Settings())
+    assert [f.code for f in outcome.findings] == ["PIN000"]
+
+
+def test_an_indented_cell_is_checked_and_its_magic_lines_written_back(ipython_rules):
+    source = "  import numpy as np\n  pip install cupy\n  for i in range(3):\n      d = cp.asarray(h)\n"
+    notebook = {"cells": [{"cell_type": "code", "metadata": {}, "outputs": [],
+                           "source": "import cupy as cp\nimport numpy as np\nh = np.ones(1 << 20)"},
+                          {"cell_type": "code", "metadata": {}, "outputs": [], "source": source}],
+                "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    outcome = notebooks.check_notebook(json.dumps(notebook).encode(), "nb.ipynb", Settings())
+    assert [(f.code, f.cell, f.location.row) for f in outcome.findings] == [("PIN007", 2, 4)]
 
 
 def test_ipython_syntax_is_kept_through_a_fix(ipython_rules):
