@@ -91,10 +91,10 @@ def lint_bytes(data: bytes, filename: str, settings: Settings) -> FileResult:
 _PROJECT: Optional[Project] = None
 
 
-def start_project(root: Optional[Path] = None) -> Project:
+def start_project(root: Optional[Path] = None, trees: tuple = ()) -> Project:
     """Share one project between the files this process checks from now on (a run, a worker)."""
     global _PROJECT
-    _PROJECT = Project(default_tables(), root=root)
+    _PROJECT = Project(default_tables(), root=root, trees=trees)
     keep_trees(True)
     remember_files(True)
     return _PROJECT

@@ -140,8 +140,9 @@ _AUTOMAGIC = frozenset({"pip", "conda", "mamba", "matplotlib", "load_ext", "relo
 
 
 def _automagic(source: str) -> str:
-    """``pip install cupy`` alone on a logical line, which Python cannot parse: IPython's automagic
-    runs it as ``%pip install cupy``. A line Python parses (``time = 5``, ``cd(x)``) is Python."""
+    """A line magic written without its ``%`` (``pip`` or ``conda`` with their arguments) alone on a
+    logical line, which Python cannot parse: IPython's automagic runs it as the ``%`` form. A line
+    Python parses (``time = 5``, ``cd(x)``) is Python."""
     lines = source.split("\n")
     out: list = []
     pending: list = []
@@ -276,7 +277,7 @@ def _split(source: str, use_ipython: Optional[bool]) -> Optional[tuple]:
                 rows.append(start + i1 + offset + 1)
             continue
         if tag == "replace" and i2 - i1 == j2 - j1:
-            # Line for line (a cell IPython dedents, a bare `pip install`): each keeps its own row.
+            # Line for line (a cell IPython dedents, a magic without its `%`): each keeps its own row.
             for offset in range(i2 - i1):
                 hunks.append([body[i1 + offset]])
                 lines.append(python[j1 + offset])

@@ -32,7 +32,7 @@ _PENDING_ROOT: list = []
 def _engine():
     from . import engine
     if _PENDING_ROOT:
-        engine.start_project(_PENDING_ROOT.pop())
+        engine.start_project(*_PENDING_ROOT.pop())
     return engine
 
 
@@ -45,10 +45,10 @@ def write_atomically(path: Path, data: bytes, expected: Optional[bytes] = None) 
     write(path, data, expected=expected)
 
 
-def _start_project(root: Optional[Path]) -> None:
+def _start_project(root: Optional[Path], trees: tuple = ()) -> None:
     from .apitables import default_tables
     default_tables()  # every file's prefilter needs them: a broken table is the run's error, not a file's
-    _PENDING_ROOT[:] = [root]
+    _PENDING_ROOT[:] = [(root, trees)]
 
 
 def _end_project() -> None:
@@ -298,13 +298,14 @@ def _run_all(jobs: list, workers: int, cache: Optional["Cache"]) -> list:
     if not jobs:
         return []
     root = Path.cwd()
+    trees = _trees_outside(jobs, root)
     if workers <= 1 or len(jobs) < 2 * workers:
-        _start_project(root)
+        _start_project(root, trees)
         try:
             return [process(job, cache) for job in jobs]
         finally:
             _end_project()
-    pool = ProcessPoolExecutor(max_workers=workers, initializer=_init_worker, initargs=(os.getpid(), root))
+    pool = ProcessPoolExecutor(max_workers=workers, initializer=_init_worker, initargs=(os.getpid(), root, trees))
     try:
         futures = [pool.submit(_process_chunk, [(jobs[i], cache) for i in chunk]) for chunk in _chunks(jobs, workers)]
         results = [result for future in futures for result in future.result()]
@@ -313,6 +314,25 @@ def _run_all(jobs: list, workers: int, cache: Optional["Cache"]) -> list:
         raise
     pool.shutdown()
     return results
+
+
+def _trees_outside(jobs: list, root: Path) -> tuple:
+    """The folders holding the checked files that lie outside the working directory (each file's top
+    package's folder, where `import` finds its neighbours): their modules are the checked tree too, so
+    `pinlint check ../project` follows calls into them as `pinlint check .` run there does."""
+    from .modulefiles import search_folders
+    found: dict = {}
+    resolved_root = root.resolve()
+    for job in jobs:
+        try:
+            path = Path(job.path).resolve()
+        except (OSError, RuntimeError, ValueError):
+            continue
+        if resolved_root in path.parents:
+            continue
+        folder = search_folders(path, None)[0]
+        found.setdefault(folder, None)
+    return tuple(found)
 
 
 def _chunks(jobs: list, workers: int) -> list:
@@ -389,13 +409,13 @@ def _stop_pool(pool: ProcessPoolExecutor) -> None:
             pass
 
 
-def _init_worker(parent: int, root: Optional[Path] = None) -> None:
+def _init_worker(parent: int, root: Optional[Path] = None, trees: tuple = ()) -> None:
     """A pool worker: Ctrl-C goes to the whole process group, but the parent stops the run; SIGTERM
     (from the parent, or from the kernel when the parent dies) ends the worker without cutting a
     write short; and before each write the worker checks that its parent is still there. It keeps
     one project (the checked tree's modules and their analyses) for every file it is given."""
     from .fixes import request_stop, stop_writing_when
-    _start_project(root)
+    _start_project(root, trees)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, lambda signum, frame: request_stop())
     _die_with_parent()

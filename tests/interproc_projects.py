@@ -1277,3 +1277,39 @@ def pinned(n):
     for block in Chunks(cupyx.zeros_pinned((n, 1 << 16), np.float32), 64):
         block.sum()
 ''')
+
+# The standard library's dicts hold what is stored in them, as `{}` does: a wrapper keeping
+# [host, device, nbytes] per tensor in an OrderedDict field, read back by a timing loop in another file.
+project("ordered-dict-field-cuda-python", wrapper_DOT_py='''
+from collections import OrderedDict, defaultdict
+import numpy as np
+from cuda.bindings import runtime as cudart
+
+
+class Wrapper:
+    def __init__(self, shapes):
+        self.shapes = shapes
+        self.buffer = OrderedDict()
+        self.spare = defaultdict(list)
+
+    def setup(self):
+        for name, shape in self.shapes.items():
+            host = np.empty(shape, dtype=np.float32)
+            self.buffer[name] = [host, cudart.cudaMalloc(host.nbytes)[1], host.nbytes]
+            self.spare[name].append(host)
+''', bench_DOT_py='''
+from cuda.bindings import runtime as cudart
+from wrapper import Wrapper
+
+
+def bench(steps):
+    w = Wrapper({"x": (8, 64, 128, 128), "y": (8, 64, 128, 128)})
+    w.setup()
+    _, stream = cudart.cudaStreamCreate()
+    for _ in range(steps):
+        cudart.cudaMemcpyAsync(w.buffer["x"][1], w.buffer["x"][0].ctypes.data, w.buffer["x"][2],  # expect: PIN001
+                               cudart.cudaMemcpyKind.cudaMemcpyHostToDevice, stream)
+        cudart.cudaMemcpyAsync(w.buffer["y"][0].ctypes.data, w.buffer["y"][1], w.buffer["y"][2],  # expect: PIN001
+                               cudart.cudaMemcpyKind.cudaMemcpyDeviceToHost, stream)
+    cudart.cudaStreamSynchronize(stream)
+''')

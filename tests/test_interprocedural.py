@@ -492,3 +492,18 @@ def test_noqa_at_the_first_call_silences_the_mistake_at_every_call_that_reaches_
     # b's report stays; a's second call does not take over the suppressed report.
     assert [(f["location"]["row"], f["code"]) for f in found] == [(row_of(textwrap.dedent(files["main.py"]).lstrip("\n"),
                                                                            "upload(dev, b, stream)"), "PIN001")]
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_tree_checked_from_another_folder_is_followed_as_from_its_own(tmp_path, monkeypatch, capsys, jobs):
+    # `pinlint check ../project`: the checked files' modules are the checked tree, wherever the run starts.
+    project_dir, elsewhere = tmp_path / "project", tmp_path / "elsewhere"
+    marks = _write_project(project_dir, PROJECTS["param-helper-pycuda"])
+    write(project_dir, "other.py", "import numpy as np\n")  # two jobs per worker with --jobs 2
+    write(project_dir, "third.py", "import numpy as np\n")
+    write(project_dir, "fourth.py", "import numpy as np\n")
+    elsewhere.mkdir()
+    code, out, err = run_in_process(monkeypatch, capsys, elsewhere, "check", "--no-cache", "--jobs", jobs,
+                                    "--format", "json", str(project_dir))
+    reported = {(Path(f["filename"]).name, f["location"]["row"], f["code"]) for f in json.loads(out)}
+    assert reported == {(Path(name).name, row, code) for name, row, code in marks["expect"]}

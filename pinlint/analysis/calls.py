@@ -141,6 +141,13 @@ class Calls:
             return effects.apply(ev, api, node, None, self.arguments(node))
         if qualified in _IMPORTERS:
             return self._import_module(node)
+        python = ev.tables.python
+        if qualified in python.get("dict_types", ()):
+            return self.builtin(node, "dict", self.arguments(node))  # OrderedDict(): a dict
+        if qualified in python.get("dict_types_with_factory", ()):
+            args = self.arguments(node)  # defaultdict(list, ...): a dict, whatever its factory makes
+            return self.builtin(node, "dict", Args(args.positional[1:], args.keywords, args.star, args.starred,
+                                                   args.kwargs_unknown))
         if qualified in _STARTERS:
             return self._start_thread(node, *_STARTERS[qualified])
         library = ev.tables.library_of(qualified) if qualified else None

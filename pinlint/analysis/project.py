@@ -245,12 +245,14 @@ class ModuleContext:
 
 
 class Project:
-    def __init__(self, tables, root: Optional[Path] = None, screen: bool = True) -> None:
+    def __init__(self, tables, root: Optional[Path] = None, screen: bool = True, trees: tuple = ()) -> None:
         self.tables = tables
         self.screen = screen             # skip the root analysis of inert functions (analysis/inert.py)
         self.runs_per_call: dict = {}    # function node -> interproc._body_runs_per_call's answer
         self.changes: dict = {}          # loop or function node -> what it binds or stores (invariance)
         self.root = root.resolve() if root is not None else None
+        # Folders outside the root that hold checked files: their modules are the checked tree too.
+        self.trees = tuple(Path(t).resolve() for t in trees)
         self.by_path: dict = {}          # resolved path -> ModuleContext (None: not loadable)
         self.by_name: dict = {}          # ModuleRef name -> ModuleContext
         self._lookups: dict = {}         # (module name, importing file's folder) -> ModuleContext or None
@@ -410,7 +412,8 @@ class Project:
         if resolved in self.by_path:
             return self.by_path[resolved]
         self.by_path[resolved] = None
-        if _EXCLUDED_PARTS & set(resolved.parts) or (self.root is not None and self.root not in resolved.parents):
+        if _EXCLUDED_PARTS & set(resolved.parts) or (self.root is not None and self.root not in resolved.parents and
+                                                     not any(tree in resolved.parents for tree in self.trees)):
             return None
         try:
             data = resolved.read_bytes()
