@@ -1083,3 +1083,66 @@ def index_copy(src, idx, tgt, chunk=50_000):
         {use}
 """
     assert bool(rows(src, "PIN002")) is reported
+
+
+@pytest.mark.parametrize("loop", [
+    "for ds in datasets:\n        loader = make_loader(ds)\n        for batch in loader:\n            batch.cuda()",
+    "loaders = tuple(make_loader(ds) for ds in datasets)",
+    "for _ in range(3):\n        run(make_loader(datasets[0]))",
+    "for _ in range(3):\n        embed(datasets[0])",   # a warm-up: the callee builds the loader and runs it
+])
+def test_building_a_pinning_dataloader_is_no_pinned_allocation(loop):
+    # DataLoader(pin_memory=True) pins each batch in its own thread as it is iterated: a helper that
+    # builds one, called in a loop (a warm-up, one loader per split), allocates nothing pinned there.
+    src = f"""
+    import torch
+    from torch.utils.data import DataLoader
+    def make_loader(ds):
+        return DataLoader(ds, batch_size=8, pin_memory=True)
+    def run(loader):
+        for batch in loader:
+            batch.cuda(non_blocking=True)
+    def embed(ds):
+        loader = make_loader(ds)
+        return run(loader)
+    def main(datasets):
+        {loop}
+    """
+    assert "PIN002" not in codes(src)
+
+
+def test_a_helper_returning_a_pinned_tensor_in_a_loop_still_is():
+    src = """
+    import torch
+    def make_staging():
+        return torch.empty(1 << 20, pin_memory=True)
+    def main(steps):
+        for _ in range(steps):
+            h = make_staging()
+            h.cuda(non_blocking=True)
+    """
+    assert rows(src, "PIN002") == [row_of(src, "h = make_staging()")]
+
+
+def test_a_warm_up_loop_over_a_method_that_builds_and_runs_a_pinning_loader_is_quiet():
+    src = """
+    import torch
+    from torch.utils.data import DataLoader
+    def plain_loader(dataset, batch_size):
+        return DataLoader(dataset, batch_size=batch_size, pin_memory=True)
+    def run_loader(model, loader):
+        outs = []
+        for batch in loader:
+            outs.append(model(batch.cuda()))
+        return torch.cat(outs)
+    class Embedder:
+        def __init__(self, model):
+            self.model = model
+        def embed_dataset(self, dataset):
+            loader = plain_loader(dataset, 8)
+            return run_loader(self.model, loader)
+        def warm_up(self, dataset):
+            for _ in range(3):
+                self.embed_dataset(dataset)
+    """
+    assert "PIN002" not in codes(src)

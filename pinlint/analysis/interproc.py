@@ -21,9 +21,9 @@ import libcst as cst
 from ..imports import dotted
 from ..model import Event, EventType, Kind, PendingCopy, Site, TraceStep
 from ..walk import code_parts
-from .domain import (ANYTHING, UNKNOWN, ClassRef, Const, Device, Function, Host, Instance, Items, Mapping,
+from .domain import (ANYTHING, UNKNOWN, ClassRef, Const, Device, Function, Host, Instance, Items, Loader, Mapping,
                      ModuleRef, Seq, Stream, Super, Tensor, Value, interesting, map_sites, all_sites,
-                     mapping, unknown_host)
+                     mapping, unknown_host, flatten)
 from .invariance import body_bindings, function_changes, same_on_every_call
 from .state import STREAM, merge_pending
 
@@ -566,8 +566,11 @@ def _copy_back(ev, outcome: Outcome, exprs: dict, rename) -> None:
 
 
 def _announce_allocations(ev, node, returned: Value, outcome: Outcome, fn: Function) -> None:
-    """A call that returns fresh buffers is where they are allocated, as far as the caller goes."""
-    for site in all_sites(returned):
+    """A call that returns fresh buffers is where they are allocated, as far as the caller goes. A
+    DataLoader it returns allocates nothing there: its batches are made as it is iterated (and
+    `pin_memory=True` pins them in its own thread), so building one is no pinned allocation."""
+    loaders = frozenset(v.site for v in flatten([returned]) if isinstance(v, Loader))
+    for site in all_sites(returned) - loaders:
         if site.node is node and site.variant == "call":
             ev.event(EventType.ALLOC, node, Host(frozenset([site]), site.library), api=site.api)
 
