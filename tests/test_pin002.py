@@ -226,6 +226,8 @@ def test_allocation_in_loop_inside_a_function_and_a_method():
     ("for i in range(20):", "(1 << i,)"),
     ("for _ in range(20):\n        size *= 2", "size"),             # a size the body steps
     ("for _ in range(20):\n        size = size * 2", "size"),
+    ("for _ in range(20):\n        size *= 2", "int(size)"),        # written as a number again
+    ("for n in sizes:", "round(n * 1.5)"),
 ])
 def test_a_size_sweep_has_no_one_buffer_to_hoist(loop, size):
     """A bandwidth probe: each iteration asks for another size, so the allocation cannot move before

@@ -220,15 +220,22 @@ def stepped_names(loop) -> frozenset:
     return found
 
 
+_NUMBER_CASTS = frozenset({"int", "float", "round", "abs"})
+
+
 def arithmetic_names(node) -> frozenset:
-    """The names an expression computes with as numbers: bare, in arithmetic, in a tuple or list
-    (``n``, ``(1 << i, m)``); not the objects it looks into (``batch.shape``, ``len(batch)``)."""
+    """The names an expression computes with as numbers: bare, in arithmetic, in a tuple or list, or
+    converted to a number (``n``, ``(1 << i, m)``, ``int(nbytes)``); not the objects it looks into
+    (``batch.shape``, ``len(batch)``)."""
     found: set = set()
     stack = [node]
     while stack:
         item = stack.pop()
         if isinstance(item, cst.Name):
             found.add(item.value)
+        elif isinstance(item, cst.Call) and isinstance(item.func, cst.Name) and item.func.value in _NUMBER_CASTS \
+                and len(item.args) >= 1 and item.args[0].keyword is None and item.args[0].star == "":
+            stack.append(item.args[0].value)
         elif isinstance(item, cst.BinaryOperation):
             stack += [item.left, item.right]
         elif isinstance(item, cst.UnaryOperation):
