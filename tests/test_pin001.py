@@ -1704,3 +1704,23 @@ def test_a_non_blocking_copy_between_a_pageable_tensor_and_one_made_on_some_devi
 ])
 def test_copies_with_a_tensor_made_on_some_device_that_are_not_pin001(pin, device, flag):
     assert "PIN001" not in codes(_CACHE.format(pin=pin, device=device, flag=flag))
+
+
+@pytest.mark.parametrize("made, reported", [
+    ("torch.cumsum(lengths[a:b], dim=0, dtype=torch.int32)", True),   # a scan of a pinned slice: new pageable memory
+    ("lengths[a:b].cumsum(0)", True),
+    ("lengths.index_select(0, idx)", True),
+    ("torch.flip(lengths, dims=(0,))", True),
+    ("lengths[a:b]", False),                                           # a view of the pinned buffer
+    ("torch.cumsum(lengths.cuda(), dim=0)", False),                     # on the GPU: no host memory
+])
+def test_a_scan_or_gather_of_a_cpu_tensor_is_new_pageable_memory(made, reported):
+    src = f"""
+    import torch
+    def upload(a, b, idx):
+        lengths = torch.zeros(1 << 20, dtype=torch.int32, pin_memory=True)
+        out = torch.empty(1 << 20, dtype=torch.int32, device="cuda")
+        starts = {made}
+        out[: b - a].copy_(starts, non_blocking=True)
+    """
+    assert ("PIN001" in codes(src)) is reported
