@@ -122,6 +122,9 @@ EFFECTS: dict[str, EffectSchema] = {
     "free": EffectSchema(frozenset({"arg"}), {}, "releases memory: neither a use nor an escape"),
     "read": EffectSchema(frozenset({"arg"}), {}, "a CPU read of its argument"),
     "write": EffectSchema(frozenset({"arg"}), {}, "a CPU write to its argument"),
+    "array-module": EffectSchema(frozenset(), {"host_module": _is_str, "device_module": _is_str},
+                                 "the array module of its arguments: `host_module` when all are host arrays, "
+                                 "`device_module` when one is the library's device array"),
     "elementwise": EffectSchema(frozenset(), {},
                                 "an elementwise result (a ufunc, `t.div(255)`): new pageable memory the size "
                                 "of its host array argument (its `out=` when given); nothing known of any other"),

@@ -258,3 +258,29 @@ def test_a_size_that_is_a_number_makes_a_one_dimensional_array():
         helper(grid, np.random.uniform(-2.0, 2.0, grid.shape[0]))
     """
     assert rows(src, "PIN007") == []
+
+
+@pytest.mark.parametrize("test", [
+    "cp.get_array_module(update) is not np",
+    "not (cp.get_array_module(update) is np)",
+    "cp.get_array_module(update, value) != np",
+])
+@pytest.mark.parametrize("update, reported", [
+    ("np.random.rand(1024, 1024)", False),        # NumPy updates: the CuPy arm never runs
+    ("cp.random.rand(1024, 1024)", True),         # a CuPy update moves the state to the GPU each time
+])
+def test_get_array_module_of_the_callers_arrays_decides_a_helpers_branch(test, update, reported):
+    src = f"""
+    import numpy as np
+    import cupy as cp
+    def push(update, value):
+        if {test}:
+            value = cp.array(value)
+        return value
+    def run():
+        target = {update}
+        state = np.random.rand(1024, 1024)
+        for _ in range(100):
+            push(target, state)
+    """
+    assert ("PIN007" in codes(src)) is reported

@@ -17,7 +17,7 @@ import libcst as cst
 from .. import tableschema
 from ..apitables import Api, ArgSpec
 from ..model import EventType, Kind
-from .domain import (ANYTHING, NDIM_UNKNOWN, UNKNOWN, Const, Context, Device, DeviceSpec, Host, Items, Loader, Obj, Scalar, Seq, Stream,
+from .domain import (ANYTHING, NDIM_UNKNOWN, UNKNOWN, Const, Context, Device, DeviceSpec, Host, Items, LibraryRef, Loader, Obj, Scalar, Seq, Stream,
                      Tensor, Value, element_of, flatten, join, unknown_host)
 from .dtypes import canonical_dtype, common, element_count, has_float, item_size, range_length, transposed
 from .state import STREAM
@@ -827,7 +827,19 @@ def _elementwise(ev, api: Api, node, receiver, args: Args) -> Value:
     return ev.arithmetic(node, operands, api=display(ev, api.name, flavour))
 
 
+def _array_module(ev, api: Api, node, receiver, args: Args) -> Value:
+    """``cupy.get_array_module(x)``: NumPy for host arrays, CuPy once a CuPy array is among them, so
+    a helper's ``if xp is np:`` / ``if get_array_module(u) is not np:`` is decided per caller."""
+    values = flatten(args.values())
+    if any(isinstance(v, Device) and v.library == api.library for v in values):
+        return LibraryRef(api.opt("device_module"))
+    if values and all(isinstance(v, Host) and not v.maybe_unknown and not v.pointer for v in values):
+        return LibraryRef(api.opt("host_module"))
+    return UNKNOWN
+
+
 EFFECTS = {
+    "array-module": _array_module,
     "elementwise": _elementwise,
     "alloc": _alloc, "device": _device, "view": _view, "convert": _convert, "contiguous": _contiguous,
     "copy": _copy, "sync": _sync, "stream": _stream, "default-stream": _default_stream,

@@ -472,6 +472,9 @@ class Evaluator:
             if isinstance(operator, (cst.Is, cst.IsNot)) and operands[1] == Const.of(None) and \
                     self._memo_guard(node.left):
                 return UNKNOWN
+            module = self._same_module(operator, node.left, operands[0], node.comparisons[0].comparator, operands[1])
+            if module is not None:
+                return module
             if isinstance(operator, (cst.Equal, cst.NotEqual)) and isinstance(operands[0], Instance):
                 decided = self.calls.equality(node, operands[0], operands[1], node.comparisons[0].comparator,
                                               isinstance(operator, cst.NotEqual))
@@ -479,6 +482,26 @@ class Evaluator:
                     return decided
             return _compare(operator, operands[0], operands[1])
         return UNKNOWN
+
+    def _same_module(self, operator, left_expr, left: Value, right_expr, right: Value) -> Optional[Value]:
+        """``xp is np`` / ``get_array_module(u) is not np``: a module value against an imported module."""
+        if not isinstance(operator, (cst.Is, cst.IsNot, cst.Equal, cst.NotEqual)):
+            return None
+        names = []
+        for expr, value in ((left_expr, left), (right_expr, right)):
+            if isinstance(value, LibraryRef):
+                names.append(value.name)
+            elif self.is_import_path(expr):
+                names.append(self.module.imports.qualify(expr))
+            else:
+                return None
+        if None in names or not any(isinstance(v, LibraryRef) for v in (left, right)):
+            return None
+        tables = self.tables
+        if not all(tables.library_of(name) is not None and "." not in name for name in names):
+            return None  # whole library modules only (numpy, cupy): a submodule may be re-exported
+        same = names[0] == names[1]
+        return Const.of(same == isinstance(operator, (cst.Is, cst.Equal)))
 
     def _memo_guard(self, left) -> bool:
         """``self.x is None`` in a method that sets ``self.x`` (a lazy set-up, or a memo guard
