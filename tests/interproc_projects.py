@@ -1313,3 +1313,47 @@ def bench(steps):
                                cudart.cudaMemcpyKind.cudaMemcpyDeviceToHost, stream)
     cudart.cudaStreamSynchronize(stream)
 ''')
+
+# A factory's constant reaches the function it makes and returns: `make_worker(pin_memory=False)` gives a
+# worker whose stream copies run from pageable buffers, wherever the worker is later called.
+project("factory-closure-sees-the-factorys-constant-numba", recon_DOT_py='''
+import numpy as np
+from numba import cuda
+
+
+def make_worker(pin_memory=False):
+    def work(inputs):
+        streams = [cuda.stream() for _ in inputs]
+        for a, s in zip(inputs, streams):
+            if pin_memory:
+                h = cuda.pinned_array(a.shape, dtype=np.float32)  # expect: PIN002
+                h[:] = a
+            else:
+                h = np.array(a, dtype=np.float32)
+            d = cuda.to_device(h, stream=s)  # via: PIN001
+            s.synchronize()
+    return work
+''', main_DOT_py='''
+import numpy as np
+from recon import make_worker
+
+
+def run(data):
+    pageable_worker = make_worker(pin_memory=False)
+    pageable_worker(data)  # expect: PIN001
+
+
+def run_pinned(data):
+    pinned_worker = make_worker(pin_memory=True)
+    pinned_worker(data)
+
+
+def run_unknown(data, flag):
+    make_worker(pin_memory=flag)(data)
+''', defaults_DOT_py='''
+from recon import make_worker
+
+
+def run_default(data):
+    make_worker()(data)  # expect: PIN001
+''')

@@ -260,6 +260,9 @@ class Function(Value):
     bound: Optional[Value] = None
     klass: object = None        # ClassRef of a method
     kind: str = "function"      # "function", "method", "static", "class", "property"
+    # A nested function made where its enclosing function's parameters are known constants: (name,
+    # value) pairs it reads wherever it is later called (a factory's `pin_memory=False` worker).
+    captured: tuple = ()
 
 
 @dataclass(frozen=True)

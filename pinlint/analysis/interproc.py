@@ -66,6 +66,8 @@ def call(ev, fn: Function, args, node: cst.Call, receiver_expr) -> Value:
         return UNKNOWN
     env, exprs = bind_parameters(ev, fn, args, receiver_expr)
     env.update(_closure(ev, fn, env))
+    for name, value in fn.captured:
+        env.setdefault(name, value)
     outcome = _invoke(ev, fn, env, node)
     if outcome is None:
         ev.escape(node, args.values(), handed=True)  # beyond what the analysis follows: an unknown call

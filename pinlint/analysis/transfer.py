@@ -9,6 +9,8 @@ block and undo it on the way out.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import libcst as cst
 
 from ..imports import dotted
@@ -326,7 +328,31 @@ def _handler(ev, element) -> None:
 
 def _def(ev, element) -> None:
     node = element.node
-    ev.bind(node.name.value, ev.module.function_value(node, ev.scope))
+    fn = ev.module.function_value(node, ev.scope)
+    captured = _captured_constants(ev, node)
+    ev.bind(node.name.value, replace(fn, captured=captured) if captured else fn)
+
+
+def _captured_constants(ev, node) -> tuple:
+    """The constants a nested function reads from its enclosing function's parameters, as they are
+    in this analysis of it: the function made by ``make_worker(pin_memory=False)`` and returned runs
+    with ``pin_memory`` False wherever it is called. Only parameters the enclosing function never
+    rebinds: the closure reads the variable when it runs, and that is then still this value."""
+    from .domain import ANYTHING
+    from .interproc import free_names
+    from .invariance import body_bindings
+    outer = ev.invocation.function
+    if outer is None or not isinstance(outer.node, cst.FunctionDef):
+        return ()
+    params = outer.node.params
+    names = {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
+    wanted = (free_names(node) & names) - body_bindings(outer.node)
+    found = []
+    for name in sorted(wanted):
+        value = ev.state.env.get(name)
+        if isinstance(value, Const) and ANYTHING not in value.values:
+            found.append((name, value))
+    return tuple(found)
 
 
 def _class(ev, element) -> None:
