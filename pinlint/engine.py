@@ -264,11 +264,11 @@ _ONE_PER_COPY_AND_BUFFER = frozenset({"PIN001"})
 
 def _first_of_each_mistake(rules, facts, ctx, position, info) -> list:
     """Every rule's reports with their spans, in rule order; a copy inside a function of the
-    project reached from several calls of this file with the same buffer (``pf.next()`` at each
+    project reached from several calls of one function with the same buffer (``pf.next()`` at each
     step of a loop and again before it, a prefetcher's constructor and its ``next``) is reported
     once, at the first of those calls: the mistake is the one buffer at the one copy, the trace
     shows the path, and one ``noqa`` there silences it. Calls that pass other buffers are other
-    mistakes and keep their own reports."""
+    mistakes and keep their own reports, and so do the calls of other functions."""
     out = []
     first: dict = {}
     for rule in rules:
@@ -278,7 +278,7 @@ def _first_of_each_mistake(rules, facts, ctx, position, info) -> list:
             if rule.code in _ONE_PER_COPY_AND_BUFFER and report.trace and report.sites:
                 last = report.trace[-1]
                 origins = sorted(_site_order(o, position, info) for s in report.sites for o in s.origins())
-                key = (rule.code, last.module.filename, last.module.position(last.node).start,
+                key = (rule.code, report.scope, last.module.filename, last.module.position(last.node).start,
                        report.message.split(" via ", 1)[0], tuple(origins))
                 place = (span.start.line, span.start.column)
                 if key in first and first[key][0] <= place:

@@ -1343,6 +1343,10 @@ def run(data):
     pageable_worker(data)  # expect: PIN001
 
 
+def run_default(data):
+    make_worker()(data)  # expect: PIN001
+
+
 def run_pinned(data):
     pinned_worker = make_worker(pin_memory=True)
     pinned_worker(data)

@@ -507,3 +507,32 @@ def test_a_tree_checked_from_another_folder_is_followed_as_from_its_own(tmp_path
                                     "--format", "json", str(project_dir))
     reported = {(Path(f["filename"]).name, f["location"]["row"], f["code"]) for f in json.loads(out)}
     assert reported == {(Path(name).name, row, code) for name, row, code in marks["expect"]}
+
+
+def test_the_same_copy_reached_from_two_functions_is_reported_in_each(tmp_path, monkeypatch, capsys):
+    files = {"main.py": '''
+import numpy as np
+import pycuda.driver as cuda
+
+
+def upload(dev, host, stream):
+    cuda.memcpy_htod_async(dev, host, stream)
+
+
+H = np.zeros(1 << 20, np.float32)
+
+
+def warm_up(dev):
+    upload(dev, H, cuda.Stream())
+    upload(dev, H, cuda.Stream())
+
+
+def step(dev):
+    upload(dev, H, cuda.Stream())
+'''}
+    _write_project(tmp_path, files)
+    text = textwrap.dedent(files["main.py"]).lstrip("\n")
+    found = _check(monkeypatch, capsys, tmp_path)
+    # One report per function: warm_up's two calls are one mistake there, step's call is step's.
+    assert [f["location"]["row"] for f in found] == [row_of(text, "def warm_up(dev):") + 1,
+                                                      row_of(text, "def step(dev):") + 1]

@@ -25,6 +25,7 @@ class Report:
     # Related locations other than allocation sites: (node, ModuleInfo or None for the checked file,
     # message), e.g. PIN008's single transfer of the buffer it reports at the pinning call.
     related: tuple = ()
+    scope: str = ""                  # the function the reported node is in (reports of one mistake merge per function)
 
 
 @dataclass

@@ -37,7 +37,7 @@ class PageableAsyncCopy(Rule):
             if not copy.dest_allocated and len(copy.sites) == 1 and local_site(next(iter(copy.sites)), ctx):
                 plan = ctx.plan(pin_allocation, next(iter(copy.sites)), copy)
             yield Report(copy.node, message, copy.sites if not copy.dest_allocated else frozenset(), plan,
-                         copy.direction, copy.trace)
+                         copy.direction, copy.trace, scope=copy.scope)
 
     VALID = (
         # Pinned source: truly asynchronous.
