@@ -43,7 +43,7 @@ class Site:
     library: str          # the buffer's maker: "numpy", "cupy", "numba", "pycuda", "cuda-python", "torch"
     api: str              # qualified name or method of the allocating call
     node: cst.CSTNode = field(repr=False)  # the allocation call (fixes rewrite it; reports point to it)
-    loops: tuple = ()     # the loops around the allocation (their nodes), outermost first
+    loops: tuple = field(default=(), repr=False)  # the loops around the allocation (their nodes), outermost first
     nbytes: Optional[int] = None
     pooled: bool = False
     fix: Optional[str] = None  # fix family from the API table, None when the site cannot be rewritten
@@ -116,7 +116,7 @@ class PendingCopy:
     module: object = field(default=None, compare=False)
     trace: tuple = ()              # how the copy is reached from the scope that sees it pending
     loops: tuple = field(default=(), repr=False)  # loop nodes around the copy, outermost first
-    varies: frozenset = frozenset()  # loops in which the copied buffer is a different one each iteration
+    varies: frozenset = field(default=frozenset(), repr=False)  # loops in which the copied buffer is a different one each iteration
     scope: str = ""                # the function the copy is in
 
 

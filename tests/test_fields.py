@@ -511,3 +511,31 @@ def test_a_constant_the_constructor_stores_decides_a_methods_branch(flag, report
             slot.load(a, s)   # second
         """)
     assert rows(src, "PIN001") == ([row_of(src, "# second")] if reported else [])
+
+
+def test_a_field_of_one_of_two_objects_is_what_either_holds():
+    # `A() if fast else B()`: the attribute and the method are looked up on each (in an order that
+    # does not depend on writing out the objects, whose buffers' loops made that take minutes).
+    src = source("""
+        import numpy as np
+        import cupy as cp
+
+        class A:
+            def __init__(self):
+                self.buf = np.zeros(1 << 20, np.float32)
+            def size(self):
+                return self.buf.nbytes
+
+        class B:
+            def __init__(self):
+                self.buf = np.ones(1 << 20, np.float32)
+            def size(self):
+                return self.buf.nbytes
+
+        def upload(fast):
+            holder = A() if fast else B()
+            holder.size()
+            d = cp.empty(1 << 20, np.float32)
+            d.set(holder.buf, stream=cp.cuda.Stream(non_blocking=True))   # copy
+        """)
+    assert rows(src, "PIN001") == [row_of(src, "# copy")]

@@ -21,7 +21,7 @@ from ..model import EventType, Kind
 from . import effects, interproc
 from .domain import (UNKNOWN, Alternatives, ClassRef, Const, Device, Function, Host, Instance, Items, Iteration, Loader, Mapping,
                      LibraryRef, ModuleRef, Obj, Scalar, Seq, Stream, Super, Tensor, Value, add_element, element_of, join,
-                     mapping, scalar_kind)
+                     mapping, ordered, scalar_kind)
 from .dtypes import item_size
 from .state import STREAM
 from .effects import Args
@@ -217,7 +217,7 @@ class Calls:
         ev = self.ev
         entry = ev.state.copy()
         result, joined = None, None
-        for option in sorted(options.options, key=repr):
+        for option in ordered(options.options):
             ev.state = entry.copy()
             value = apply(option)
             result = value if result is None else join(result, value)

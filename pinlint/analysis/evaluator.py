@@ -17,7 +17,7 @@ from ..imports import dotted
 from ..model import Event, EventType, Kind, PendingCopy, Site
 from .domain import (NDIM_UNKNOWN, UNKNOWN, Alternatives, ClassRef, Const, Device, DeviceSpec, Host, Instance, Items, Iteration, Loader,
                      LibraryRef, Mapping, ModuleRef, Scalar, Seq, Stream, Super, Tensor, Value, element_of, flatten, join,
-                     mapping, scalar_kind, sites_of, varying_in)
+                     mapping, ordered, scalar_kind, sites_of, varying_in)
 from ..walk import code_parts
 from .dtypes import elementwise_size, fold, transposed
 from .state import DOTTED, State, put
@@ -253,7 +253,7 @@ class Evaluator:
         if isinstance(base, LibraryRef):
             return self.named_value(f"{base.name}.{attr}", keep_library=True)
         if isinstance(base, Alternatives):
-            found = [self.attribute(option, attr, node) for option in sorted(base.options, key=repr)]
+            found = [self.attribute(option, attr, node) for option in ordered(base.options)]
             result = found[0]
             for other in found[1:]:
                 result = join(result, other)
