@@ -318,6 +318,28 @@ def to_program(notebook: dict, use_ipython: Optional[bool] = None) -> Program:
     return program
 
 
+_SCRIPT_MAGICS = frozenset({"%%writefile", "%%file"})
+
+
+def scripts(notebook: dict) -> list:
+    """The Python scripts a notebook writes with ``%%writefile name.py`` (and runs with ``!python
+    name.py``): each one a program of its own, not part of the kernel's, its rows in its cell."""
+    found = []
+    for index, cell in enumerate(notebook.get("cells", [])):
+        if cell.get("cell_type") != "code":
+            continue
+        lines = _source(cell).split("\n")
+        first = next((i for i, line in enumerate(lines) if line.strip()), None)
+        if first is None:
+            continue
+        head = lines[first].split()
+        if head[0] not in _SCRIPT_MAGICS or len(head) < 2 or not head[-1].endswith(".py"):
+            continue
+        body = lines[first + 1:]
+        found.append(Program("\n".join(body) + "\n", "", rows=[(index, first + 2 + i) for i in range(len(body))]))
+    return found
+
+
 def from_program(text: str, program: Program, notebook: dict) -> Optional[dict]:
     """The notebook with its cells' code taken from a (fixed) program; IPython lines come back as
     they were. None when the program no longer maps onto the cells (a marker moved or went, a fix
@@ -432,14 +454,16 @@ def check_notebook(data: bytes, name: str, settings, fix: bool = False, unsafe: 
     program = to_program(notebook)
     if not fix:
         result = lint_text(program.text, name, settings)
-        return NotebookOutcome([_relocate(f, program) for f in result.findings],
-                               [result.error] if result.error else [], [result.warning] if result.warning else [],
-                               dependencies=result.dependencies)
+        report = NotebookOutcome([_relocate(f, program) for f in result.findings],
+                                 [result.error] if result.error else [], [result.warning] if result.warning else [],
+                                 dependencies=result.dependencies)
+        return _with_scripts(report, notebook, name, settings)
     outcome = fix_text(program.text, name, settings, unsafe)
     result = outcome.result
     report = NotebookOutcome([_relocate(f, program) for f in (result.findings if result else [])],
                              [outcome.error] if outcome.error else [],
                              [result.warning] if result is not None and result.warning else [])
+    report = _with_scripts(report, notebook, name, settings)  # reported; their cells are not rewritten
     if outcome.text == program.text:
         return report
     updated = from_program(outcome.text, program, notebook)
@@ -450,6 +474,20 @@ def check_notebook(data: bytes, name: str, settings, fix: bool = False, unsafe: 
     report.fixed = (b"\xef\xbb\xbf" if data.startswith(b"\xef\xbb\xbf") else b"") + _dump(updated, text).encode("utf-8")
     report.applied = outcome.applied
     report.fixed_codes = getattr(outcome, "fixed", {})
+    return report
+
+
+def _with_scripts(report: NotebookOutcome, notebook: dict, name: str, settings) -> NotebookOutcome:
+    """The findings of the scripts the notebook writes, in their cells, added to the report."""
+    dependencies = list(report.dependencies)
+    for script in scripts(notebook):
+        result = lint_text(script.text, name, settings)
+        report.findings.extend(_relocate(f, script) for f in result.findings)
+        report.errors.extend([result.error] if result.error else [])
+        report.warnings.extend([result.warning] if result.warning else [])
+        dependencies.extend(d for d in result.dependencies if d not in dependencies)
+    report.findings.sort(key=Finding.sort_key)
+    report.dependencies = tuple(dependencies)
     return report
 
 

@@ -225,3 +225,22 @@ def test_stdin_notebook_fix_prints_the_fixed_notebook(tmp_path):
     fixed = json.loads(done.stdout)
     assert "cupyx.empty_pinned(1 << 20, dtype=np.float32)" in _sources(fixed)[2]
     assert fixed["cells"][1]["outputs"] == NOTEBOOK["cells"][1]["outputs"]
+
+
+def test_a_script_the_notebook_writes_is_checked_in_its_cell():
+    # `%%writefile async.py` then `!python async.py`: the cell holds a program of its own.
+    script = ("%%writefile async_demo.py\nimport cupy as cp\nimport numpy as np\n\nx = cp.ones(1 << 20)\n"
+              "stream = cp.cuda.Stream(non_blocking=True)\nwith stream:\n"
+              "    host = cp.asnumpy(x, blocking=False)\nstream.synchronize()\n")
+    notebook = {"cells": [{"cell_type": "code", "metadata": {}, "outputs": [], "source": "import cupy as cp\nn = 1"},
+                          {"cell_type": "code", "metadata": {}, "outputs": [], "source": script},
+                          {"cell_type": "code", "metadata": {}, "outputs": [], "source": "!python async_demo.py"},
+                          {"cell_type": "code", "metadata": {}, "outputs": [], "source": "%%writefile notes.txt\nnot python ("}],
+                "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    data = json.dumps(notebook).encode()
+    outcome = notebooks.check_notebook(data, "nb.ipynb", Settings())
+    assert [(f.code, f.cell, f.location.row) for f in outcome.findings] == [("PIN001", 2, 8)]
+    # The script's names are its own: the kernel's program never sees `x` or `host`.
+    assert "host" not in notebooks.to_program(notebook).text
+    fixed = notebooks.check_notebook(data, "nb.ipynb", Settings(), fix=True, unsafe=True)
+    assert [(f.code, f.cell) for f in fixed.findings] == [("PIN001", 2)] and fixed.fixed is None
