@@ -139,6 +139,11 @@ _AUTOMAGIC = frozenset({"pip", "conda", "mamba", "matplotlib", "load_ext", "relo
                         "store", "set_env", "pdb", "prun", "sx", "system", "bookmark", "dhist", "popd", "pushd"})
 
 
+# What follows a name in Python, never a magic's arguments (IPython's automagic leaves such lines
+# alone too): `time = f(`, `config.x`, `run(...)`, `time, n = ...`. (`cd ..` and `ls -la` are magics.)
+_PYTHON_AFTER_A_NAME = re.compile(r"=(?!=)|[(\[,:;]|\.[A-Za-z_]")
+
+
 def _automagic(source: str) -> str:
     """A line magic written without its ``%`` (``pip`` or ``conda`` with their arguments) alone on a
     logical line, which Python cannot parse: IPython's automagic runs it as the ``%`` form. A line
@@ -150,6 +155,7 @@ def _automagic(source: str) -> str:
         stripped = line.lstrip()
         word = stripped.split(None, 1)[0] if stripped else ""
         if not pending and word in _AUTOMAGIC and stripped[len(word):len(word) + 1] in (" ", "\t", "") and \
+                not _PYTHON_AFTER_A_NAME.match(stripped[len(word):].lstrip()) and _complete(stripped + "\n") and \
                 not _parses(stripped):
             out.append(line[:len(line) - len(stripped)] + "%" + stripped)
             continue

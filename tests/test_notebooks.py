@@ -137,6 +137,9 @@ def test_marker_like_text_in_a_cell_is_only_text(ipython_rules):
     "time = 5\nprint(time)",               # Python, not the magic
     "  a = cp.zeros(4)\n  b = a + 1",       # IPython takes the first line's indent off every line
     "    for i in range(2):\n        pip install x",
+    "for t in [16, 32]:\n  time = max(\n    t, 1)\n  print(time)",   # Python that starts with a magic's name
+    "def f():\n    config = dict(\n        grid=1)\n    return config",
+    "cd ..",
 ])
 def test_valid_cells_are_not_syntax_errors(ipython_rules, source):
     notebook = {"cells": [{"cell_type": "code", "metadata": {}, "outputs": [], "source": "import cupy as cp\nn = 1"},
