@@ -1148,3 +1148,17 @@ def test_a_warm_up_loop_over_a_method_that_builds_and_runs_a_pinning_loader_is_q
                 self.embed_dataset(dataset)
     """
     assert "PIN002" not in codes(src)
+
+
+def test_a_pinned_copy_of_a_gather_of_a_tensor_nothing_places_is_per_iteration():
+    # `src.index_select(...)` of a `torch.Tensor` parameter lives where src does (nothing says where):
+    # its `.pin_memory()` copy in the chunk loop is still a pinned allocation per chunk.
+    src = """
+    import torch
+    def copy_chunks(src: torch.Tensor, tgt: torch.Tensor, index, chunk):
+        for begin in range(0, index.numel(), chunk):
+            piece = index.narrow(0, begin, chunk)
+            host = src.index_select(0, piece).pin_memory()
+            tgt[begin:begin + chunk].copy_(host, non_blocking=True)
+    """
+    assert rows(src, "PIN002") == [row_of(src, "host = src.index_select")]

@@ -196,7 +196,7 @@ def _alloc(ev, api: Api, node, receiver, args: Args) -> Value:
     pinned_by_keyword = bool(pin_kw) and pin_kw in args.keywords and args.keywords[pin_kw][1] == Const.of(True)
     like_device = api.arg("like_device")
     if like_device is not None and not (device_kw and device_kw in args.keywords) and not pinned_by_keyword:
-        prototype = _joined_elements(args.value(like_device))
+        prototype = _joined_elements(_arg_value(like_device, receiver, args))
         if isinstance(prototype, Device):
             return Device(api.library)
         if not isinstance(prototype, Host):
