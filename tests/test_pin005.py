@@ -491,3 +491,30 @@ def test_a_host_view_of_the_move_returned_to_the_caller_is_read_there():
     """
     f = only(src, "PIN005")
     assert f.location.row == row_of(src, "return values.sum()")
+
+
+@pytest.mark.parametrize("wait, reported", [
+    ("for s in streams:\n        s.synchronize()", False),            # every stream the copies went to
+    ("for i in range(n):\n        streams[i].synchronize()", False),
+    ("for s in others:\n        s.synchronize()", True),              # other streams: the copies may run on
+    ("for s in streams:\n        s.synchronize()\n        print(s)", True),  # not a wait-only loop: left as it was
+])
+def test_a_loop_that_waits_on_each_stream_covers_the_copies_on_them(wait, reported):
+    src = f"""
+import numpy as np
+from numba import cuda
+def run(us):
+    n = len(us)
+    streams = [cuda.stream() for _ in range(n)]
+    others = [cuda.stream() for _ in range(n)]
+    results = []
+    for i in range(n):
+        y = cuda.pinned_array(us[i].shape, dtype=np.float32)
+        d = cuda.to_device(us[i], stream=streams[i])
+        d.copy_to_host(y, stream=streams[i])
+        results.append(y)
+    {wait}
+    for r in results:
+        print(r.sum())
+"""
+    assert ("PIN005" in codes(src)) is reported

@@ -394,3 +394,29 @@ def stage(n, steps, dev):
 def test_a_buffer_allocated_in_the_loop_before_the_write_is_not_the_one_in_flight(body, reported):
     src = _FRESH.format(body=body)
     assert bool(rows(src, "PIN006")) is reported
+
+
+def test_a_helper_s_per_iteration_staging_is_no_race_at_its_caller():
+    # A factory's worker pins a fresh staging buffer per iteration, fills it, then copies it on that
+    # iteration's stream: the copy in flight at the fill is the previous iteration's, of another
+    # buffer. Reached through the caller (pin_memory=True), it is no race there either.
+    src = """
+import numpy as np
+from numba import cuda
+def make(pin_memory=False):
+    def run(us):
+        streams = [cuda.stream() for _ in us]
+        for i in range(len(us)):
+            if pin_memory:
+                u = cuda.pinned_array(us[i].shape, dtype=np.float32)
+                np.copyto(u, us[i])
+            else:
+                u = np.array(us[i], dtype=np.float32)
+            d = cuda.to_device(u, stream=streams[i])
+        for s in streams:
+            s.synchronize()
+    return run
+def main(data):
+    make(pin_memory=True)(data)
+"""
+    assert "PIN006" not in codes(src)

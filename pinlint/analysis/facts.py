@@ -40,7 +40,7 @@ class ScopeFacts:
                     continue
                 if not event.definitely(lambda s: s in copy.sites):
                     continue
-                if _other_iterations_element(copy, event):
+                if other_iterations_element(copy, event):
                     continue
                 key = (copy.node, event.node, event.type)
                 if key not in seen:
@@ -59,7 +59,7 @@ class ScopeFacts:
         return False
 
 
-def _other_iterations_element(copy: PendingCopy, event) -> bool:
+def other_iterations_element(copy: PendingCopy, event) -> bool:
     """``hosts[i]`` written, then copied, on each iteration of ``for i``: the copy still in flight at
     the write is the one of an earlier iteration, of another element (``hosts[i - 1]``). Told from
     the source order in one function: the write comes before the copy in the body of a loop in

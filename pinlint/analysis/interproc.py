@@ -710,12 +710,18 @@ def _lift(ev, fn: Function, node, outcome: Outcome, baseline: Optional[Outcome])
         if event.type in (EventType.ALLOC, EventType.REGISTER) and all(internal(s) for s in event.sites):
             continue  # the callee's own allocations: see _pinned_inside
         step = TraceStep(event.module, event.node, describe(event), fn.name)
+        pending = event.pending
+        if pending and event.type in (EventType.READ, EventType.WRITE):
+            # Told where the access is, in the callee's own terms: an access to this iteration's
+            # buffer while the copy of an earlier iteration's is in flight is no race.
+            from .facts import other_iterations_element
+            pending = frozenset(p for p in pending if not other_iterations_element(p, event))
         ev.events.append(Event(
             type=event.type, node=node, loops=ev.loops + event.loops, branch=ev.branch,
             sites=frozenset(contextual(s) for s in event.sites), maybe_unknown=event.maybe_unknown,
             varies_in=event.varies_in, api=event.api, direction=event.direction, is_async=event.is_async,
             stream=event.stream, dest_allocated=event.dest_allocated, staged=event.staged, library=event.library,
-            family=event.family, stream_node=None, scope=ev.scope, pending=event.pending, trace=(step,) + event.trace,
+            family=event.family, stream_node=None, scope=ev.scope, pending=pending, trace=(step,) + event.trace,
             module=ev.module.info))
 
 

@@ -252,6 +252,41 @@ def _iter(ev, element) -> None:
     if isinstance(value, Host) and not value.batch:
         ev.event(EventType.READ, element.node, value)
     ev.state.env[f"$iter:{id(loop)}"] = value
+    if _waits_on_each(loop):
+        _wait_before(ev, loop, value)
+
+
+def _waits_on_each(loop) -> bool:
+    """``for s in streams: s.synchronize()`` / ``for i in range(n): streams[i].synchronize()``: a loop
+    whose body only synchronizes, the idiom for waiting on every stream the copies went to."""
+    if not isinstance(loop, cst.For) or loop.orelse is not None or not isinstance(loop.body, cst.IndentedBlock):
+        return False
+    for statement in loop.body.body:
+        if not isinstance(statement, cst.SimpleStatementLine):
+            return False
+        for small in statement.body:
+            if not (isinstance(small, cst.Expr) and isinstance(small.value, cst.Call) and
+                    isinstance(small.value.func, cst.Attribute) and small.value.func.attr.value == "synchronize"):
+                return False
+    return True
+
+
+def _wait_before(ev, loop, iterable) -> None:
+    """The waits of such a loop, for an element of what it iterates, taken as done when it ends: were
+    the container empty, no copy went to any of its streams either, so the path that skips the loop
+    leaves no copy in flight that the loop would have waited for."""
+    from .evaluator import iteration_element
+    env = ev.state.env
+    saved = {name: env.get(name) for name in _names(loop.target)}
+    assign(ev, loop.target, iteration_element(iterable, loop))
+    for statement in loop.body.body:
+        for small in statement.body:
+            ev.expr(small.value)
+    for name, value in saved.items():
+        if value is None:
+            env.pop(name, None)
+        else:
+            env[name] = value
 
 
 def _bind(ev, element) -> None:
