@@ -91,6 +91,7 @@ class Tables:
     modules: dict = field(default_factory=dict)        # import root -> library
     receivers: dict = field(default_factory=dict)      # receiver key -> class name shown in messages
     annotations: dict = field(default_factory=dict)    # qualified type -> "host" | "device:<lib>" | ...
+    type_predicates: dict = field(default_factory=dict)  # `torch.is_tensor`-like function -> the annotation kind it tests
     host_flavour: dict = field(default_factory=dict)   # library -> "numpy" | "torch"
     fixture_prefixes: dict = field(default_factory=dict)  # fixture file prefix -> module to import
     dtypes: dict = field(default_factory=dict)
@@ -226,7 +227,7 @@ def _check_top_level(where: str, data: dict) -> None:
     schema.check_keys(f"{where}, [device_strings]", data.get("device_strings", {}), schema.DEVICE_STRING_KEYS)
     for family, spec in data.get("fix_families", {}).items():
         schema.check_keys(f"{where}, [fix_families.{family}]", spec, schema.FIX_FAMILY_KEYS)
-    for name, kind in data.get("annotations", {}).items():
+    for name, kind in [*data.get("annotations", {}).items(), *data.get("type_predicates", {}).items()]:
         base = kind.split(":")[0] if isinstance(kind, str) else kind
         if base not in schema.ANNOTATION_VALUES:
             raise TableError(f"{where}, [annotations]: {name} = {kind!r} is not one of "
@@ -307,6 +308,7 @@ def _load_one(tables: Tables, where: str, data: dict, receivers: set) -> None:
     tables.sync_templates.update(data.get("sync", {}))
     tables.write_combined_defaults.update(data.get("write_combined", {}).get("default", {}))
     tables.annotations.update(data.get("annotations", {}))
+    tables.type_predicates.update(data.get("type_predicates", {}))
     for key in ("dtypes", "cuda", "python", "device_strings"):
         for name, value in data.get(key, {}).items():
             getattr(tables, key)[name] = value

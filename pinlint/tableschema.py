@@ -137,7 +137,7 @@ ARG_WORDS = ("self", "all")
 TOP_LEVEL = {
     "library": _is_str, "modules": _is_str_list, "prefixes": dict, "constants": dict, "function": list,
     "method": list, "attributes": dict, "pinned": list, "sync": dict, "write_combined": dict, "receivers": dict,
-    "annotations": dict, "host_flavour": _one_of("numpy", "torch"), "fixture_prefix": _is_str,
+    "annotations": dict, "type_predicates": dict, "host_flavour": _one_of("numpy", "torch"), "fixture_prefix": _is_str,
     "probe_module": _is_str, "dtypes": dict, "cuda": dict, "python": dict, "fix_families": dict,
     "device_strings": dict,
 }

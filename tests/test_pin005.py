@@ -518,3 +518,28 @@ def run(us):
         print(r.sum())
 """
     assert ("PIN005" in codes(src)) is reported
+
+
+@pytest.mark.parametrize("layers", [
+    "[indices[:, i, :] for i in range(indices.shape[1])]",     # basic indexing: views of the CPU tensor
+    "list(indices)",                                          # its rows
+    "[indices[:, i, :] for i in range(indices.shape[1])] if torch.is_tensor(indices) else list(indices)",
+])
+def test_a_non_blocking_move_to_the_cpu_of_a_cpu_tensor_s_parts_copies_nothing(layers):
+    # A tracer records each layer with `.to("cpu", non_blocking=True)`; its test passes a CPU tensor,
+    # whose parts are already on the CPU: no copy, nothing in flight when they are read.
+    src = f"""
+import torch
+def record(records, indices):
+    per_layer = {layers}
+    for layer in per_layer:
+        records.append(layer.detach().to("cpu", torch.int32, non_blocking=True))
+def test():
+    records = []
+    record(records, torch.arange(24, dtype=torch.int32).reshape(4, 3, 2))
+    for r in records:
+        print(r.tolist())
+"""
+    assert "PIN005" not in codes(src)
+    # From a GPU tensor the same moves are copies in flight, read before any synchronize.
+    assert "PIN005" in codes(src.replace("dtype=torch.int32).reshape", "dtype=torch.int32, device='cuda').reshape"))

@@ -141,6 +141,11 @@ class Calls:
             return effects.apply(ev, api, node, None, self.arguments(node))
         if qualified in _IMPORTERS:
             return self._import_module(node)
+        kind = ev.tables.type_predicates.get(qualified) if qualified else None
+        if kind is not None:
+            args = self.arguments(node)
+            answer = instance_of(args.positional[0][1], kind) if len(args.positional) == 1 else None
+            return Const.of(answer) if answer is not None else UNKNOWN  # torch.is_tensor(x)
         python = ev.tables.python
         if qualified in python.get("dict_types", ()):
             return self.builtin(node, "dict", self.arguments(node))  # OrderedDict(): a dict
@@ -362,7 +367,9 @@ class Calls:
             ev.escape(node, args.values())
         first = args.positional[0][1] if args.positional else UNKNOWN
         if name == "enumerate" and args.positional:
-            return Iteration(Items((UNKNOWN, element_of(first))))
+            return Iteration(Items((Scalar("int"), element_of(first))))
+        if name == "range":
+            return Iteration(Scalar("int"))  # `for i in range(n)`: i is an int (h[:, i, :] is a view)
         if name == "zip":
             return Iteration(Items(tuple(element_of(v) for _, v in args.positional)))
         if name == "iter" and isinstance(first, Instance):
@@ -371,6 +378,9 @@ class Calls:
             return first if isinstance(first, (Loader, Iteration, Seq, Items)) else UNKNOWN
         if name == "next":
             return element_of(first)
+        if name in ("list", "tuple") and isinstance(first, Host) and not first.pointer and \
+                (first.dimensions() or 0) >= 2 and len(args.positional) == 1:
+            return Seq(element_of(first))  # list(h) of a 2-D (or more) array: its rows, views of it
         if name in ("list", "tuple", "set", "sorted", "frozenset"):
             if isinstance(first, (Items, Seq, Iteration, Mapping)):
                 return Seq(element_of(first)) if not isinstance(first, Mapping) else UNKNOWN

@@ -586,6 +586,18 @@ class Evaluator:
             if len(indexes) == 1 and isinstance(indexes[0], Const) and indexes[0].single is None or \
                     any(isinstance(e.slice, cst.Index) and isinstance(e.slice.value, cst.Ellipsis) for e in node.slice):
                 return replace(base, ndim=NDIM_UNKNOWN)  # h[None], h[..., 0]: a view of other dimensions
+            if len(node.slice) >= 2 and any(isinstance(e.slice, cst.Slice) for e in node.slice) and \
+                    all(isinstance(e.slice, cst.Slice) or _integer(v) for e, v in zip(node.slice, indexes)):
+                # h[:, i, :]: slices and integers are basic indexing, a view of h (one dimension
+                # fewer per integer); in `for i in ...` another part of h on each iteration.
+                dims = base.dimensions()
+                integers = [e.slice.value for e in node.slice if isinstance(e.slice, cst.Index)]
+                view = replace(base, contiguous=None,
+                               ndim=dims - len(integers) if dims is not None and dims > len(integers) else NDIM_UNKNOWN)
+                for index in integers:
+                    for loop in self._stepping(index):
+                        view = varying_in(view, loop)
+                return view
             if len(node.slice) == 1 and (base.dimensions() or 0) >= 2:
                 row = replace(base, ndim=base.dimensions() - 1)  # A[0] of a 2-D array: a row, a view
                 # A[i] in `for i in range(len(A))`: another row on each iteration.
@@ -697,6 +709,14 @@ class Evaluator:
     # ------------------------------------------------------------------ calls
     def _expr_Call(self, node: cst.Call) -> Value:
         return self.calls.call(node)
+
+
+def _integer(value: Value) -> bool:
+    """A value that is an int for sure (a constant, a loop's counter, ``len(x)``): an index that picks
+    along a dimension, not an array of indices (advanced indexing)."""
+    if isinstance(value, Const):
+        return bool(value.values) and all(isinstance(v, int) and not isinstance(v, bool) for v in value.values)
+    return isinstance(value, Scalar) and value.kind == "int"
 
 
 def _pointee(pointer: Host) -> Host:
