@@ -1162,3 +1162,24 @@ def test_a_pinned_copy_of_a_gather_of_a_tensor_nothing_places_is_per_iteration()
             tgt[begin:begin + chunk].copy_(host, non_blocking=True)
     """
     assert rows(src, "PIN002") == [row_of(src, "host = src.index_select")]
+
+
+@pytest.mark.parametrize("loop, reported", [
+    ("for fp8 in [True, False]:", False),          # a run per configuration: no one buffer to hoist
+    ("for fp8 in (\"e4m3\", \"e5m2\"):", False),
+    ("for fp8 in flags:", True),                   # what the loop goes over is not a list of settings
+    ("for _ in range(4):", True),
+])
+def test_a_helper_run_once_per_configuration_is_no_allocation_to_hoist(loop, reported):
+    src = f"""
+    import torch
+    def export(weights, fp8):
+        out = torch.empty(1 << 20, dtype=torch.uint8, pin_memory=True)
+        out.copy_(weights, non_blocking=True)
+        return out
+    def test(weights, flags, fp8=False):
+        {loop}
+            result = export(weights, fp8)
+            assert result.sum() > 0
+    """
+    assert ("PIN002" in codes(src)) is reported

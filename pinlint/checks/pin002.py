@@ -30,6 +30,27 @@ def _size_steps_with(node, loop) -> bool:
     return any(arithmetic_names(size) & stepped for size in sizes)
 
 
+def _configurations(node, loops) -> bool:
+    """A call that passes the target of a loop over a literal list of constants (``for fp8 in [True,
+    False]:``, ``for mode in ("a", "b"):``): a test or benchmark running the helper once per
+    configuration, each of which may allocate differently; there is no one buffer to hoist."""
+    if not isinstance(node, cst.Call):
+        return False
+    passed = {arg.value.value for arg in node.args if isinstance(arg.value, cst.Name)}
+    for loop in loops:
+        if isinstance(loop, cst.For) and isinstance(loop.target, cst.Name) and loop.target.value in passed and \
+                isinstance(loop.iter, (cst.List, cst.Tuple)) and loop.iter.elements and \
+                all(_literal(e.value) for e in loop.iter.elements):
+            return True
+    return False
+
+
+def _literal(node) -> bool:
+    if isinstance(node, (cst.Integer, cst.Float, cst.SimpleString)):
+        return True
+    return isinstance(node, cst.Name) and node.value in ("True", "False", "None")
+
+
 class PinnedAllocInLoop(Rule):
     code = "PIN002"
     name = "pinned-alloc-in-loop"
@@ -64,6 +85,8 @@ class PinnedAllocInLoop(Rule):
                 loop = event.loops[-1]
                 if not site.via and _size_steps_with(event.node, loop):
                     continue  # a size sweep (`for n in sizes`, `size *= 2`): no one buffer to hoist
+                if site.via and _configurations(event.node, event.loops):
+                    continue  # `for fp8 in [True, False]: export(..., fp8=fp8)`: a run per configuration
                 plan = ctx.plan(hoist_allocation, event, loop) if event.type is EventType.ALLOC and not site.via \
                     and not event.trace else None
                 yield Report(event.node, self._message(event, site, ctx), event.sites, plan, trace=event.trace)
