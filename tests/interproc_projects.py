@@ -1361,3 +1361,68 @@ from recon import make_worker
 def run_default(data):
     make_worker()(data)  # expect: PIN001
 ''')
+
+# A project's array-module helpers over CuPy's get_array_module, behind an import shim: a NumPy caller
+# never takes the arm that moves the state to the GPU (PtyLab's probe engines).
+project("array-module-helpers-decide-per-caller-cupy", pkg____init___DOT_py="", pkg__gpu_DOT_py='''
+from typing import Any
+import numpy as np
+
+
+def _import_cupy() -> Any:
+    try:
+        import cupy
+        return cupy
+    except ImportError:
+        return None
+
+
+_cupy = _import_cupy()
+CP_AVAILABLE = _cupy is not None
+cp: Any = _cupy if CP_AVAILABLE else np
+
+
+def get_array_module(*args, **kwargs):
+    if CP_AVAILABLE:
+        return cp.get_array_module(*args, **kwargs)
+    else:
+        return np
+
+
+def is_gpu_array(ary):
+    return get_array_module(ary) is not np
+''', pkg__probe_DOT_py='''
+from pkg.gpu import is_gpu_array
+
+
+class Probe:
+    def __init__(self):
+        self.probe = None
+
+    def push(self, update):
+        if self.probe is not None:
+            if is_gpu_array(update) and not is_gpu_array(self.probe):
+                import cupy
+                return cupy.array(self.probe) + update  # via: PIN007
+        return self.probe
+''', test_probe_DOT_py='''
+import numpy as np
+import cupy
+from pkg.probe import Probe
+
+
+def test_numpy_updates():
+    target = np.random.rand(512, 512)
+    engine = Probe()
+    engine.probe = np.random.rand(512, 512)
+    for _ in range(100):
+        engine.push(target)
+
+
+def test_cupy_updates():
+    target = cupy.random.rand(512, 512)
+    engine = Probe()
+    engine.probe = np.random.rand(512, 512)
+    for _ in range(100):
+        engine.push(target)  # expect: PIN007
+''')

@@ -284,3 +284,32 @@ def test_get_array_module_of_the_callers_arrays_decides_a_helpers_branch(test, u
             push(target, state)
     """
     assert ("PIN007" in codes(src)) is reported
+
+
+@pytest.mark.parametrize("test, reported", [
+    ("on_gpu(u) and flag", False),     # False and ...: the right side never runs, the arm is dead
+    ("flag and on_gpu(u)", False),
+    ("not on_gpu(u) or flag", None),   # True or ...: the arm runs (for a NumPy u); whether flag is set is unknown
+    ("on_gpu(u) or flag", None),
+])
+def test_and_or_of_a_decided_test_are_decided(test, reported):
+    src = f"""
+    import numpy as np
+    import cupy as cp
+    def on_gpu(a):
+        return cp.get_array_module(a) is not np
+    def push(u, state, flag):
+        if {test}:
+            state = cp.array(state)
+        return state
+    def run(flag):
+        u = np.random.rand(1024, 1024)
+        state = np.random.rand(1024, 1024)
+        for _ in range(10):
+            push(u, state, flag)
+    """
+    found = "PIN007" in codes(src)
+    if reported is None:
+        assert found    # the copy may run on every call
+    else:
+        assert found is reported

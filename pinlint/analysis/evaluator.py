@@ -190,7 +190,10 @@ class Evaluator:
         if tables.library_of(qualified) is not None:
             # A function the tables describe, taken as a value (`checked(cudart.cudaMemcpyAsync, ...)`),
             # stays that function for the call that gets it (``Calls.call_value``).
-            return LibraryRef(qualified) if keep_library or qualified in tables.functions else UNKNOWN
+            # A library's module itself (`return np`, `xp = cupy`) is that module: what its functions
+            # do, and `xp is np`, are known for the name that holds it.
+            return LibraryRef(qualified) if keep_library or qualified in tables.functions or \
+                qualified in tables.modules else UNKNOWN
         found = self.module.project.resolve(qualified, self.module)
         if isinstance(found, LibraryRef):
             return self.named_value(found.name, keep_library=True)  # re-exported by the checked code
@@ -535,12 +538,20 @@ class Evaluator:
         return Const.of(answer.single != negated)
 
     def _expr_BooleanOperation(self, node: cst.BooleanOperation) -> Value:
+        from .solver import truthiness
         left = self.expr(node.left)
+        truth = truthiness(left)
+        conjunction = isinstance(node.operator, cst.And)
+        if truth is not None and truth != conjunction:
+            return left  # `False and ...`, `True or ...`: the right side never runs
         right = self.expr(node.right)
+        if truth is not None:
+            return right  # `True and x`, `x or default` where x is falsy: the right side's value
+        if truthiness(right) is (not conjunction):
+            # `flag and False` is falsy, `flag or True` truthy, whatever flag is (as far as a test goes).
+            return Const.of(not conjunction)
         if isinstance(left, Const) and isinstance(right, Const):
             return join(left, right)
-        if isinstance(node.operator, cst.Or) and isinstance(left, Const) and left.values <= {None, False, 0, ""}:
-            return right  # `x or default` where x is falsy
         return UNKNOWN
 
     # ------------------------------------------------------------------ subscripts
