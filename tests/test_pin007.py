@@ -828,3 +828,18 @@ def test_a_list_index_that_follows_the_loop_is_another_element_each_time(index, 
                               cudart.cudaMemcpyKind.cudaMemcpyDeviceToHost)
     """
     assert codes(src) == (["PIN007"] if reported else [])
+
+
+def test_a_loop_over_array_modules_runs_each_once():
+    # `for xp in (numpy, cupy): a = xp.asarray(h)`: the upload happens on one iteration only.
+    src = """
+    import numpy
+    import cupy
+    def check(h):
+        for xp in (numpy, cupy):
+            a = xp.asarray(h)
+            xp.linalg.cholesky(a)
+    def test():
+        check(numpy.ones((1024, 1024)))
+    """
+    assert "PIN007" not in codes(src)

@@ -797,6 +797,10 @@ def _iteration_element(iterable: Value, loop) -> Value:
     """What a loop over ``iterable`` binds: rows of an array are views of its memory, elements of a
     container are different buffers on each iteration."""
     element = element_of(iterable)
+    if isinstance(element, Alternatives) and all(isinstance(o, LibraryRef) for o in element.options):
+        # `for xp in (numpy, cupy):` runs the body once with each module, not with either on every
+        # iteration: a copy through `xp` happens once, not once per iteration.
+        return UNKNOWN
     if isinstance(iterable, Host) or isinstance(iterable, Loader):
         return element
     return varying_in(element, loop)
