@@ -1426,3 +1426,41 @@ def test_cupy_updates():
     for _ in range(100):
         engine.push(target)  # expect: PIN007
 ''')
+
+# A package that re-exports its modules' names with `from .module import *` in its __init__: the name
+# imported from the package is the module's definition (TensorRT's cookbook wrappers).
+project("star-reexport-in-package-init-cuda-python", cookbook____init___DOT_py='''
+from .wrappers import *  # noqa: F401,F403
+from .helpers import *  # noqa: F401,F403
+''', cookbook__wrappers_DOT_py='''
+import numpy as np
+from cuda.bindings import runtime as cudart
+
+
+class Wrapper:
+    def __init__(self):
+        self.buffer = {}
+
+    def setup(self, n):
+        host = np.empty(n, dtype=np.float32)
+        self.buffer["x"] = [host, cudart.cudaMalloc(host.nbytes)[1], host.nbytes]
+
+
+class _Private:
+    pass
+''', cookbook__helpers_DOT_py='''
+def mark(f):
+    return f
+''', samples__multistream__main_DOT_py='''
+from cuda.bindings import runtime as cudart
+from cookbook import Wrapper, mark
+
+
+@mark
+def case(n):
+    w = Wrapper()
+    w.setup(n)
+    _, stream = cudart.cudaStreamCreate()
+    cudart.cudaMemcpyAsync(w.buffer["x"][1], w.buffer["x"][0].ctypes.data, w.buffer["x"][2],  # expect: PIN001
+                           cudart.cudaMemcpyKind.cudaMemcpyHostToDevice, stream)
+''')

@@ -131,6 +131,7 @@ class ModuleContext:
         self.imports = _imports_of(info.module, name, is_package)
         self._defs: Optional[dict] = None
         self._single: Optional[set] = None
+        self._star_sources: Optional[tuple] = None
         self._top_names: Optional[frozenset] = None
         self.loads: dict = {}            # module name -> what Project.load found for this importer
         self._functions: dict = {}
@@ -183,6 +184,22 @@ class ModuleContext:
         if self._single is None:
             self._single = single_assigned_globals(self.info.module)
         return self._single
+
+    @property
+    def star_sources(self) -> tuple:
+        """The modules its top level imports everything from (``from .utils_class import *`` in a
+        package's ``__init__``), absolute: a name the module does not define may come from them."""
+        if self._star_sources is None:
+            found = []
+            for node in self.info.module.body:
+                if isinstance(node, cst.SimpleStatementLine):
+                    for small in node.body:
+                        if isinstance(small, cst.ImportFrom) and isinstance(small.names, cst.ImportStar):
+                            base = _absolute_from(small, self.name, self.is_package)
+                            if base:
+                                found.append(base)
+            self._star_sources = tuple(found)
+        return self._star_sources
 
     def imports_in(self, node) -> list:
         """(local name, qualified name) pairs one import statement binds, relative ones made absolute."""
@@ -518,6 +535,13 @@ class Project:
             return self.resolve(qualified, ctx)  # re-exported: `from .io import load` in __init__.py
         if qualified is not None:
             return LibraryRef(qualified)  # a library module or name the module imports, used from another
+        if not attr.startswith("_"):
+            for source in ctx.star_sources:
+                if self.tables.library_of(source) is not None:
+                    continue
+                found = self.resolve(f"{source}.{attr}", ctx)  # `from .utils_class import *`
+                if found is not UNKNOWN:
+                    return found
         return UNKNOWN
 
     # ------------------------------------------------------------------ analyses
