@@ -279,7 +279,7 @@ def _first_of_each_mistake(rules, facts, ctx, position, info) -> list:
                 last = report.trace[-1]
                 origins = sorted(_site_order(o, position, info) for s in report.sites for o in s.origins())
                 key = (rule.code, report.scope, last.module.filename, last.module.position(last.node).start,
-                       report.message.split(" via ", 1)[0], tuple(origins))
+                       report.direction, tuple(origins))
                 place = (span.start.line, span.start.column)
                 if key in first and first[key][0] <= place:
                     continue

@@ -1129,7 +1129,7 @@ def main(n):
     Uploader(cupyx.zeros_pinned(n, np.float32))
 ''')
 
-# One copy of one buffer is one mistake, however many calls of the file reach it: reported at the first
+# One copy of one buffer is one mistake, however many calls of one function reach it: reported at the first
 # (the prefetcher's constructor gets the pageable loader; each `pf.next()` reaches the same copy of the
 # same batches).
 project("one-report-per-copy-and-buffer-torch", data__prefetch_DOT_py='''
