@@ -564,11 +564,7 @@ class Calls:
         ``__iter__``: that method runs on it there (a prefetching loader wrapping a DataLoader, whose
         generator copies each batch non-blocking). What a generator yields stays unknown."""
         if isinstance(value, Alternatives):
-            result = None
-            for option in value.options:
-                each = self.iterate(option, node)
-                result = each if result is None else join(result, each)
-            return result
+            return self._each(value, lambda option: self.iterate(option, node))
         if isinstance(value, Instance):
             method = self.member(value, "__iter__", node)
             if isinstance(method, Function):
