@@ -843,3 +843,29 @@ def test_a_loop_over_array_modules_runs_each_once():
         check(numpy.ones((1024, 1024)))
     """
     assert "PIN007" not in codes(src)
+
+
+def test_a_table_a_callee_re_copies_in_its_own_loop_names_that_loop():
+    """A sampler called once per prompt builds a schedule whose table its solver copies on every step
+    (ColossalAI's DPM solver, survey 16): the caller's loop makes a new table each time; the loop that
+    re-copies one table is the solver's, and the message said "outside the loop" of the caller's."""
+    src = """
+import torch
+class Schedule:
+    def __init__(self, n):
+        self.grid = torch.linspace(0.0, 1.0, n)
+    def at(self, t):
+        return self.grid.to(t.device) * t
+def solve(x, n, steps):
+    schedule = Schedule(n)
+    for i in range(steps):
+        x = x + schedule.at(x)
+    return x
+def generate(prompts, n):
+    noise = torch.randn(16, device="cuda")
+    return [solve(noise, n, 20) for p in prompts]
+"""
+    f = only(src, "PIN007")
+    assert f.location.row == row_of(src, "solve(noise, n, 20)")
+    step_loop = row_of(src, "for i in range(steps)")
+    assert f"outside the loop at line {step_loop})" in f.message and "inside that loop" in f.message

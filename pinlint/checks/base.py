@@ -50,6 +50,23 @@ class CheckContext:
             return f"line {self.line_of(node)}"
         return f"{self.name_of(module)}:{module.position(node).start.line}"
 
+    def enclosing_or_place(self, loop: cst.CSTNode, node: cst.CSTNode, trace: tuple) -> Optional[str]:
+        """None when ``loop`` holds ``node`` in the checked file; else where the loop is (a loop of a
+        callee the reported call reaches: ``line 30``, ``schedule.py:24``)."""
+        for module in [self.module] + [step.module for step in trace]:
+            if module is None:
+                continue
+            try:
+                span = module.position(loop)
+            except KeyError:
+                continue  # a node of another module
+            if module is self.module:
+                at = module.position(node)
+                if span.start.line <= at.start.line and at.end.line <= span.end.line:
+                    return None
+            return self.place(loop, module)
+        return None
+
     def name_of(self, module) -> str:
         """Another module as the reader of this file's report knows it: relative to this file."""
         here = getattr(self.module, "path", None)

@@ -10,11 +10,27 @@ from ..fixers import pin_allocation
 from .base import CheckContext, Report, Rule, origins, is_pageable_async_copy, local_site, pageable
 
 
+def _reusing_loops(copy: Event, site: Site) -> list:
+    """The loops around the copy that the allocation is not in and whose every iteration sees the same
+    buffer (not `for a in arrays`, where each iteration copies a different one once)."""
+    if site.fresh_each_iteration:
+        return []
+    return [loop for loop in copy.loops if loop not in site.loops and loop not in copy.varies_in]
+
+
 def _allocated_outside(copy: Event, site: Site) -> bool:
-    """The copy sits in a loop that the allocation does not, and every iteration of that loop sees the
-    same buffer (not `for a in arrays`, where each iteration copies a different one once)."""
-    return not site.fresh_each_iteration and any(
-        loop not in site.loops and loop not in copy.varies_in for loop in copy.loops)
+    return bool(_reusing_loops(copy, site))
+
+
+def _which_loop(copy: Event, ctx: CheckContext) -> str:
+    """`the loop`, where a loop around the reported call re-copies the buffer; `the loop at
+    schedule.py:24` where only a loop of a callee does (a sampler called once per prompt whose solver
+    re-copies a table on every step: the caller's loop makes a new table each time)."""
+    loops = [loop for site in copy.sites for loop in _reusing_loops(copy, site)]
+    places = [ctx.enclosing_or_place(loop, copy.node, copy.trace) for loop in loops]
+    if not places or any(place is None for place in places):
+        return "the loop"
+    return f"the loop at {places[-1]}"
 
 
 class PageableTransferInLoop(Rule):
@@ -42,9 +58,11 @@ class PageableTransferInLoop(Rule):
             direction = "host-to-device" if copy.direction == "h2d" else "device-to-host"
             sources = origins(copy.sites, ctx)
             site = next(iter(copy.sites))
+            loop = _which_loop(copy, ctx)
+            inside = "inside a loop" if loop == "the loop" else "inside that loop"
             yield Report(copy.node,
-                         f"Pageable host buffer (allocated by {sources}, outside the loop) in {direction} copy "
-                         f"`{copy.api}`{ctx.via(copy.trace)} inside a loop: every iteration transfers at pageable "
+                         f"Pageable host buffer (allocated by {sources}, outside {loop}) in {direction} copy "
+                         f"`{copy.api}`{ctx.via(copy.trace)} {inside}: every iteration transfers at pageable "
                          f"bandwidth; allocate the buffer pinned", copy.sites,
                          ctx.plan(pin_allocation, site, copy) if len(copy.sites) == 1 and local_site(site, ctx)
                          else None, copy.direction, copy.trace)
