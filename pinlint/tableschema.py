@@ -115,7 +115,7 @@ EFFECTS: dict[str, EffectSchema] = {
     "kernel-module": EffectSchema(frozenset(), {}, "a module of GPU kernels"),
     "launch": EffectSchema(frozenset({"arg"}), {}, "launches a kernel on its argument(s)"),
     "device-spec": EffectSchema(frozenset({"arg"}), {}, "a torch device"),
-    "loader": EffectSchema(frozenset(), {"pin_kw": _is_str, "fix": _is_str}, "a torch DataLoader"),
+    "loader": EffectSchema(frozenset(), {"pin_kw": _is_str, "fix": _is_str, "collate_kw": _is_str}, "a torch DataLoader"),
     "register": EffectSchema(frozenset({"arg", "flags"}), {"kind": _one_of(*KINDS), "context": _is_bool,
                                                           "returns": _one_of("view")},
                              "page-locks existing memory (for a with block when `context`)"),

@@ -1724,3 +1724,43 @@ def test_a_scan_or_gather_of_a_cpu_tensor_is_new_pageable_memory(made, reported)
         out[: b - a].copy_(starts, non_blocking=True)
     """
     assert ("PIN001" in codes(src)) is reported
+
+
+_COLLATE = """
+import numpy as np
+import torch
+from torch.utils.data import DataLoader
+
+def np_collate(rows):
+    return {"x": np.stack([r for r in rows]).astype(np.float32), "n": len(rows)}
+
+def tensor_collate(rows):
+    return {"x": torch.from_numpy(np.stack([r for r in rows]))}
+
+def mixed_collate(rows):
+    return torch.stack(rows), np.zeros((len(rows), 1024), dtype=np.float32)
+
+def train(ds):
+    for b in DataLoader(ds, batch_size=8, collate_fn=np_collate, pin_memory=True):
+        torch.from_numpy(b["x"]).to("cuda", non_blocking=True)  # numpy batch
+    for b in DataLoader(ds, batch_size=8, collate_fn=tensor_collate, pin_memory=True):
+        b["x"].to("cuda", non_blocking=True)  # pinned by the loader
+    for b in DataLoader(ds, batch_size=8, collate_fn=tensor_collate):
+        b["x"].to("cuda", non_blocking=True)  # not pinned
+    for t, a in DataLoader(ds, batch_size=8, collate_fn=mixed_collate, pin_memory=True):
+        t.to("cuda", non_blocking=True)  # pinned tensor
+        torch.as_tensor(a).to("cuda", non_blocking=True)  # numpy half
+    for b in DataLoader(ds, batch_size=8, collate_fn=lambda rows: rows, pin_memory=True):
+        b.to("cuda", non_blocking=True)
+"""
+
+
+def test_a_collate_function_of_the_checked_code_says_what_a_batch_holds():
+    """DataLoader(pin_memory=True) pins the tensors a batch holds, never a NumPy array: a collate
+    function that returns arrays (nanotron's, survey 16) gives pageable batches, new on every batch;
+    the tensors it returns are the loader's, pinned when it pins."""
+    found = findings(_COLLATE)
+    assert [(f.code, f.location.row) for f in found] == [
+        ("PIN001", row_of(_COLLATE, "# numpy batch")), ("PIN001", row_of(_COLLATE, "# not pinned")),
+        ("PIN001", row_of(_COLLATE, "# numpy half"))]
+    assert "`np_collate()`" in found[0].message and "DataLoader" in found[1].message

@@ -227,9 +227,11 @@ class DeviceSpec(Value):
 
 @dataclass(frozen=True)
 class Loader(Value):
-    """A torch DataLoader; iterating it yields batches allocated at ``site``."""
+    """A torch DataLoader; iterating it yields batches allocated at ``site``, or ``batch`` where the
+    checked code's own ``collate_fn`` says what a batch holds (see ``effects._loader``)."""
 
     site: object
+    batch: Optional[Value] = field(default=None, repr=False)
 
 
 @dataclass(frozen=True)
@@ -521,6 +523,8 @@ def widen_join(old: Value, new: Value) -> Value:
 def element_of(value: Optional[Value]) -> Value:
     """What iterating ``value`` yields."""
     if isinstance(value, Loader):
+        if value.batch is not None:
+            return value.batch
         return Host(frozenset([value.site]), "torch", batch=True)
     if isinstance(value, Iteration):
         return value.element
@@ -655,7 +659,27 @@ def map_sites(value: Value, mapping_fn) -> Value:
         if isinstance(value, Iteration):
             return Iteration(map_sites(value.element, mapping_fn))
     if isinstance(value, Loader):
-        return Loader(mapping_fn(value.site))
+        return Loader(mapping_fn(value.site), map_sites(value.batch, mapping_fn) if value.batch is not None else None)
+    return value
+
+
+def map_hosts(value: Value, mapping_fn) -> Value:
+    """``value`` with every host buffer replaced by ``mapping_fn(host)``, through containers and objects."""
+    if isinstance(value, Host):
+        return mapping_fn(value)
+    if isinstance(value, Items):
+        return Items(tuple(map_hosts(v, mapping_fn) for v in value.items))
+    if isinstance(value, Seq):
+        return Seq(map_hosts(value.element, mapping_fn))
+    if isinstance(value, Mapping):
+        return Mapping(tuple((k, map_hosts(v, mapping_fn)) for k, v in value.entries),
+                       map_hosts(value.rest, mapping_fn) if value.rest is not None else None, value.optional)
+    if isinstance(value, Instance):
+        return Instance(value.klass, tuple((k, map_hosts(v, mapping_fn)) for k, v in value.fields))
+    if isinstance(value, Iteration):
+        return Iteration(map_hosts(value.element, mapping_fn))
+    if isinstance(value, Alternatives):
+        return Alternatives(frozenset(map_hosts(v, mapping_fn) for v in value.options))
     return value
 
 
@@ -664,6 +688,8 @@ def _leaf_sites(item, found: set) -> None:
         found |= item.sites
     elif isinstance(item, Loader):
         found.add(item.site)
+        if item.batch is not None:
+            found |= all_sites(item.batch)
 
 
 def all_sites(value: Value) -> frozenset:

@@ -564,7 +564,40 @@ def _loader(ev, api: Api, node, receiver, args: Args) -> Value:
         return UNKNOWN
     site = ev.site(node, kind, "torch", api.name, fix=api.opt("fix") if kind is Kind.PAGEABLE else None,
                    fresh_each_iteration=True)
-    return Loader(site)
+    collate = args.keywords.get(api.opt("collate_kw")) if api.opt("collate_kw") else None
+    return Loader(site, _collated(ev, node, collate[1], site) if collate is not None else None)
+
+
+def _collated(ev, node, collate: Value, site) -> Optional[Value]:
+    """What each batch holds when a function of the checked code collates it: the loader pins the
+    tensors it returns (in dicts, lists and tuples) when ``pin_memory`` is set, never a NumPy array,
+    which stays the collate function's new pageable memory on every batch. None (the loader's own
+    tensors) when it returns no NumPy array the analysis knows."""
+    from .domain import Function, map_hosts
+    if not isinstance(collate, Function) or collate.kernel:
+        return None
+    state, emit, detached = ev.state.copy(), ev.emit, ev.detached
+    ev.emit, ev.detached = False, True  # it runs per batch, in the loader, not here: no events here
+    try:
+        made = ev.calls.call_value(collate, node, Args(((node, UNKNOWN),), {}, False))
+    finally:
+        ev.state, ev.emit, ev.detached = state, emit, detached
+    arrays = []
+
+    def per_batch(host: Host) -> Host:
+        if not host.sites:
+            return host  # an array nothing explains stays unknown
+        fresh = replace(host, sites=frozenset(replace(s, fresh_each_iteration=True) for s in host.sites))
+        if host.library == "torch":
+            if all(s.kind is not Kind.PAGEABLE for s in host.sites):
+                return fresh  # pinned by the collate function itself
+            # A tensor: the loader's batch memory, which it pins or not (``torch.from_numpy`` of the
+            # collate function's array included: pinning copies it).
+            return Host(frozenset([site]), "torch")
+        arrays.append(host)
+        return fresh
+    batch = map_hosts(made, per_batch)
+    return batch if arrays else None
 
 
 # ------------------------------------------------------------------------------ copies
