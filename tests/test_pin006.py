@@ -420,3 +420,29 @@ def main(data):
     make(pin_memory=True)(data)
 """
     assert "PIN006" not in codes(src)
+
+
+def test_int_of_a_pycuda_allocation_is_its_address_not_a_synchronization():
+    """A TensorRT loop passes `[int(d_in), int(d_out)]` as bindings: int() of a PyCUDA allocation is
+    its address, not a value read back, so it waits for nothing (survey 17's jetson camera loop,
+    whose PIN006 it hid). int() of a CuPy array still reads the value back: a synchronization."""
+    from helpers import rows, row_of
+    src = """
+import numpy as np
+import pycuda.driver as cuda
+import cupy as cp
+h_in = cuda.pagelocked_empty(1 << 22, np.float32)
+d_in = cuda.mem_alloc(h_in.nbytes)
+stream = cuda.Stream()
+def engine_loop(context, frames):
+    for frame in frames:
+        np.copyto(h_in, frame)  # overwritten
+        cuda.memcpy_htod_async(d_in, h_in, stream)
+        context.execute_async_v2(bindings=[int(d_in)], stream_handle=stream.handle)
+def counted_loop(frames):
+    for frame in frames:
+        np.copyto(h_in, frame)
+        cuda.memcpy_htod_async(d_in, h_in, stream)
+        total = int(cp.zeros(1))
+"""
+    assert rows(src, "PIN006") == [row_of(src, "# overwritten")]

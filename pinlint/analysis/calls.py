@@ -358,8 +358,11 @@ class Calls:
         python = ev.tables.python
         if name in python.get("reading_builtins", ()):
             ev.read_hosts(node, [v for _, v in args.positional])
-            if any(isinstance(v, (Device, Tensor)) for _, v in args.positional):
-                # float(d.sum()), print(d): the value must come back first, a blocking copy.
+            addresses = python.get("device_address_libraries", ()) if name == "int" else ()
+            if any(isinstance(v, Tensor) or isinstance(v, Device) and v.library not in addresses
+                   for _, v in args.positional):
+                # float(d.sum()), print(d): the value must come back first, a blocking copy. Not
+                # int(d_in) of a PyCUDA allocation: its address.
                 ev.event(EventType.SYNC, node, api=name)
         elif name not in python.get("non_storing_builtins", ()) and not (name == "dict" and _spelled_dict(args)):
             # setattr(obj, name, h), ...; `dict(ids=ids)` keeps its values in the mapping it returns,

@@ -374,6 +374,13 @@ def _stand_in(value: Value) -> bool:
     return isinstance(value, (Instance, Unknown)) or _is_none(value)
 
 
+def module_stand_in(value: Value) -> bool:
+    """What ``except ImportError: cuda = None`` binds in place of an imported module: where a library
+    call on the name runs, the import succeeded and the name is the module. (Not an object of the
+    checked code: a local of that class named like an import is that object.)"""
+    return _is_none(value)
+
+
 def alternatives(a: Value, b: Value) -> Value:
     options = set(a.options if isinstance(a, Alternatives) else [a])
     options |= set(b.options if isinstance(b, Alternatives) else [b])

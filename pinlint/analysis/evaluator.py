@@ -15,7 +15,7 @@ import libcst as cst
 
 from ..imports import dotted
 from ..model import Event, EventType, Kind, PendingCopy, Site
-from .domain import (NDIM_UNKNOWN, UNKNOWN, Alternatives, ClassRef, Const, Device, DeviceSpec, Host, Instance, Items, Iteration, Loader,
+from .domain import (module_stand_in, NDIM_UNKNOWN, UNKNOWN, Alternatives, ClassRef, Const, Device, DeviceSpec, Host, Instance, Items, Iteration, Loader,
                      LibraryRef, Mapping, ModuleRef, Scalar, Seq, Stream, Super, Tensor, Value, element_of, flatten, join,
                      mapping, ordered, scalar_kind, sites_of, varying_in)
 from ..walk import code_parts
@@ -205,8 +205,10 @@ class Evaluator:
         if name is None:
             return False
         root = name.split(".")[0]
-        return root not in self.state.env and self.module.global_value(root) is None and \
-            self.module.imports.lookup(root) is not None
+        if self.module.imports.lookup(root) is None:
+            return False
+        local = self.state.env.get(root)
+        return (local is None or module_stand_in(local)) and self.module.global_value(root) is None
 
     def _expr_Attribute(self, node: cst.Attribute) -> Value:
         key = dotted(node)

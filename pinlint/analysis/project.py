@@ -22,7 +22,7 @@ from ..imports import ImportMap, collect_imports, dotted
 from ..modulefiles import _EXCLUDED_PARTS, is_file, module_files, search_folders  # noqa: F401
 from ..walk import class_body_small, suite_body
 from . import cfg
-from .domain import UNKNOWN, Alternatives, ClassRef, Const, Function, Instance, LibraryRef, ModuleRef, Value
+from .domain import UNKNOWN, Alternatives, ClassRef, Const, Function, Instance, LibraryRef, ModuleRef, Value, module_stand_in
 from .fields import FieldSolver
 from .interproc import Invocation, Outcome, context_free_env
 from .solver import solve
@@ -233,7 +233,10 @@ class ModuleContext:
             # package: Lightning's cold run went from 5 s to 22 s.)
             return None
         globals_ = self.project.module_globals(self)
-        return globals_.get(name) if globals_ is not None else None
+        value = globals_.get(name) if globals_ is not None else None
+        if value is not None and module_stand_in(value) and self.imports.lookup(name) is not None:
+            return None  # the imported module, where it is used as one (see domain.module_stand_in)
+        return value
 
     def function_value(self, node: cst.FunctionDef, scope: str) -> Function:
         key = (node, scope)
