@@ -55,6 +55,8 @@ class Site:
     variant: str = ""      # several sites of one call (a registration of each argument, a copy's destination)
     uninitialized: bool = False  # the allocator leaves the memory uninitialized (reusing it changes nothing)
     from_values: bool = False  # made from data that is not a known host buffer (a list, a number, a parameter)
+    python_numbers: bool = False  # made from a list of Python numbers the code builds (`torch.tensor([n] * b)`):
+                                  # as many elements as a Python list holds, small when its size is not known
     copies_data: bool = False  # it copies a host buffer into the new memory (``t.pin_memory()``, ``torch.tensor(h)``)
     module: object = field(default=None, compare=False)  # the ModuleInfo holding ``node``
 

@@ -1818,3 +1818,46 @@ def f(s):
     return cuda.to_device(h, stream=s)
 """
     assert codes(src) == []
+
+
+_INDEX_TENSORS = """
+import numpy as np
+import torch
+
+def attention(q, k, lengths):
+    b, lq, lk = q.size(0), q.size(1), k.size(1)
+    q_lens = torch.tensor([lq] * b, dtype=torch.int32).to(q.device, non_blocking=True)  # lens
+    cu = torch.tensor([0] + [int(n) for n in lengths], dtype=torch.int32).to(q.device, non_blocking=True)  # cu
+    keys = torch.tensor([k] * b).to(q.device, non_blocking=True)  # unknown elements
+    big = torch.from_numpy(np.zeros((b, lq))).to(q.device, non_blocking=True)  # big
+    return q_lens, cu, keys, big
+
+def run(lengths):
+    q = torch.randn(4, 128, device="cuda")
+    return attention(q, q, lengths)
+"""
+
+
+def test_index_tensors_of_python_numbers_are_small_whatever_their_count():
+    """`torch.tensor([lq] * b).to(dev, non_blocking=True)` (the Wan attention idiom, survey 17: 6
+    findings in three repositories) copies one int per batch item: the driver stages so small a
+    source at once, as PIN001's threshold says for constant sizes. A list of Python numbers the code
+    builds is that small; a list of things nothing explains, or an array of unknown shape, is not."""
+    default = Settings()  # this module's tests run with the threshold at 0
+    assert rows(_INDEX_TENSORS, "PIN001", default) == [row_of(_INDEX_TENSORS, "# unknown elements"),
+                                                       row_of(_INDEX_TENSORS, "# big")]
+    assert len(rows(_INDEX_TENSORS, "PIN001", Settings(pin001_min_bytes=0))) == 4  # a threshold of 0 reports all
+
+
+def test_index_tensors_of_python_numbers_are_small_in_a_loop_too():
+    src = """
+import torch
+def f(q, steps):
+    b = q.size(0)
+    lens = torch.tensor([7] * b, dtype=torch.int32)
+    table = torch.zeros(b * 1000)
+    for _ in range(steps):
+        lens.to("cuda")
+        table.to("cuda")  # table
+"""
+    assert rows(src, "PIN007") == [row_of(src, "# table")]

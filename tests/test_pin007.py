@@ -365,7 +365,8 @@ def test_rebinding_inside_the_loop_to_a_fresh_buffer_is_clean():
     ("np.array([np.empty(n).size, np.empty(n).ndim])", False),
     ("np.array([n, 2])", True),           # `n` could be an array: np.array stacks it
     ("np.array([abs(img), 1.0])", True),  # abs of an array is an array
-    ("np.array([img.shape, 2])", True),   # a shape is a tuple, not one number
+    ("np.array([img.shape, 2])", False),  # a shape is a tuple of numbers: a handful, however many
+    ("np.array([img.shape, img])", True),  # an array in the list: as big as it
 ])
 def test_threshold_numpy(alloc, reported):
     src = f"""

@@ -55,13 +55,15 @@ def test_pin001_unknown_sizes_are_still_reported():
 
 
 @pytest.mark.parametrize("data, size", [("[-lr]", 4), ("[1.0 - wd, lr]", 8), ("[[a, b], [c, d]]", 16),
-                                        ("(lr,)", 4), ("[0.5] * 1", None), ("values", None)])
+                                        ("(lr,)", 4), ("[0.5] * n_items", 0), ("[lr] * n_items", None),
+                                        ("values", None)])
 def test_a_torch_tensor_of_a_literal_list_has_its_length_whatever_its_items_hold(data, size):
     # torch.tensor turns each item of the list into a Python scalar (a tensor item of more than one
-    # element is an error), so four bytes per item of float32; a list it cannot count stays unknown.
+    # element is an error), so four bytes per item of float32; a list it cannot count stays unknown,
+    # unless it is Python numbers the code lists (an index tensor: small, size 0 here).
     src = f"""
         import torch
-        def step(lr, wd, a, b, c, d, values, dev):
+        def step(lr, wd, a, b, c, d, values, dev, n_items):
             t = torch.tensor({data}, dtype=torch.float32)
             return t.to(dev, non_blocking=True)
         """

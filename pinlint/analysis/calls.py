@@ -32,6 +32,8 @@ _IMPORTERS = frozenset({"importlib.import_module"})  # load a module named by a 
 _STARTERS = {"threading.Thread": (ArgSpec(1, "target"), ArgSpec(3, "args"), ArgSpec(4, "kwargs")),
              "threading.Timer": (ArgSpec(1, "function"), ArgSpec(2, "args"), ArgSpec(3, "kwargs"))}
 _BATCH_DICT_METHODS = frozenset({"values", "items", "get"})
+# A torch tensor's counts: numbers, whatever its device (`q.size(0)`, `t.numel()`); `t.size()` is a shape.
+_TORCH_COUNTS = frozenset({"size", "numel", "nelement", "dim", "ndimension", "element_size"})
 
 
 def receiver_types(value: Value) -> list:
@@ -257,6 +259,12 @@ class Calls:
             if name == "get":
                 return receiver
             return Iteration(receiver if name == "values" else Items((UNKNOWN, receiver)))
+        if name in _TORCH_COUNTS and (isinstance(receiver, Tensor) or isinstance(receiver, (Host, Device))
+                                      and receiver.library == "torch"):
+            return Scalar("int") if name != "size" or args.positional or args.keywords else Seq(Scalar("int"))
+        if name == "size" and receiver is UNKNOWN and len(args.positional) == 1 and not args.keywords:
+            # `q.size(1)` of a tensor parameter: a number, if anything (it only ever bounds a size).
+            return Scalar("int")
         api = self.table_method(receiver, name, args)
         if api is not None:
             return effects.apply(ev, api, node, receiver, args)

@@ -226,10 +226,28 @@ def _alloc(ev, api: Api, node, receiver, args: Args) -> Value:
                    (api.arg("data") is not None and isinstance(args.value(api.arg("data")), Host)),
                    from_values=(api.arg("data") is not None and args.present(api.arg("data"))
                                 and not isinstance(args.value(api.arg("data")), Host))
-                   or (isinstance(receiver, Host) and all(s.from_values for s in receiver.sites)))
+                   or (isinstance(receiver, Host) and all(s.from_values for s in receiver.sites)),
+                   python_numbers=(api.arg("data") is not None and _python_numbers(args.value(api.arg("data"))))
+                   or (isinstance(receiver, Host) and bool(receiver.sites)
+                       and all(s.python_numbers for s in receiver.sites)))
     value = Host(frozenset([site]), flavour, pointer=bool(api.opt("pointer", api.opt("returns") == "err-tuple")))
     ev.event(EventType.ALLOC, node, value, api=site.api)
     return _err_tuple(api, value)
+
+
+def _python_numbers(value: Value) -> bool:
+    """A list (or tuple, nested, repeated, comprehended) of Python numbers the code builds: index and
+    length tensors (`torch.tensor([lq] * b)`, cu_seqlens from a list of lengths), one element per
+    Python object, however many the code does not say."""
+    if isinstance(value, Items):
+        return bool(value.items) and all(_python_numbers(item) for item in value.items)
+    if isinstance(value, Seq):
+        return _python_numbers(value.element)
+    if isinstance(value, Scalar):
+        return True
+    if isinstance(value, Const):
+        return bool(value.values) and all(isinstance(v, (int, float)) for v in value.values)
+    return False
 
 
 def _shape_info(ev, api: Api, args: Args) -> tuple:

@@ -101,8 +101,10 @@ class Rule:
 
 
 def below(sites, threshold: int) -> bool:
-    """Every buffer has a constant size and all are under ``threshold`` bytes (unknown sizes report)."""
-    sizes = [s.nbytes for s in sites]
+    """Every buffer has a constant size and all are under ``threshold`` bytes (unknown sizes report),
+    or is a tensor of Python numbers the code lists (one element per Python object: an index or
+    length tensor, small whatever its count)."""
+    sizes = [0 if s.nbytes is None and s.python_numbers else s.nbytes for s in sites]
     return bool(sizes) and all(size is not None for size in sizes) and max(sizes) < threshold
 
 

@@ -7,7 +7,7 @@ from typing import Iterator
 from ..analysis import FileFacts
 from ..model import Event, Site
 from ..fixers import pin_allocation
-from .base import CheckContext, Report, Rule, origins, is_pageable_async_copy, local_site, pageable
+from .base import CheckContext, Report, Rule, below, origins, is_pageable_async_copy, local_site, pageable
 
 
 def _reusing_loops(copy: Event, site: Site) -> list:
@@ -52,8 +52,7 @@ class PageableTransferInLoop(Rule):
                 continue
             if not copy.definitely(lambda s: pageable(s) and _allocated_outside(copy, s)):
                 continue
-            sizes = [s.nbytes for s in copy.sites]
-            if all(size is not None for size in sizes) and max(sizes) < ctx.pin007_min_bytes:
+            if below(copy.sites, ctx.pin007_min_bytes):
                 continue  # small constant-size transfers are latency-bound; pinning buys little
             direction = "host-to-device" if copy.direction == "h2d" else "device-to-host"
             sources = origins(copy.sites, ctx)
