@@ -313,3 +313,35 @@ def test_and_or_of_a_decided_test_are_decided(test, reported):
         assert found    # the copy may run on every call
     else:
         assert found is reported
+
+
+_PLACED = """
+import torch
+
+class Loader:
+    def __init__(self, offload):
+        self.offload = offload
+
+    def distribute(self, shapes, target_device=None):
+        target = "cpu" if self.offload else "cuda"
+        out = {name: torch.empty(shape, device=target) for name, shape in shapes.items()}
+        single = torch.empty(8, device=target)
+        for name in sorted(shapes):
+            if target == "cpu":
+                gpu_t = torch.randn(shapes[name], device="cuda")
+                out[name].copy_(gpu_t.cpu(), non_blocking=True)  # host to host
+                single.copy_(gpu_t.cpu(), non_blocking=True)  # host to host too
+            else:
+                out[name].copy_(torch.randn(shapes[name]), non_blocking=True)  # to the GPU
+        if "cuda" != target:
+            single.copy_(torch.randn(8), non_blocking=True)
+        return out
+"""
+
+
+def test_a_test_of_the_variable_that_placed_a_tensor_places_it_on_the_cpu():
+    """`target = "cpu" if offload else "cuda"` places buffers with `device=target`, taken as the GPU's
+    (the code's intent); inside `if target == "cpu":` they are CPU tensors, so `dst.copy_(t.cpu(),
+    non_blocking=True)` is a host-to-host copy (LightX2V's rank-0 weight broadcast, survey 17: two
+    false PIN001s), even after a loop joined them with what the arm made of them."""
+    assert rows(_PLACED, "PIN001") == [row_of(_PLACED, "# to the GPU")]

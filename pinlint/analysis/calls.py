@@ -259,6 +259,7 @@ class Calls:
             if name == "get":
                 return receiver
             return Iteration(receiver if name == "values" else Items((UNKNOWN, receiver)))
+        receiver = effects.placed(ev, receiver)
         if name in _TORCH_COUNTS and (isinstance(receiver, Tensor) or isinstance(receiver, (Host, Device))
                                       and receiver.library == "torch"):
             return Scalar("int") if name != "size" or args.positional or args.keywords else Seq(Scalar("int"))

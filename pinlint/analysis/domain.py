@@ -80,10 +80,13 @@ def unknown_host(library: str = "numpy") -> Host:
 
 @dataclass(frozen=True)
 class Device(Value):
-    """Device memory made by ``library``; Numba arrays remember the stream they were made on."""
+    """Device memory made by ``library``; Numba arrays remember the stream they were made on.
+    ``chosen_by``: the variable holding "cpu" or "cuda" that placed it (``torch.empty(n,
+    device=target)``), taken as the GPU except where a test of that variable says the CPU."""
 
     library: str
     stream: Optional["Stream"] = None
+    chosen_by: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -445,7 +448,8 @@ def join(a: Value, b: Value) -> Value:
         values = a.values | b.values
         return Const(values) if len(values) <= _CONST_LIMIT else UNKNOWN
     if isinstance(a, Device) and isinstance(b, Device) and a.library == b.library:
-        return Device(a.library, a.stream if a.stream == b.stream else None)
+        return Device(a.library, a.stream if a.stream == b.stream else None,
+                      a.chosen_by if a.chosen_by == b.chosen_by else None)
     if isinstance(a, DeviceSpec) and isinstance(b, DeviceSpec):
         return a if a == b else DeviceSpec(None)
     if isinstance(a, Items) and isinstance(b, Items) and len(a.items) == len(b.items):
@@ -670,24 +674,28 @@ def map_sites(value: Value, mapping_fn) -> Value:
     return value
 
 
+def map_leaves(value: Value, mapping_fn) -> Value:
+    """``value`` with every value that is not a container or an object replaced by
+    ``mapping_fn(leaf)``, through containers, objects and alternatives."""
+    if isinstance(value, Items):
+        return Items(tuple(map_leaves(v, mapping_fn) for v in value.items))
+    if isinstance(value, Seq):
+        return Seq(map_leaves(value.element, mapping_fn))
+    if isinstance(value, Mapping):
+        return Mapping(tuple((k, map_leaves(v, mapping_fn)) for k, v in value.entries),
+                       map_leaves(value.rest, mapping_fn) if value.rest is not None else None, value.optional)
+    if isinstance(value, Instance):
+        return Instance(value.klass, tuple((k, map_leaves(v, mapping_fn)) for k, v in value.fields))
+    if isinstance(value, Iteration):
+        return Iteration(map_leaves(value.element, mapping_fn))
+    if isinstance(value, Alternatives):
+        return Alternatives(frozenset(map_leaves(v, mapping_fn) for v in value.options))
+    return mapping_fn(value)
+
+
 def map_hosts(value: Value, mapping_fn) -> Value:
     """``value`` with every host buffer replaced by ``mapping_fn(host)``, through containers and objects."""
-    if isinstance(value, Host):
-        return mapping_fn(value)
-    if isinstance(value, Items):
-        return Items(tuple(map_hosts(v, mapping_fn) for v in value.items))
-    if isinstance(value, Seq):
-        return Seq(map_hosts(value.element, mapping_fn))
-    if isinstance(value, Mapping):
-        return Mapping(tuple((k, map_hosts(v, mapping_fn)) for k, v in value.entries),
-                       map_hosts(value.rest, mapping_fn) if value.rest is not None else None, value.optional)
-    if isinstance(value, Instance):
-        return Instance(value.klass, tuple((k, map_hosts(v, mapping_fn)) for k, v in value.fields))
-    if isinstance(value, Iteration):
-        return Iteration(map_hosts(value.element, mapping_fn))
-    if isinstance(value, Alternatives):
-        return Alternatives(frozenset(map_hosts(v, mapping_fn) for v in value.options))
-    return value
+    return map_leaves(value, lambda leaf: mapping_fn(leaf) if isinstance(leaf, Host) else leaf)
 
 
 def _leaf_sites(item, found: set) -> None:

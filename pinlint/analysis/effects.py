@@ -127,6 +127,26 @@ def device_of(value: Value, tables) -> Optional[bool]:
     return None
 
 
+def _chosen_by(expr, value: Value, tables) -> Optional[str]:
+    """The variable that placed an allocation when it holds the CPU or a GPU (``target = "cpu" if
+    offload else "cuda"``): a test of it (``if target == "cpu":``) places the allocation again."""
+    from ..imports import dotted
+    if not isinstance(value, Const) or len(value.values) < 2:
+        return None
+    places = {device_of(Const.of(option), tables) for option in value.values}
+    return dotted(expr) if places == {True, False} else None
+
+
+def placed(ev, value: Value) -> Value:
+    """A tensor placed by a variable that holds the CPU's name here (``if target == "cpu":`` around a
+    copy into ``torch.empty(n, device=target)``) is a CPU tensor whose memory nothing tells."""
+    if isinstance(value, Device) and value.chosen_by is not None:
+        place = ev.state.env.get(value.chosen_by)
+        if isinstance(place, Const) and device_of(place, ev.tables) is False:
+            return unknown_host(value.library)
+    return value
+
+
 def names_its_target(ev, api: Api, args: Args) -> bool:
     """On a receiver nothing explains, a move (torch's ``.to``) is a copy the call itself decides only
     when its target names the CPU: a move to a GPU of a tensor that may already be there is no copy,
@@ -191,7 +211,7 @@ def _alloc(ev, api: Api, node, receiver, args: Args) -> Value:
             # a GPU (as a `torch.Tensor` parameter is), its memory unknown.
             return Tensor() if api.library == "torch" else UNKNOWN
         if device:
-            return Device(api.library)
+            return Device(api.library, chosen_by=_chosen_by(*args.keywords[device_kw], ev.tables))
     pin_kw = api.opt("pin_kw")
     pinned_by_keyword = bool(pin_kw) and pin_kw in args.keywords and args.keywords[pin_kw][1] == Const.of(True)
     like_device = api.arg("like_device")
@@ -696,7 +716,7 @@ def _copy(ev, api: Api, node, receiver, args: Args) -> Value:
             return UNKNOWN
     else:
         host = _arg_value(api.arg("host"), receiver, args)
-    device_side = _arg_value(api.arg("device"), receiver, args)
+    device_side = placed(ev, _arg_value(api.arg("device"), receiver, args))
     if direction == "d2h" and isinstance(device_side, Host):
         # host.copy_(other_host): a CPU copy between host buffers, not a transfer.
         ev.event(EventType.READ, node, device_side)

@@ -50,6 +50,9 @@ def narrowed(ev, state, conditions: tuple):
         key = dotted(target)
         if key is None:
             continue
+        if fact == "placed on the cpu":
+            _placed_on_the_cpu(ev, key, test)
+            continue
         current = ev.state.env.get(key)
         if current is None and "." in key:
             current = ev.expr(target)  # src.data: an attribute no statement stored
@@ -77,6 +80,7 @@ def _facts(test, truth: bool, tables) -> Iterator[tuple]:
         yield test.value, "cuda" if truth else "cpu"
     elif isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
         yield from _device_type_facts(test, truth, tables)
+        yield from _device_name_facts(test, truth, tables)
     elif isinstance(test, cst.Call) and isinstance(test.func, cst.Name) and test.func.value == "isinstance" \
             and len(test.args) == 2 and truth:
         yield test.args[0].value, ("class", test.args[1].value)
@@ -103,6 +107,35 @@ def _device_type_facts(test: cst.Comparison, truth: bool, tables) -> Iterator[tu
         yield left.value.value, place
     else:
         yield left.value.value, "cuda" if place == "cpu" else "cpu"
+
+
+def _device_name_facts(test: cst.Comparison, truth: bool, tables) -> Iterator[tuple]:
+    """``target == "cpu"`` (``!= "cuda"``) of a variable naming a device: the arm where it is the CPU."""
+    comparison = test.comparisons[0]
+    left, right = test.left, comparison.comparator
+    if isinstance(left, cst.SimpleString):
+        left, right = right, left
+    if not (isinstance(left, (cst.Name, cst.Attribute)) and isinstance(right, cst.SimpleString)):
+        return
+    cuda = device_of(Const.of(right.evaluated_value), tables)
+    if cuda is None:
+        return
+    if isinstance(comparison.operator, (cst.NotEqual, cst.IsNot)):
+        truth = not truth
+    elif not isinstance(comparison.operator, (cst.Equal, cst.Is)):
+        return
+    if truth != cuda:
+        yield left, "placed on the cpu"
+
+
+def _placed_on_the_cpu(ev, key: str, test) -> None:
+    """Where the test says ``key`` names the CPU, it holds the CPU's name: what it placed is on the CPU
+    there (``effects.placed``), however the values it placed were joined since."""
+    current = ev.state.env.get(key)
+    if isinstance(current, Const) and len(current.values) > 1:
+        cpu = frozenset(v for v in current.values if device_of(Const.of(v), ev.tables) is False)
+        if cpu:
+            ev.bind(key, Const(cpu))
 
 
 def _refine(ev, value: Value, fact, test) -> Optional[Value]:
