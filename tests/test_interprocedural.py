@@ -536,3 +536,54 @@ def step(dev):
     # One report per function: warm_up's two calls are one mistake there, step's call is step's.
     assert [f["location"]["row"] for f in found] == [row_of(text, "def warm_up(dev):") + 1,
                                                       row_of(text, "def step(dev):") + 1]
+
+
+_SLOT = """\
+AI_DEVICE = None
+"""
+_SETUP = """\
+from pkg import global_var
+
+
+def init(device):
+    global_var.AI_DEVICE = device
+"""
+_MODEL = """\
+import torch
+from pkg import global_var
+from pkg.global_var import AI_DEVICE
+
+
+def rank_device():
+    if global_var.AI_DEVICE is None:
+        return torch.device("cpu")
+    return torch.device(global_var.AI_DEVICE)
+
+
+def load(keys):
+    weights = {k: torch.randn(1 << 20, device="cuda") for k in keys}
+    target = rank_device()
+    out = {}
+    for k in keys:
+        out[k] = weights[k].to(target, non_blocking=True)
+        print(out[k].sum())  # read
+    return out
+
+
+def at_import():
+    host = torch.empty(1 << 20) if AI_DEVICE is None else torch.empty(1 << 20, device="cuda")
+    return host.to("cuda", non_blocking=True)  # bound at import
+"""
+
+
+def test_a_module_slot_read_through_the_module_is_what_anyone_set_there(tmp_path):
+    """`global_var.AI_DEVICE` is None at load and set by another module at run time (LightX2V's
+    platform module): read through the module object, it is not None for sure, so `rank_device()`
+    may be a GPU and the non-blocking `.to(target)` no D2H whose destination the print reads
+    (survey 17: a false PIN005). `from pkg.global_var import AI_DEVICE` binds the load-time value."""
+    write(tmp_path, "pkg/__init__.py", "")
+    write(tmp_path, "pkg/global_var.py", _SLOT)
+    write(tmp_path, "pkg/setup.py", _SETUP)
+    model = write(tmp_path, "pkg/model.py", _MODEL)
+    found = _run_in_order(tmp_path, [model])["model.py"]
+    assert found == [("PIN001", _MODEL.splitlines().index('    return host.to("cuda", non_blocking=True)  # bound at import') + 1)]

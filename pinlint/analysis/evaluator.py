@@ -172,7 +172,13 @@ class Evaluator:
         qualified = self.module.imports.qualify(node)
         if qualified is None:
             return UNKNOWN
-        return self.named_value(qualified)
+        value = self.named_value(qualified)
+        if value == Const.of(None) and isinstance(node, cst.Attribute) and \
+                isinstance(self.qualified_value(node.value), ModuleRef):
+            # `global_var.AI_DEVICE` read through the module object sees what any module set there at
+            # run time (`global_var.AI_DEVICE = get_device()`); None is only its value at load.
+            return UNKNOWN
+        return value
 
     def named_value(self, qualified: str, keep_library: bool = False) -> Value:
         """The value of a dotted name as ``qualified_value`` gives it; a library name that is neither

@@ -765,7 +765,12 @@ def member(ev, base: Value, attr: str, node) -> Value:
             return function_value(found, bound=None if found.kind == "method" else base)
         return UNKNOWN
     if isinstance(base, ModuleRef):
-        return project.module_attribute(base.name, attr)
+        value = project.module_attribute(base.name, attr)
+        if value == Const.of(None):
+            # `global_var.AI_DEVICE` read through the module object sees what any module set there at
+            # run time (`global_var.AI_DEVICE = get_device()`); None is only its value at load.
+            return UNKNOWN
+        return value
     if isinstance(base, Super):
         info = project.class_info(base.klass)
         found = info.lookup(attr, after_self=True) if info is not None else None
