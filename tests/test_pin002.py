@@ -1183,3 +1183,45 @@ def test_a_helper_run_once_per_configuration_is_no_allocation_to_hoist(loop, rep
             assert result.sum() > 0
     """
     assert ("PIN002" in codes(src)) is reported
+
+
+_HANDED_TO_A_TASK = """
+import collections
+import threading
+from concurrent.futures import ThreadPoolExecutor
+import torch
+
+def to_host(frames, stream):
+    host = torch.empty(frames.shape, pin_memory=True)
+    with torch.cuda.stream(stream):
+        host.copy_(frames, non_blocking=True)
+    return host
+
+def write(host):
+    return int(host.sum())
+
+def pooled(stream, n):
+    pending = collections.deque()
+    with ThreadPoolExecutor(1) as pool:
+        for _ in range(n):
+            host = to_host(torch.rand(16, 720, device="cuda"), stream)
+            pending.append(pool.submit(write, host))
+
+def threaded(stream, n):
+    for _ in range(n):
+        host = to_host(torch.rand(16, 720, device="cuda"), stream)
+        threading.Thread(target=write, args=(host,)).start()
+
+def dropped(stream, n):
+    for _ in range(n):
+        host = to_host(torch.rand(16, 720, device="cuda"), stream)  # dropped
+        stream.synchronize()
+        write(host)
+"""
+
+
+def test_a_pinned_block_handed_to_a_task_outlives_its_iteration():
+    """A per-chunk pinned block handed to a writer pool (`pool.submit(write, host)`, the futures kept
+    in a deque: LightX2V's video writer, survey 17) or a thread is read iterations later: one
+    hoisted buffer could not replace it. Dropped at the end of the iteration, it is PIN002."""
+    assert rows(_HANDED_TO_A_TASK, "PIN002") == [row_of(_HANDED_TO_A_TASK, "# dropped")]

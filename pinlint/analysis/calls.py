@@ -202,6 +202,7 @@ class Calls:
         items = passed[1].items if passed is not None else ()
         laid_out = tuple((exprs[i].value if i < len(exprs) else node, value) for i, value in enumerate(items))
         kwargs = {key: (node, value) for key, value in named.entries if isinstance(key, str)}
+        ev.escape(node, [value for _, value in laid_out] + [value for _, value in kwargs.values()])  # the thread keeps them
         self.run_beside(node, callee, Args(laid_out, kwargs, False), args)
         return UNKNOWN
 

@@ -846,6 +846,9 @@ def _run_later(ev, api: Api, node, receiver, args: Args) -> Value:
     if args.star:
         ev.escape(node, args.values())
         return UNKNOWN
+    # The task keeps its arguments until it has run, iterations later perhaps (a writer pool whose
+    # futures wait in a deque): they outlive this point, as a stored buffer does.
+    ev.escape(node, [value for _, value in rest] + [value for _, value in keywords.values()])
     ev.calls.run_beside(node, callee, Args(rest, keywords, False), args)
     return UNKNOWN
 
