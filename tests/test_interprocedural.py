@@ -587,3 +587,55 @@ def test_a_module_slot_read_through_the_module_is_what_anyone_set_there(tmp_path
     model = write(tmp_path, "pkg/model.py", _MODEL)
     found = _run_in_order(tmp_path, [model])["model.py"]
     assert found == [("PIN001", _MODEL.splitlines().index('    return host.to("cuda", non_blocking=True)  # bound at import') + 1)]
+
+
+_READER = """\
+import numpy as np
+
+
+class Reader:
+    def read(self, shape):
+        return np.ones(shape, dtype=np.uint8).copy()
+
+
+_reader = None
+_counter = 0
+
+
+def get_reader():
+    global _reader
+    if _reader is None:
+        _reader = Reader()
+    return _reader
+
+
+def bump():
+    global _counter
+    _counter += 1
+    return _counter
+"""
+_ENCODER = """\
+import torch
+
+
+def encode(shape, device):
+    from .reader import get_reader
+    arr = get_reader().read(shape)
+    return torch.from_numpy(arr).to(device=device, non_blocking=True)
+
+
+def run():
+    return encode((4096, 4096), "cuda")
+"""
+
+
+def test_a_lazy_singleton_getter_gives_its_object(tmp_path):
+    """`global _reader; if _reader is None: _reader = Reader(); return _reader` (LightX2V's shared-memory
+    client, survey 17): the slot is only ever None at the module's top level, so the getter returns
+    the Reader it makes, and the pageable array its method returns is found where it is copied."""
+    write(tmp_path, "pkg/__init__.py", "")
+    write(tmp_path, "pkg/reader.py", _READER)
+    encoder = write(tmp_path, "pkg/encoder.py", _ENCODER)
+    found = _run_in_order(tmp_path, [encoder])["encoder.py"]
+    copy = _ENCODER.splitlines().index("    return torch.from_numpy(arr).to(device=device, non_blocking=True)") + 1
+    assert found == [("PIN001", copy)]

@@ -132,6 +132,7 @@ class ModuleContext:
         self._defs: Optional[dict] = None
         self._single: Optional[set] = None
         self._star_sources: Optional[tuple] = None
+        self._none_slots: Optional[frozenset] = None
         self._top_names: Optional[frozenset] = None
         self.loads: dict = {}            # module name -> what Project.load found for this importer
         self._functions: dict = {}
@@ -184,6 +185,14 @@ class ModuleContext:
         if self._single is None:
             self._single = single_assigned_globals(self.info.module)
         return self._single
+
+    @property
+    def none_slots(self) -> frozenset:
+        """Names the module's top level only ever sets to None (``_client = None``): slots its
+        functions fill (``global _client; if _client is None: _client = Client()``)."""
+        if self._none_slots is None:
+            self._none_slots = none_slots(self.info.module)
+        return self._none_slots
 
     @property
     def star_sources(self) -> tuple:
@@ -971,6 +980,27 @@ def single_assigned_globals(module: cst.Module) -> set:
     declared_global = {name.name.value for small in small_statements(module.body, into_definitions=True)
                        if isinstance(small, cst.Global) for name in small.names}
     return {name for name, count in counts.items() if count == 1 and name not in declared_global}
+
+
+def none_slots(module: cst.Module) -> frozenset:
+    """Top-level names every top-level assignment of which is ``name = None``."""
+    from ..walk import small_statements
+    seen: dict = {}
+    for small in small_statements(module.body):
+        if isinstance(small, cst.Assign):
+            for target in small.targets:
+                for name in _target_names(target.target):
+                    none = isinstance(small.value, cst.Name) and small.value.value == "None" and \
+                        isinstance(target.target, cst.Name)
+                    seen[name] = seen.get(name, True) and none
+        elif isinstance(small, cst.AnnAssign):  # `_client: Optional[Client] = None`
+            none = isinstance(small.value, cst.Name) and small.value.value == "None"
+            for name in _target_names(small.target):
+                seen[name] = seen.get(name, True) and none
+        elif isinstance(small, cst.AugAssign):
+            for name in _target_names(small.target):
+                seen[name] = False
+    return frozenset(name for name, only_none in seen.items() if only_none)
 
 
 def _target_names(target) -> list:

@@ -51,8 +51,12 @@ def _stmt(ev, element) -> None:
         if node.exc is not None:
             ev.expr(node.exc)
     elif isinstance(node, (cst.Global, cst.Nonlocal)):
+        slots = ev.module.none_slots if isinstance(node, cst.Global) else frozenset()
         for name in node.names:
-            ev.state.env[name.name.value] = UNKNOWN
+            # A slot the module sets only to None, filled here (`global _client; if _client is None:
+            # _client = Client(); return _client`): what this function makes of it is what it holds,
+            # as on the first call; any other global may hold anything by now.
+            ev.state.env[name.name.value] = Const.of(None) if name.name.value in slots else UNKNOWN
             ev.state.env["$outer:" + name.name.value] = Const.of(True)
     elif isinstance(node, cst.Del):
         _forget(ev, node.target)
