@@ -1861,3 +1861,23 @@ def f(q, steps):
         table.to("cuda")  # table
 """
     assert rows(src, "PIN007") == [row_of(src, "# table")]
+
+
+def test_bytes_a_base64_decoder_returns_are_pageable_through_a_frombuffer_view():
+    """A served tensor arrives as base64 text: `np.frombuffer(base64.b64decode(s))` is a view of a new
+    Python bytes object, ordinary heap memory, copied non-blocking to the GPU (LightX2V's text-encoder
+    client, survey 17). A decoder nothing in the tables names stays unknown."""
+    src = """
+import base64
+import numpy as np
+import torch
+from somewhere import decode_payload
+
+def decode(payload, device):
+    raw = base64.b64decode(payload["data"])
+    arr = np.frombuffer(raw, dtype=np.uint8).reshape(payload["shape"])
+    other = np.frombuffer(decode_payload(payload), dtype=np.uint8)
+    torch.from_numpy(other).to(device=device, non_blocking=True)
+    return torch.from_numpy(arr).to(device=device, non_blocking=True)  # decoded
+"""
+    assert rows(src, "PIN001") == [row_of(src, "# decoded")]
