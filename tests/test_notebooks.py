@@ -247,3 +247,27 @@ def test_a_script_the_notebook_writes_is_checked_in_its_cell():
     assert "host" not in notebooks.to_program(notebook).text
     fixed = notebooks.check_notebook(data, "nb.ipynb", Settings(), fix=True, unsafe=True)
     assert [(f.code, f.cell) for f in fixed.findings] == [("PIN001", 2)] and fixed.fixed is None
+
+
+def test_a_trace_and_a_callees_loop_are_named_by_cell_too(tmp_path):
+    """A helper defined in one cell and called in a loop of another: the message's "via `f` (line N)"
+    and "outside the loop at line N" named lines of the joined program (hpc-buesst1's timing helper,
+    "via `time_function` (line 212)" in a notebook of a few dozen lines a cell)."""
+    notebook = {
+        "cells": [
+            {"cell_type": "code", "execution_count": 1, "metadata": {}, "outputs": [],
+             "source": "import numpy as np\nfrom numba import cuda\n\ndef timed(f, h, n):\n"
+                       "    for _ in range(n):\n        f(h)\n"},
+            {"cell_type": "code", "execution_count": 2, "metadata": {}, "outputs": [],
+             "source": "def upload(h):\n    return cuda.to_device(h)\n"},
+            {"cell_type": "code", "execution_count": 3, "metadata": {}, "outputs": [],
+             "source": "image = np.zeros((1024, 1024), dtype=np.float32)\ntimed(upload, image, 10)\n"},
+        ],
+        "metadata": {}, "nbformat": 4, "nbformat_minor": 5,
+    }
+    _write(tmp_path, notebook)
+    [finding] = json.loads(_pinlint(tmp_path, "check", "--format", "json", ".").stdout)
+    assert finding["code"] == "PIN007" and finding["cell"] == 3, finding
+    message = finding["message"]
+    assert "at cell 3 line 1" in message and "outside the loop at cell 1 line 5)" in message, message
+    assert "(cell 2 line 2)" in message, message
