@@ -1881,3 +1881,35 @@ def decode(payload, device):
     return torch.from_numpy(arr).to(device=device, non_blocking=True)  # decoded
 """
     assert rows(src, "PIN001") == [row_of(src, "# decoded")]
+
+
+_TRANSPOSED = """
+import torch
+
+def positions(device, n):
+    pairs = [(d, None) for d in range(1, n)]
+    pos, ptrs = zip(*pairs)
+    return torch.tensor(pos).to(device=device, non_blocking=True)
+
+def annotated(device, frame_idx: int):
+    return torch.tensor([frame_idx - t for t in range(4)]).to(device=device, non_blocking=True)
+
+def states(buffers, indices, device):
+    joined = [torch.cat(ts, dim=1) for ts in zip(*[buffers[m] for m in indices])]
+    return [t.to(device=device, non_blocking=True) for t in joined]
+
+def main(n):
+    bufs = [(torch.zeros(2, 1, 256), torch.zeros(2, 1, 256)) for _ in range(n)]
+    states(bufs, list(range(n)), torch.device("cuda"))  # states
+    positions("cuda", 16)
+    annotated("cuda", 10)
+"""
+
+
+def test_zip_of_star_rows_transposes_them():
+    """`pos, ptrs = zip(*pairs)` gives the first items of every pair (Python numbers: sam2's 16 object
+    pointer positions, a false PIN001 in survey 18), and `for ts in zip(*buffers)` each group of
+    tensors (torchbeast's LSTM states, concatenated into new pageable memory: a miss). An `int`
+    annotation says a number too."""
+    default = Settings()  # this module's tests run with the threshold at 0
+    assert rows(_TRANSPOSED, "PIN001", default) == [row_of(_TRANSPOSED, "# states")]

@@ -543,3 +543,39 @@ def test():
     assert "PIN005" not in codes(src)
     # From a GPU tensor the same moves are copies in flight, read before any synchronize.
     assert "PIN005" in codes(src.replace("dtype=torch.int32).reshape", "dtype=torch.int32, device='cuda').reshape"))
+
+
+def test_an_identity_test_of_the_destination_reads_nothing():
+    """`if host is not None:` looks at the Python object, never at the bytes that may not have arrived
+    (ai-toolkit's gradient offload, survey 18: two false PIN005s); `host.sum()` still reads them."""
+    from helpers import rows, row_of
+    src = """
+import torch
+def main(s, ev):
+    g = torch.randn(4096, 4096, device="cuda")
+    with torch.cuda.stream(s):
+        host = g.to("cpu", non_blocking=True)
+        ev.record()
+    if host is not None:
+        print(host.sum())  # read
+    ev.synchronize()
+"""
+    assert rows(src, "PIN005") == [row_of(src, "# read")]
+
+
+def test_a_move_to_the_cpu_a_caller_chose_does_not_say_the_tensor_was_on_a_device():
+    """`w.to(dev, non_blocking=True)` in a helper written for the GPU, called once with the CPU for a
+    weight already there (ai-toolkit's materialize, survey 18): no copy the call decides by itself.
+    `t.to("cpu", non_blocking=True)` spelled at the call still is a device-to-host copy."""
+    from helpers import rows, row_of
+    src = """
+import torch
+def materialize(w, dev):
+    wq = w.to(dev, non_blocking=True)
+    return wq.float()
+def run(w):
+    materialize(w, torch.device("cpu"))
+    h = w.to("cpu", non_blocking=True)
+    print(h.sum())  # spelled
+"""
+    assert rows(src, "PIN005") == [row_of(src, "# spelled")]

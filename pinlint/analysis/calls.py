@@ -53,6 +53,17 @@ def receiver_types(value: Value) -> list:
     return []
 
 
+def _transposed(rows: Value) -> Value:
+    """``zip(*rows)``: the first items of every row, then the second ones: ``positions, ptrs =
+    zip(*pairs)``, ``for states in zip(*buffers)``."""
+    row = element_of(rows)
+    if isinstance(row, Items) and row.items:
+        return Items(tuple(Seq(item) for item in row.items))
+    if isinstance(row, Seq):
+        return Iteration(Seq(row.element))
+    return UNKNOWN
+
+
 class Calls:
     def __init__(self, ev) -> None:
         self.ev = ev
@@ -384,6 +395,8 @@ class Calls:
         if name == "range":
             return Iteration(Scalar("int"))  # `for i in range(n)`: i is an int (h[:, i, :] is a view)
         if name == "zip":
+            if not args.positional and len(args.starred) == 1 and not args.keywords:
+                return _transposed(args.starred[0])  # zip(*pairs)
             return Iteration(Items(tuple(element_of(v) for _, v in args.positional)))
         if name == "iter" and isinstance(first, Instance):
             return self.iterate(first, node)

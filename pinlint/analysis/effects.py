@@ -155,7 +155,24 @@ def names_its_target(ev, api: Api, args: Args) -> bool:
     if spec is None:
         return True
     target = args.get(spec)
-    return target is not None and device_of(target[1], ev.tables) is False
+    return target is not None and device_of(target[1], ev.tables) is False and not _a_callers_choice(ev, target[0])
+
+
+def _a_callers_choice(ev, expr) -> bool:
+    """``w.to(dev, non_blocking=True)`` in a helper whose caller passes the CPU as ``dev``: the call is
+    written for the GPU its other callers pass (a weight already on the CPU stays where it is), so
+    it does not decide on its own that ``w`` is on a device (ai-toolkit's materialize helper). A
+    parameter whose default is the CPU (``def offload(t, device="cpu")``) still does."""
+    function = ev.invocation.function
+    if function is None or not isinstance(expr, cst.Name) or not isinstance(function.node, cst.FunctionDef):
+        return False
+    params = function.node.params
+    for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+        if param.name.value == expr.value:
+            default = param.default
+            return not (isinstance(default, cst.SimpleString) and
+                        device_of(Const.of(default.evaluated_value), ev.tables) is False)
+    return False
 
 
 def apply_flags(tables, kind: Kind, flags: Value, registration: bool = False) -> Optional[Kind]:

@@ -472,8 +472,10 @@ class Evaluator:
 
     def _expr_Comparison(self, node: cst.Comparison) -> Value:
         operands = [self.expr(node.left)] + [self.expr(c.comparator) for c in node.comparisons]
+        identity = all(isinstance(c.operator, (cst.Is, cst.IsNot)) for c in node.comparisons)
         for value in operands:
-            if isinstance(value, Host):
+            if isinstance(value, Host) and not identity:
+                # `h is not None` looks at the Python object, never at the buffer's bytes.
                 self.event(EventType.READ, node, value)
         if len(node.comparisons) == 1:
             operator = node.comparisons[0].operator

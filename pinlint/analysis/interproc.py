@@ -22,7 +22,7 @@ from ..imports import dotted
 from ..model import Event, EventType, Kind, PendingCopy, Site, TraceStep
 from ..walk import code_parts
 from .domain import (ANYTHING, UNKNOWN, ClassRef, Const, Device, Function, Host, Instance, Items, Loader, Mapping,
-                     ModuleRef, Seq, Stream, Super, Tensor, Value, interesting, map_sites, all_sites,
+                     ModuleRef, Scalar, Seq, Stream, Super, Tensor, Value, interesting, map_sites, all_sites,
                      mapping, unknown_host, flatten)
 from .invariance import body_bindings, function_changes, same_on_every_call
 from .state import STREAM, merge_pending
@@ -504,6 +504,9 @@ def annotation_value(module, annotation) -> Value:
     tables = module.tables
     if qualified is not None and qualified in tables.annotations:
         return kind_value(tables.annotations[qualified], annotation)
+    if isinstance(annotation, cst.Name) and annotation.value in ("int", "float") and \
+            module.global_value(annotation.value) is None and module.imports.lookup(annotation.value) is None:
+        return Scalar(annotation.value)  # `frame_idx: int`: a number (it only ever bounds a size)
     if isinstance(annotation, cst.Name):
         found = module.global_value(annotation.value)
         if isinstance(found, ClassRef):
