@@ -1913,3 +1913,20 @@ def test_zip_of_star_rows_transposes_them():
     annotation says a number too."""
     default = Settings()  # this module's tests run with the threshold at 0
     assert rows(_TRANSPOSED, "PIN001", default) == [row_of(_TRANSPOSED, "# states")]
+
+
+def test_a_memory_mapped_file_is_pageable():
+    """np.memmap is ordinary pageable memory, paged in from its file (sd-scripts' safetensors loader,
+    survey 18): copied non-blocking to the GPU through torch.from_numpy, PIN001, with no fix offered."""
+    src = """
+import numpy as np
+import torch
+def load(path, n, device):
+    mm = np.memmap(path, mode="r", dtype=np.float16, shape=(n,))
+    return torch.from_numpy(mm).to(device, non_blocking=True)  # memmap
+def main():
+    return load("w.bin", 64 << 20, torch.device("cuda"))
+"""
+    found = findings(src)
+    assert [(f.code, f.location.row) for f in found] == [("PIN001", row_of(src, "# memmap"))]
+    assert found[0].fix is None

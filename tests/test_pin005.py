@@ -579,3 +579,26 @@ def run(w):
     print(h.sum())  # spelled
 """
     assert rows(src, "PIN005") == [row_of(src, "# spelled")]
+
+
+def test_torch_functions_and_a_slice_store_read_the_destination():
+    """`torch.sigmoid(h)`, `F.interpolate(h)` and `out[0:1] = h` run CPU work over a CPU tensor's bytes
+    (sam2's offloaded masks, survey 18): reads, as `h.sum()` is. `torch.is_tensor(h)` is no read."""
+    from helpers import rows, row_of
+    src = """
+import torch
+import torch.nn.functional as F
+def main(out):
+    g = torch.randn(1, 1, 256, 256, device="cuda")
+    a = g.to("cpu", non_blocking=True)
+    b = g.to("cpu", non_blocking=True)
+    c = g.to("cpu", non_blocking=True)
+    torch.is_tensor(a)
+    x = torch.sigmoid(a)  # sigmoid
+    y = F.interpolate(b, size=(512, 512))  # interpolate
+    out[0:1] = c  # store
+    return x, y
+def run():
+    main(torch.empty(2, 1, 256, 256))
+"""
+    assert rows(src, "PIN005") == [row_of(src, "# sigmoid"), row_of(src, "# interpolate"), row_of(src, "main(torch.empty")]

@@ -53,6 +53,13 @@ def receiver_types(value: Value) -> list:
     return []
 
 
+def _computes(qualified: str, python: dict) -> bool:
+    """A torch function of a compute namespace (``torch.sigmoid``, ``torch.nn.functional.interpolate``):
+    on CPU tensors, a CPU kernel over their bytes."""
+    head = qualified.rpartition(".")[0]
+    return head in python.get("torch_compute_namespaces", ())
+
+
 def _transposed(rows: Value) -> Value:
     """``zip(*rows)``: the first items of every row, then the second ones: ``positions, ptrs =
     zip(*pairs)``, ``for states in zip(*buffers)``."""
@@ -177,8 +184,9 @@ class Calls:
             if receiver is not UNKNOWN and receiver != LibraryRef(head):
                 return self.method_call(receiver, attr, node, None)
         args = self.arguments(node)
-        if library == "numpy":
-            ev.read_hosts(node, args.values())  # np.sum(h), np.mean(h): NumPy reads what it is given
+        if library == "numpy" or library == "torch" and _computes(qualified, python):
+            # np.sum(h), torch.sigmoid(h), F.interpolate(h): a CPU kernel reads what it is given.
+            ev.read_hosts(node, args.values())
             return UNKNOWN
         ev.escape(node, args.values(), handed=True)  # an unknown call may store its arguments anywhere
         return UNKNOWN

@@ -15,7 +15,7 @@ import libcst as cst
 
 from ..imports import dotted
 from ..model import EventType
-from .domain import (UNKNOWN, Const, Context, Device, Host, Instance, Items, Mapping, Seq, Stream, Value,
+from .domain import (UNKNOWN, Const, Context, Device, Host, Instance, Items, Mapping, Seq, Stream, Tensor, Value,
                      add_element, element_of, join)
 from .state import MUTATED, RETURN, STREAM, put
 
@@ -209,6 +209,8 @@ def store_item(ev, target: cst.Subscript, value: Value) -> None:
     """``target`` (``container[index]``) holds ``value`` from here on."""
     base = ev.expr(target.value)
     indexes = ev.slices(target)
+    if isinstance(base, (Host, Device, Tensor)) and isinstance(value, Host):
+        ev.event(EventType.READ, target, value)  # `out[i:j] = h` copies h's bytes into the array
     if isinstance(base, Host):
         ev.event(EventType.WRITE, target, base)
         return
