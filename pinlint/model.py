@@ -57,6 +57,8 @@ class Site:
     from_values: bool = False  # made from data that is not a known host buffer (a list, a number, a parameter)
     python_numbers: bool = False  # made from a list of Python numbers the code builds (`torch.tensor([n] * b)`):
                                   # as many elements as a Python list holds, small when its size is not known
+    values: Optional[tuple] = field(default=None, repr=False)  # the numbers of a literal 1-D array
+                                                               # (`ghosts = np.array([2, 2, 2, 2])`)
     copies_data: bool = False  # it copies a host buffer into the new memory (``t.pin_memory()``, ``torch.tensor(h)``)
     module: object = field(default=None, compare=False)  # the ModuleInfo holding ``node``
 

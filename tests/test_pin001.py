@@ -1930,3 +1930,24 @@ def main():
     found = findings(src)
     assert [(f.code, f.location.row) for f in found] == [("PIN001", row_of(src, "# memmap"))]
     assert found[0].fix is None
+
+
+def test_an_element_of_a_literal_array_is_its_number():
+    """`ghosts = np.array([2, 2, 2, 2])` then `(ny + ghosts[0] + ghosts[2], ...)`: the shape is constant,
+    a 54 x 54 float32 grid of 11.7 kB, under the threshold (gpu-ocean's notebooks, survey 18: 23 false
+    PIN001s). A literal of bigger numbers makes a grid over it."""
+    src = """
+import numpy as np
+import pycuda.driver as cuda
+import pycuda.gpuarray as gpuarray
+nx = ny = 50
+def small(stream):
+    ghosts = np.array([2, 2, 2, 2])
+    shape = (ny + ghosts[0] + ghosts[2], nx + ghosts[1] + ghosts[3])
+    return gpuarray.to_gpu_async(np.zeros(shape, dtype=np.float32), stream=stream)
+def big(stream):
+    ghosts = np.array([200, 200, 200, 200])
+    shape = (ny + ghosts[0] + ghosts[2], nx + ghosts[1] + ghosts[3])
+    return gpuarray.to_gpu_async(np.zeros(shape, dtype=np.float32), stream=stream)  # big
+"""
+    assert rows(src, "PIN001", Settings()) == [row_of(src, "# big")]

@@ -870,3 +870,31 @@ def generate(prompts, n):
     assert f.location.row == row_of(src, "solve(noise, n, 20)")
     step_loop = row_of(src, "for i in range(steps)")
     assert f"outside the loop at line {step_loop})" in f.message and "inside that loop" in f.message
+
+
+@pytest.mark.parametrize("merge, reported", [
+    ('kw |= {"use_gpu": False}', False),
+    ('kw.update({"use_gpu": False})', False),
+    ('kw.update(use_gpu=False)', False),
+    ('kw |= {"use_gpu": True}', True),
+    ('kw |= {"other": 1}', True),
+])
+def test_a_dict_merged_in_place_replaces_the_keys_it_sets(merge, reported):
+    """`kw |= {"use_gpu": False}` (matvis' CPU test, survey 18: a false PIN007) and `kw.update(...)` set
+    the key: the keyword a call then unpacks from the dict is False, not either."""
+    from helpers import rows, row_of
+    src = f"""
+import cupy as cp
+import numpy as np
+def simulate(idx, freqs, use_gpu=True):
+    out = []
+    for _ in freqs:
+        out.append(cp.asarray(idx) if use_gpu else idx.astype(np.uint64))
+    return out
+def test_cpu():
+    kw = {{"freqs": [1.0, 2.0, 3.0], "use_gpu": True}}
+    {merge}
+    idx = np.zeros(100_000, dtype=np.int64)
+    return simulate(idx, **kw)
+"""
+    assert rows(src, "PIN007") == ([row_of(src, "return simulate(idx, **kw)")] if reported else [])

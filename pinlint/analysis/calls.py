@@ -21,7 +21,7 @@ from ..model import EventType, Kind
 from . import effects, interproc
 from .domain import (UNKNOWN, Alternatives, ClassRef, Const, Device, Function, Host, Instance, Items, Iteration, Loader, Mapping,
                      LibraryRef, ModuleRef, Obj, Scalar, Seq, Stream, Super, Tensor, Value, add_element, element_of, join,
-                     mapping, ordered, scalar_kind)
+                     mapping, merged, ordered, scalar_kind)
 from .dtypes import item_size
 from .state import STREAM
 from .effects import Args
@@ -531,7 +531,7 @@ class Calls:
                 updated = add_element(receiver, element_of(values[0])) if not _empty(values[0]) else receiver
             elif name == "update" and isinstance(receiver, Mapping):
                 other = values[0] if values else mapping({k: v for k, (_, v) in args.keywords.items()})
-                updated = join(receiver, other) if isinstance(other, Mapping) else Mapping(receiver.entries, UNKNOWN)
+                updated = merged(receiver, other) if isinstance(other, Mapping) else Mapping(receiver.entries, UNKNOWN)
             elif name == "setdefault" and isinstance(receiver, Mapping) and values:
                 key = values[0]
                 default = values[1] if len(values) > 1 else Const.of(None)

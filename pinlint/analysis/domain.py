@@ -215,6 +215,23 @@ def _sorted_entries(entries: dict) -> tuple:
     return tuple(sorted(entries.items(), key=lambda kv: repr(kv[0])))
 
 
+def merged(into: Mapping, other: Mapping) -> Mapping:
+    """``into | other`` (``d.update(other)``, ``d |= other``): the keys ``other`` surely has replace
+    ``into``'s; the ones it may lack, and any key it holds besides, may or may not."""
+    result = into
+    for key, value in other.entries:
+        previous = into.get(key)
+        if key in other.optional and previous is not None:
+            value = join(previous, value)
+        result = result.with_entry(key, value)
+        if key in other.optional and previous is None:
+            result = Mapping(result.entries, result.rest, result.optional | {key})
+    if other.rest is not None:
+        result = Mapping(tuple((k, join(v, other.rest)) for k, v in result.entries),
+                         other.rest if result.rest is None else join(result.rest, other.rest), result.optional)
+    return result
+
+
 def mapping(entries: dict, rest: Optional[Value] = None) -> Mapping:
     return Mapping(_sorted_entries(entries), rest)
 

@@ -264,12 +264,27 @@ def _alloc(ev, api: Api, node, receiver, args: Args) -> Value:
                    from_values=(api.arg("data") is not None and args.present(api.arg("data"))
                                 and not isinstance(args.value(api.arg("data")), Host))
                    or (isinstance(receiver, Host) and all(s.from_values for s in receiver.sites)),
+                   values=_literal_values(args.value(api.arg("data"))) if api.arg("data") is not None and
+                   not isinstance(receiver, Host) else None,
                    python_numbers=(api.arg("data") is not None and _python_numbers(args.value(api.arg("data"))))
                    or (isinstance(receiver, Host) and bool(receiver.sites)
                        and all(s.python_numbers for s in receiver.sites)))
     value = Host(frozenset([site]), flavour, pointer=bool(api.opt("pointer", api.opt("returns") == "err-tuple")))
     ev.event(EventType.ALLOC, node, value, api=site.api)
     return _err_tuple(api, value)
+
+
+def _literal_values(value: Value) -> Optional[tuple]:
+    """The numbers of a short literal list (``[2, 2, 2, 2]``): an array of them answers ``a[0]``."""
+    if not isinstance(value, Items) or not 0 < len(value.items) <= 32:
+        return None
+    numbers = []
+    for item in value.items:
+        if not (isinstance(item, Const) and item.single is not None and isinstance(item.single, (int, float))
+                and not isinstance(item.single, bool)):
+            return None
+        numbers.append(item.single)
+    return tuple(numbers)
 
 
 def _python_numbers(value: Value) -> bool:

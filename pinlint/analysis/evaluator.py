@@ -633,7 +633,7 @@ class Evaluator:
                 self.event(EventType.READ, node, base)
                 return _pointee(base)
             self.event(EventType.READ, node, base)
-            return UNKNOWN
+            return _element(base, indexes)
         if isinstance(base, Device) or isinstance(base, Tensor):
             return base if all_slices or isinstance(base, Device) else UNKNOWN
         index = indexes[0] if len(indexes) == 1 else UNKNOWN
@@ -800,6 +800,23 @@ def _compare(operator, left: Value, right: Value) -> Value:
     if isinstance(operator, (cst.Is, cst.IsNot)) and isinstance(right, Const) and right.is_exactly(None) and \
             isinstance(left, (Host, Device, Tensor, Instance, Items, Seq, Mapping, Stream)):
         return Const.of(isinstance(operator, cst.IsNot))  # a buffer or an object is not None
+    return UNKNOWN
+
+
+def _element(base: Host, indexes: list) -> Value:
+    """``ghosts[0]`` of ``ghosts = np.array([2, 2, 2, 2])``: that number, where every site says it
+    (sizes computed from it are then constant); an element of another 1-D NumPy array is a number."""
+    if len(indexes) != 1 or base.pointer or base.library != "numpy" or base.dimensions() != 1 or base.maybe_unknown:
+        return UNKNOWN
+    index = indexes[0]
+    if isinstance(index, Const) and isinstance(index.single, int) and not isinstance(index.single, bool) and base.sites:
+        found = set()
+        for site in base.sites:
+            if site.values is None or not -len(site.values) <= index.single < len(site.values):
+                break
+            found.add(site.values[index.single])
+        else:
+            return Const(frozenset(found))
     return UNKNOWN
 
 

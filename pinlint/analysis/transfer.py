@@ -16,7 +16,7 @@ import libcst as cst
 from ..imports import dotted
 from ..model import EventType
 from .domain import (UNKNOWN, Const, Context, Device, Host, Instance, Items, Mapping, Seq, Stream, Tensor, Value,
-                     add_element, element_of, join)
+                     add_element, element_of, join, merged)
 from .state import MUTATED, RETURN, STREAM, put
 
 
@@ -94,6 +94,10 @@ def _augmented(ev, node: cst.AugAssign) -> None:
     if isinstance(target, (Items, Seq)) and isinstance(node.operator, cst.AddAssign):
         ev.escape(node, [value])  # bufs += [h]
         rebind(ev, node.target, add_element(target, element_of(value)), mutated=True)
+        return
+    if isinstance(target, Mapping) and isinstance(value, Mapping) and isinstance(node.operator, cst.BitOrAssign):
+        ev.escape(node, [value])  # kw |= {"use_gpu": False}
+        rebind(ev, node.target, merged(target, value), mutated=True)
         return
     ev.escape(node, [value])
     if isinstance(target, Device):
