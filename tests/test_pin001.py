@@ -1951,3 +1951,37 @@ def big(stream):
     return gpuarray.to_gpu_async(np.zeros(shape, dtype=np.float32), stream=stream)  # big
 """
     assert rows(src, "PIN001", Settings()) == [row_of(src, "# big")]
+
+
+_TEST_CASE = """
+import unittest
+import numpy as np
+import pycuda.driver as cuda
+import pycuda.gpuarray as gpuarray
+
+class Grid:
+    def __init__(self, stream, data):
+        self.data = gpuarray.to_gpu_async(data, stream=stream)
+
+class GridTest({base}):
+    def setUp(self):
+        self.stream = cuda.Stream()
+        self.eta0 = np.zeros((72, 52), dtype=np.float32)
+
+    def test_bigger(self):
+        self.eta0 = np.zeros((720, 520), dtype=np.float32)
+        Grid(self.stream, self.eta0)  # bigger
+
+    def test_upload(self):
+        Grid(self.stream, self.eta0)  # setUp's
+"""
+
+
+@pytest.mark.parametrize("base, leaks", [("unittest.TestCase", False), ("object", True)])
+def test_a_test_method_s_fields_are_its_own(base, leaks):
+    """unittest runs each test method on a new object after setUp: the big grid one test stores on
+    `self` is not what its siblings upload (gpu-ocean's scheme tests, survey 18: 16 false PIN001s).
+    Any other class's fields are joined over all its methods, as before."""
+    src = _TEST_CASE.format(base=base)
+    expected = [row_of(src, "# bigger")] + ([row_of(src, "# setUp's")] if leaks else [])
+    assert rows(src, "PIN001", Settings()) == expected

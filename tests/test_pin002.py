@@ -1225,3 +1225,32 @@ def test_a_pinned_block_handed_to_a_task_outlives_its_iteration():
     in a deque: LightX2V's video writer, survey 17) or a thread is read iterations later: one
     hoisted buffer could not replace it. Dropped at the end of the iteration, it is PIN002."""
     assert rows(_HANDED_TO_A_TASK, "PIN002") == [row_of(_HANDED_TO_A_TASK, "# dropped")]
+
+
+def test_a_tuple_sliced_with_constant_bounds_keeps_its_items():
+    """TensorRT's cuda-python `cuda_call` returns `res[0] if len(res) == 1 else res` of `res =
+    call[1:]`: a slice of cudart's `(err, ptr)` is `(ptr,)`, so the pinned pointer stays known, and
+    the buffer appended to the returned list outlives the loop (segtrt, survey 18: a false PIN002).
+    A per-iteration buffer dropped at the end of the iteration is still reported."""
+    src = """
+import numpy as np
+from cuda import cudart
+def cuda_call(call):
+    err, res = call[0], call[1:]
+    if err != cudart.cudaError_t.cudaSuccess:
+        raise RuntimeError(f"CUDA error {err}")
+    return res[0] if len(res) == 1 else res
+class Pinned:
+    def __init__(self, nbytes):
+        self.ptr = cuda_call(cudart.cudaMallocHost(nbytes))
+def allocate(specs):
+    kept = []
+    for size in specs:
+        kept.append(Pinned(size))
+    return kept
+def churn(specs):
+    for size in specs:
+        ptr = cuda_call(cudart.cudaMallocHost(1 << 24))  # dropped
+        cudart.cudaFreeHost(ptr)
+"""
+    assert rows(src, "PIN002") == [row_of(src, "# dropped")]

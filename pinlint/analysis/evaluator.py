@@ -639,6 +639,9 @@ class Evaluator:
         index = indexes[0] if len(indexes) == 1 else UNKNOWN
         if isinstance(base, Items):
             if all_slices:
+                part = _constant_slice(node, base)
+                if part is not None:
+                    return part  # `res = call[1:]` of cudart's (err, ptr): the items it keeps
                 return Seq(element_of(base)) if base.items else base
             if isinstance(index, Const) and isinstance(index.single, int) and not isinstance(index.single, bool):
                 position = index.single
@@ -801,6 +804,27 @@ def _compare(operator, left: Value, right: Value) -> Value:
             isinstance(left, (Host, Device, Tensor, Instance, Items, Seq, Mapping, Stream)):
         return Const.of(isinstance(operator, cst.IsNot))  # a buffer or an object is not None
     return UNKNOWN
+
+
+def _constant_slice(node: cst.Subscript, base: Items) -> Optional[Items]:
+    """``t[1:]``, ``t[:2]`` of a tuple of known items, with literal integer bounds: those items."""
+    if len(node.slice) != 1:
+        return None
+    part = node.slice[0].slice
+    bounds = []
+    for bound in (part.lower, part.upper):
+        if bound is None:
+            bounds.append(None)
+        elif isinstance(bound, cst.Integer):
+            bounds.append(int(bound.value))
+        elif isinstance(bound, cst.UnaryOperation) and isinstance(bound.operator, cst.Minus) and \
+                isinstance(bound.expression, cst.Integer):
+            bounds.append(-int(bound.expression.value))
+        else:
+            return None
+    if part.step is not None:
+        return None
+    return Items(base.items[bounds[0]:bounds[1]])
 
 
 def _element(base: Host, indexes: list) -> Value:

@@ -119,6 +119,8 @@ class FieldSolver:
         """What the methods ``klass_info`` defines give an object of ``cls`` (it or a subclass);
         ``names``: the method names of ``cls`` and its bases."""
         methods = self._methods(klass_info, names)
+        if info is not None and info.runs_each_test_alone():
+            methods = tuple(m for m in methods if not m.node.name.value.startswith("test"))
         kept = self.shares.setdefault(klass_info.cls, [])
         for share in reversed(kept[-MAX_SHARES:]):
             if share.methods == methods and self._resolves_alike(info, share):

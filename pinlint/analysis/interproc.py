@@ -700,6 +700,8 @@ def _lift(ev, fn: Function, node, outcome: Outcome, baseline: Optional[Outcome])
     for event in outcome.events:
         if event.type is EventType.SYNC:
             continue
+        if event.type is EventType.ESCAPE and isinstance(event.node, cst.Return):
+            continue  # what the callee returns comes back as the call's value: the caller decides its fate
         # What the caller passed in (an argument, a copy in flight) is where the evidence meets; the
         # callee's own buffers (allocated in it, or its object's) are its own analysis' business,
         # unless only this context shows what happens to them.

@@ -91,6 +91,7 @@ class ClassInfo:
     bases: list
     fields: Optional[list] = None   # a dataclass's / NamedTuple's fields, in order
     project: object = None
+    test_case: bool = False         # a base is unittest's TestCase
 
     _mro: Optional[list] = field(default=None, repr=False)
 
@@ -103,6 +104,11 @@ class ClassInfo:
             if found is not None:
                 return found
         return None
+
+    def runs_each_test_alone(self) -> bool:
+        """A unittest TestCase: each ``test*`` method runs on a new object after ``setUp``, so what
+        one stores on ``self`` no other sees."""
+        return any(info.test_case for info in self.mro())
 
     def mro(self) -> list:
         if self._mro is not None:
@@ -775,16 +781,20 @@ class Project:
                 members[statement.name.value] = Member(statement, "nested-class", cls,
                                                        f"{cls.name}.{statement.name.value}", nested=nested)
         bases = []
+        test_case = False
         for base in node.bases:
             value = _base_value(ctx, base.value)
             if isinstance(value, ClassRef):
                 bases.append(value)
             elif _is_record_base(ctx, base.value):
                 fields = fields or []
+            elif isinstance(base.value, (cst.Name, cst.Attribute)) and \
+                    ctx.imports.qualify(base.value) in ("unittest.TestCase", "unittest.case.TestCase"):
+                test_case = True
         if _is_dataclass(ctx, node) or fields is not None:
             fields = [s.target.value for s in class_body_small(node)
                       if isinstance(s, cst.AnnAssign) and isinstance(s.target, cst.Name)]
-        info = ClassInfo(cls, members, bases, fields, self)
+        info = ClassInfo(cls, members, bases, fields, self, test_case)
         self._classes[cls] = info
         return info
 
