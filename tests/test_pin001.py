@@ -1985,3 +1985,25 @@ def test_a_test_method_s_fields_are_its_own(base, leaks):
     src = _TEST_CASE.format(base=base)
     expected = [row_of(src, "# bigger")] + ([row_of(src, "# setUp's")] if leaks else [])
     assert rows(src, "PIN001", Settings()) == expected
+
+
+def test_a_class_attribute_a_classmethod_stores_is_what_objects_read():
+    """`cls.img_data = np.zeros(...)` in a classmethod, read back as `self.img_data` and copied by a
+    TensorRT helper (trtpyv1's calibration loader, survey 18: a miss)."""
+    src = """
+import numpy as np
+import pycuda.driver as cuda
+class Loader:
+    @classmethod
+    def prepare(cls, n):
+        cls.data = np.zeros((n, 3, 224, 224), dtype=np.float32)
+    @classmethod
+    def make(cls):
+        return cls()
+    def load(self):
+        return self.data
+def upload(d, stream):
+    Loader.prepare(64)
+    cuda.memcpy_htod_async(d, Loader().load(), stream)  # upload
+"""
+    assert rows(src, "PIN001", Settings()) == [row_of(src, "# upload")]

@@ -171,10 +171,17 @@ class FieldSolver:
     def _methods(self, klass_info, names: frozenset) -> tuple:
         found = []
         for member in klass_info.members.values():
-            if member.kind != "method":
+            params = [*member.node.params.posonly_params, *member.node.params.params] \
+                if member.kind in ("method", "class") else []
+            if not params:
                 continue
-            params = [*member.node.params.posonly_params, *member.node.params.params]
-            if params and may_set_fields(member.node, params[0].name.value, names, self._sets_fields):
+            if member.kind == "class":
+                # `cls.img_data = np.zeros(...)` in a classmethod: a class attribute every object reads
+                # as `self.img_data` (the stores only: what else it does is the class's business).
+                if field_stores(member.node, params[0].name.value)[0]:
+                    found.append(member)
+                continue
+            if may_set_fields(member.node, params[0].name.value, names, self._sets_fields):
                 found.append(member)
         return tuple(found)
 
