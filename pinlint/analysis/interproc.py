@@ -527,15 +527,40 @@ def _internal(outcome: Outcome):
     return check
 
 
+def _owned_by_the_new_object(fn: Function, outcome: Outcome) -> frozenset:
+    """Sites a constructor stores only on the object it builds (``self.host_ptr = ptr`` in
+    ``__init__``): each construction allocates them anew, and they live as long as that object."""
+    if not fn.name.endswith(".__init__") or not isinstance(fn.node, cst.FunctionDef):
+        return frozenset()
+    params = [*fn.node.params.posonly_params, *fn.node.params.params]
+    if not params:
+        return frozenset()
+    receiver = params[0].name.value
+    on_receiver, elsewhere = set(), set()
+    for event in outcome.events:
+        if event.type is not EventType.ESCAPE or event.handed or isinstance(event.node, cst.Return):
+            continue
+        target = event.node
+        while isinstance(target, cst.Subscript):
+            target = target.value
+        stored = isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and \
+            target.value.value == receiver
+        (on_receiver if stored else elsewhere).update(event.sites)
+    return frozenset(on_receiver - elsewhere)
+
+
 def _renamer(ev, fn: Function, node, outcome: Outcome):
     """Buffers the callee allocated on this call become allocations of the call itself (each call
     allocates anew); buffers it keeps (a cache) or got from elsewhere stay what they are."""
     internal = _internal(outcome)
     short = fn.name.rsplit(".", 1)[-1]
     once = not _body_runs_per_call(ev.module.project, fn)
+    owned = _owned_by_the_new_object(fn, outcome)
 
     def rename(site: Site) -> Site:
-        if once or not internal(site) or site in outcome.kept or _via_depth(site) >= _VIA_LIMIT:
+        if site in owned:
+            pass  # the new object's own: allocated by this construction (whatever the class's fields say)
+        elif once or not internal(site) or site in outcome.kept or _via_depth(site) >= _VIA_LIMIT:
             return site
         return Site(kind=site.kind, library=site.library, api=f"{short}()", node=node, loops=ev.loops,
                     nbytes=site.nbytes, pooled=site.pooled, fix=None, scope=ev.scope,
@@ -628,11 +653,19 @@ def _pinned_inside(ev, fn: Function, node, outcome: Outcome) -> None:
     internal = _internal(outcome)
     returned = all_sites(outcome.returned)
     escaped = outcome.kept | frozenset(s for e in outcome.events if e.type is EventType.ESCAPE for s in e.sites)
+    owned = _owned_by_the_new_object(fn, outcome)
     short = fn.name.rsplit(".", 1)[-1]
     for event in outcome.events:
         if event.type not in (EventType.ALLOC, EventType.REGISTER) or event.loops:
             continue
         if event.branch and not _every_call_takes(ev, fn, event.branch):
+            continue
+        if owned and event.definitely(lambda s: s.kind.is_pinned and s in owned):
+            # Pinned memory the new object holds: allocated by this construction, as long-lived as
+            # the object, which the caller keeps (a list of bindings) or drops (one per iteration).
+            rename = _renamer(ev, fn, node, outcome)
+            sites = frozenset(rename(s) for s in event.sites)
+            ev.event(event.type, node, Host(sites, next(iter(event.sites)).library), api=f"{short}()")
             continue
         if not event.definitely(lambda s: s.kind.is_pinned and internal(s) and s not in escaped and
                                 s not in returned):
