@@ -171,7 +171,7 @@ class Tables:
 
 def _relevant(api: "Api") -> bool:
     """APIs without which no rule can report: copies, registrations, and allocations that pin."""
-    if api.effect in ("copy", "register", "loader"):
+    if api.effect in ("copy", "register", "loader", "copy-object"):
         return True
     return api.effect == "alloc" and api.opt("kind") != "pageable"
 

@@ -106,6 +106,8 @@ EFFECTS: dict[str, EffectSchema] = {
     "event": EffectSchema(frozenset(), {}, "an event object"),
     "gpu-device": EffectSchema(frozenset(), {}, "a device object"),
     "pool": EffectSchema(frozenset(), {}, "a pinned memory pool"),
+    "copy-object": EffectSchema(frozenset(), {}, "a copy described by setters and run by calling it "
+                                "(PyCUDA's `Memcpy2D`: `set_src_host(h)`, `set_dst_host(h)`, then `copy(stream)`)"),
     "rng": EffectSchema(frozenset(), {}, "a random number generator whose methods make new arrays"),
     "executor": EffectSchema(frozenset(), {}, "a thread pool whose methods run functions beside the caller"),
     "run-later": EffectSchema(frozenset({"arg"}), {"each": _is_bool},

@@ -602,3 +602,47 @@ def run():
     main(torch.empty(2, 1, 256, 256))
 """
     assert rows(src, "PIN005") == [row_of(src, "# sigmoid"), row_of(src, "# interpolate"), row_of(src, "main(torch.empty")]
+
+
+_MEMCPY2D = """
+import numpy as np
+import pycuda.driver as cuda
+
+def upload(stream, dev, host):
+    copy = cuda.Memcpy2D()
+    copy.set_src_host(host)
+    copy.set_dst_device(dev)
+    copy(stream)  # upload
+
+def download(stream, dev, shape):
+    host = cuda.pagelocked_empty(shape, np.float32)
+    copy = cuda.Memcpy2D()
+    copy.set_src_device(dev)
+    copy.set_dst_host(host)
+    copy(stream)
+    return host
+
+def blocking(dev, shape):
+    host = np.empty(shape, np.float32)
+    copy = cuda.Memcpy2D()
+    copy.set_src_device(dev)
+    copy.set_dst_host(host)
+    copy(aligned=True)
+    return host.sum()
+
+def main(dev):
+    stream = cuda.Stream()
+    upload(stream, dev, np.ones((4096, 4096), dtype=np.float32))  # pageable
+    h = download(stream, dev, (4096, 4096))
+    print(h.sum())  # early
+    blocking(dev, (4096, 4096))
+"""
+
+
+def test_a_pycuda_copy_object_copies_what_its_setters_named():
+    """PyCUDA's Memcpy2D: `set_src_host(h)` / `set_dst_host(h)` name the host side, and calling it with
+    a stream copies asynchronously (FiniteVolumeGPU's uploads and its autotuner's early read, survey
+    18: two misses); called with `aligned=True` it blocks."""
+    from helpers import findings, row_of
+    found = [(f.code, f.location.row) for f in findings(_MEMCPY2D)]
+    assert found == [("PIN001", row_of(_MEMCPY2D, "# pageable")), ("PIN005", row_of(_MEMCPY2D, "# early"))]

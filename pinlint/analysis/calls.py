@@ -32,6 +32,7 @@ _IMPORTERS = frozenset({"importlib.import_module"})  # load a module named by a 
 _STARTERS = {"threading.Thread": (ArgSpec(1, "target"), ArgSpec(3, "args"), ArgSpec(4, "kwargs")),
              "threading.Timer": (ArgSpec(1, "function"), ArgSpec(2, "args"), ArgSpec(3, "kwargs"))}
 _BATCH_DICT_METHODS = frozenset({"values", "items", "get"})
+_COPY_OBJECT_SETTERS = {"set_src_host": "$src_host", "set_dst_host": "$dst_host"}
 # A torch tensor's counts: numbers, whatever its device (`q.size(0)`, `t.numel()`); `t.size()` is a shape.
 _TORCH_COUNTS = frozenset({"size", "numel", "nelement", "dim", "ndimension", "element_size"})
 
@@ -280,6 +281,11 @@ class Calls:
                 return receiver
             return Iteration(receiver if name == "values" else Items((UNKNOWN, receiver)))
         receiver = effects.placed(ev, receiver)
+        if receiver == Obj("copy-object") and name in _COPY_OBJECT_SETTERS and args.positional:
+            key = dotted(receiver_expr) if receiver_expr is not None else None
+            if key is not None:  # copy.set_src_host(h): what calling `copy` will copy
+                ev.bind(f"{key}.{_COPY_OBJECT_SETTERS[name]}", args.positional[0][1])
+            return UNKNOWN
         if name in _TORCH_COUNTS and (isinstance(receiver, Tensor) or isinstance(receiver, (Host, Device))
                                       and receiver.library == "torch"):
             return Scalar("int") if name != "size" or args.positional or args.keywords else Seq(Scalar("int"))
@@ -367,6 +373,11 @@ class Calls:
                 return interproc.call(ev, method, args, node, None)
         if callee == Obj("kernel"):
             self.launch(node, "kernel", args.values())
+            return UNKNOWN
+        if callee == Obj("copy-object"):
+            key = dotted(node.func)
+            if key is not None:
+                effects.run_copy_object(ev, node, args, ev.lookup(f"{key}.$src_host"), ev.lookup(f"{key}.$dst_host"))
             return UNKNOWN
         ev.escape(node, args.values(), handed=True)  # an unknown call may store its arguments anywhere
         return gpu_result(args.values())

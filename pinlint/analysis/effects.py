@@ -861,6 +861,20 @@ def _sync_on_exit(ev, api: Api, node, receiver, args: Args) -> Value:
 
 
 # ------------------------------------------------------------------------------ the rest
+def run_copy_object(ev, node: cst.Call, args: Args, source: Value, destination: Value) -> None:
+    """``copy(stream)`` of a PyCUDA ``Memcpy2D`` whose host side ``set_src_host``/``set_dst_host``
+    named: asynchronous when given a stream, blocking when called bare (or with ``aligned``)."""
+    stream = args.positional[0][1] if args.positional else args.keywords.get("stream", (None, None))[1]
+    asynchronous = stream is not None and not (isinstance(stream, Const) and
+                                                all(isinstance(v, bool) for v in stream.values)) and \
+        _truthy_stream(stream)
+    chosen = stream if isinstance(stream, Stream) else None
+    for host, direction in ((source, "h2d"), (destination, "d2h")):
+        if isinstance(host, Host):
+            ev.copy_event(node, host, api="pycuda.driver.Memcpy2D", direction=direction, is_async=asynchronous,
+                          stream=chosen, library="pycuda", stream_node=args.positional[0][0] if args.positional else None)
+
+
 def _object(tag: str):
     def handler(ev, api: Api, node, receiver, args: Args) -> Value:
         return Obj(tag)
@@ -951,7 +965,7 @@ EFFECTS = {
     "copy": _copy, "sync": _sync, "stream": _stream, "default-stream": _default_stream,
     "current-stream": _current, "stream-context": _stream_context, "use-stream": _use_stream,
     "sync-on-exit": _sync_on_exit, "event": _object("event"), "gpu-device": _object("gpu-device"),
-    "pool": _object("pool"), "rng": _object("rng"), "executor": _object("executor"), "run-later": _run_later, "kernel": _object("kernel"), "kernel-module": _object("kernel-module"),
+    "pool": _object("pool"), "copy-object": _object("copy-object"), "rng": _object("rng"), "executor": _object("executor"), "run-later": _run_later, "kernel": _object("kernel"), "kernel-module": _object("kernel-module"),
     "launch": _launch, "device-spec": _device_spec, "loader": _loader, "register": _register, "free": _free,
     "read": _read, "write": _write,
 }
