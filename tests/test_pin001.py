@@ -2007,3 +2007,25 @@ def upload(d, stream):
     cuda.memcpy_htod_async(d, Loader().load(), stream)  # upload
 """
     assert rows(src, "PIN001", Settings()) == [row_of(src, "# upload")]
+
+
+def test_an_offset_into_a_cupy_pinned_block_is_the_same_pinned_memory():
+    """`np.frombuffer(block + nbytes, ...)` of `block = cp.cuda.alloc_pinned_memory(...)`: the pointer
+    plus an offset is an address in the same pinned block, not array arithmetic making pageable memory
+    (streamtomocupy's double buffers, survey 19: two false PIN001s)."""
+    src = """
+import cupy as cp
+import numpy as np
+def pipeline(nchunks, n):
+    block = cp.cuda.alloc_pinned_memory(8 * n)
+    host_in = np.frombuffer(block + 0, np.float32, n)
+    host_out = np.frombuffer(block + 4 * n, np.float32, n)
+    d_in = cp.empty(n, np.float32)
+    stream = cp.cuda.Stream(non_blocking=True)
+    for _ in range(nchunks):
+        d_in.set(host_in, stream=stream)
+        d_in.get(out=host_out, stream=stream, blocking=False)
+        stream.synchronize()
+    return host_out
+"""
+    assert codes(src) == []

@@ -898,3 +898,43 @@ def test_cpu():
     return simulate(idx, **kw)
 """
     assert rows(src, "PIN007") == ([row_of(src, "return simulate(idx, **kw)")] if reported else [])
+
+
+_DECORATED = """
+import functools
+import cupy as cp
+import numpy as np
+
+def batched(func):
+    def inner(*args):
+        return func(cp.empty(args[0].shape, args[0].dtype))
+    return inner
+
+def timed(func):
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        return func(*args, **kwargs)
+    return wrapper
+
+@batched
+def rewrapped(data):
+    return float(cp.ascontiguousarray(data.T).sum())
+
+@timed
+def passed_through(data):
+    return float(cp.ascontiguousarray(data.T).sum())
+
+def main():
+    host = np.empty((4096, 4096), np.float32)
+    for k in range(8):
+        rewrapped(host)
+        passed_through(host)  # passed through
+"""
+
+
+def test_a_decorated_function_runs_with_the_arguments_its_wrapper_gives():
+    """`@batched def kernel(data)` whose wrapper hands the body a device array it makes: the host
+    array given to `kernel` never reaches the body's copy (streamtomocupy, survey 19: two false
+    PIN007s). A wrapper that passes `*args, **kwargs` through is the body run as called."""
+    from helpers import rows, row_of
+    assert rows(_DECORATED, "PIN007") == [row_of(_DECORATED, "# passed through")]

@@ -64,6 +64,12 @@ def call(ev, fn: Function, args, node: cst.Call, receiver_expr) -> Value:
         # way: its body is not this call's, nor this loop iteration's. Awaited at once, it is.
         ev.escape(node, args.values())
         return UNKNOWN
+    if _rewrapped(fn):
+        # `@batched def kernel(data)`: the call runs the decorator's wrapper, which hands the body
+        # other arguments than these (streamtomocupy's chunking): what the body does with them is
+        # not this call's business, as for any call the analysis does not follow.
+        ev.escape(node, args.values(), handed=True)
+        return UNKNOWN
     env, exprs = bind_parameters(ev, fn, args, receiver_expr)
     env.update(_closure(ev, fn, env))
     for name, value in fn.captured:
@@ -77,6 +83,56 @@ def call(ev, fn: Function, args, node: cst.Call, receiver_expr) -> Value:
     returned = map_sites(outcome.returned, rename)
     _announce_allocations(ev, node, returned, outcome, fn)
     return returned if outcome.reachable else UNKNOWN
+
+
+_REWRAPPED: dict = {}
+
+
+def _rewrapped(fn: Function) -> bool:
+    """A function decorated by a plain decorator of the checked code whose wrapper does not pass its
+    own arguments through to the function as they came (``return func(*args, **kwargs)`` does)."""
+    node = fn.node
+    if not isinstance(node, cst.FunctionDef) or not node.decorators:
+        return False
+    found = _REWRAPPED.get(node)
+    if found is None:
+        found = _REWRAPPED[node] = any(_rewraps(fn, d.decorator) for d in node.decorators)
+    return found
+
+
+def _rewraps(fn: Function, expression) -> bool:
+    if not isinstance(expression, cst.Name) or not hasattr(fn.module, "global_value"):
+        return False
+    decorator = fn.module.global_value(expression.value)
+    if not isinstance(decorator, Function) or not isinstance(decorator.node, cst.FunctionDef):
+        return False
+    params = decorator.node.params.params
+    if len(params) != 1:
+        return False
+    wrapped = params[0].name.value
+    inner = [n for n in decorator.node.body.body if isinstance(n, cst.FunctionDef)]
+    if len(inner) != 1:
+        return False
+    wrapper = inner[0]
+    star = wrapper.params.star_arg.name.value if isinstance(wrapper.params.star_arg, cst.Param) else None
+    stars = wrapper.params.star_kwarg.name.value if wrapper.params.star_kwarg is not None else None
+    names = [p.name.value for p in wrapper.params.params]
+    for call in _calls_of(wrapper, wrapped):
+        passed = [(a.star, a.value.value if isinstance(a.value, cst.Name) else None) for a in call.args if a.keyword is None]
+        expected = [("", n) for n in names] + ([("*", star)] if star else []) + ([("**", stars)] if stars else [])
+        if passed == expected:
+            return False  # passes its arguments through: the body runs with the caller's arguments
+    return True
+
+
+def _calls_of(function: cst.FunctionDef, name: str) -> list:
+    found, todo = [], [function.body]
+    while todo:
+        item = todo.pop()
+        if isinstance(item, cst.Call) and isinstance(item.func, cst.Name) and item.func.value == name:
+            found.append(item)
+        todo.extend(code_parts(item))
+    return found
 
 
 def construct(ev, cls: ClassRef, args, node: cst.Call) -> Value:
