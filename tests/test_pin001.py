@@ -1828,9 +1828,10 @@ def attention(q, k, lengths):
     b, lq, lk = q.size(0), q.size(1), k.size(1)
     q_lens = torch.tensor([lq] * b, dtype=torch.int32).to(q.device, non_blocking=True)  # lens
     cu = torch.tensor([0] + [int(n) for n in lengths], dtype=torch.int32).to(q.device, non_blocking=True)  # cu
-    keys = torch.tensor([k] * b).to(q.device, non_blocking=True)  # unknown elements
+    keys = torch.from_numpy(np.array([k] * b)).to(q.device, non_blocking=True)  # unknown elements
+    items = torch.tensor([r.size for r in lengths]).to(q.device, non_blocking=True)  # scalars
     big = torch.from_numpy(np.zeros((b, lq))).to(q.device, non_blocking=True)  # big
-    return q_lens, cu, keys, big
+    return q_lens, cu, keys, big, items
 
 def run(lengths):
     q = torch.randn(4, 128, device="cuda")
@@ -1842,11 +1843,12 @@ def test_index_tensors_of_python_numbers_are_small_whatever_their_count():
     """`torch.tensor([lq] * b).to(dev, non_blocking=True)` (the Wan attention idiom, survey 17: 6
     findings in three repositories) copies one int per batch item: the driver stages so small a
     source at once, as PIN001's threshold says for constant sizes. A list of Python numbers the code
-    builds is that small; a list of things nothing explains, or an array of unknown shape, is not."""
+    builds is that small, and so is a list whose items torch.tensor turns into scalars; a list of things
+    nothing explains given to np.array (which stacks arrays), or an array of unknown shape, is not."""
     default = Settings()  # this module's tests run with the threshold at 0
     assert rows(_INDEX_TENSORS, "PIN001", default) == [row_of(_INDEX_TENSORS, "# unknown elements"),
                                                        row_of(_INDEX_TENSORS, "# big")]
-    assert len(rows(_INDEX_TENSORS, "PIN001", Settings(pin001_min_bytes=0))) == 4  # a threshold of 0 reports all
+    assert len(rows(_INDEX_TENSORS, "PIN001", Settings(pin001_min_bytes=0))) == 5  # a threshold of 0 reports all
 
 
 def test_index_tensors_of_python_numbers_are_small_in_a_loop_too():
@@ -2029,3 +2031,25 @@ def pipeline(nchunks, n):
     return host_out
 """
     assert codes(src) == []
+
+
+def test_a_tensor_of_number_fields_is_small():
+    """`torch.tensor([r.params.temperature for r in reqs])` (chitu's sampling parameters, survey 19: 3
+    false PIN001s): torch turns each item into a Python scalar, and a dataclass field annotated
+    `float` is a number whatever was stored in it."""
+    src = """
+from dataclasses import dataclass
+import torch
+
+@dataclass
+class Params:
+    temperature: float
+    top_k: int
+
+class Batch:
+    def __init__(self, reqs, rank=0):
+        self.temps = torch.tensor([r.temperature for r in reqs]).to(device=rank, non_blocking=True)
+        first = reqs[0]
+        self.k = torch.tensor([Params(first, 2).top_k] * len(reqs)).to(device=rank, non_blocking=True)
+"""
+    assert rows(src, "PIN001", Settings()) == []

@@ -938,3 +938,32 @@ def test_a_decorated_function_runs_with_the_arguments_its_wrapper_gives():
     PIN007s). A wrapper that passes `*args, **kwargs` through is the body run as called."""
     from helpers import rows, row_of
     assert rows(_DECORATED, "PIN007") == [row_of(_DECORATED, "# passed through")]
+
+
+def test_a_buffer_a_callee_returns_in_a_container_it_made_is_new_on_each_call():
+    """`out = {}; out[n] = torch.empty(...); return out` in a method called on every iteration
+    (SpecForge's capture test, survey 19: a false PIN007): the dict is made anew each call, so its
+    tensors are too. A dict the object keeps (`self.cache[n] = ...`) is the same buffer again."""
+    from helpers import rows, row_of
+    src = """
+import torch
+class Store:
+    def __init__(self):
+        self.cache = {}
+    def get(self, names):
+        out = {}
+        for n in names:
+            out[n] = torch.empty((1024, 1024))
+        return out
+    def cached(self, names):
+        for n in names:
+            if n not in self.cache:
+                self.cache[n] = torch.empty((1024, 1024))
+        return self.cache
+def main():
+    store = Store()
+    for i in range(8):
+        store.get(["a"])["a"].cuda()
+        store.cached(["a"])["a"].cuda()  # cached
+"""
+    assert rows(src, "PIN007") == [row_of(src, "# cached")]

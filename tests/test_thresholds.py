@@ -55,7 +55,7 @@ def test_pin001_unknown_sizes_are_still_reported():
 
 
 @pytest.mark.parametrize("data, size", [("[-lr]", 4), ("[1.0 - wd, lr]", 8), ("[[a, b], [c, d]]", 16),
-                                        ("(lr,)", 4), ("[0.5] * n_items", 0), ("[lr] * n_items", None),
+                                        ("(lr,)", 4), ("[0.5] * n_items", 0), ("[lr] * n_items", 0),
                                         ("values", None)])
 def test_a_torch_tensor_of_a_literal_list_has_its_length_whatever_its_items_hold(data, size):
     # torch.tensor turns each item of the list into a Python scalar (a tensor item of more than one

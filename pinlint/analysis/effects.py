@@ -266,7 +266,8 @@ def _alloc(ev, api: Api, node, receiver, args: Args) -> Value:
                    or (isinstance(receiver, Host) and all(s.from_values for s in receiver.sites)),
                    values=_literal_values(args.value(api.arg("data"))) if api.arg("data") is not None and
                    not isinstance(receiver, Host) else None,
-                   python_numbers=(api.arg("data") is not None and _python_numbers(args.value(api.arg("data"))))
+                   python_numbers=(api.arg("data") is not None and
+                                   _python_numbers(args.value(api.arg("data")), bool(api.opt("scalar_items", False))))
                    or (isinstance(receiver, Host) and bool(receiver.sites)
                        and all(s.python_numbers for s in receiver.sites)))
     value = Host(frozenset([site]), flavour, pointer=bool(api.opt("pointer", api.opt("returns") == "err-tuple")))
@@ -287,15 +288,17 @@ def _literal_values(value: Value) -> Optional[tuple]:
     return tuple(numbers)
 
 
-def _python_numbers(value: Value) -> bool:
+def _python_numbers(value: Value, scalar_items: bool = False, item: bool = False) -> bool:
     """A list (or tuple, nested, repeated, comprehended) of Python numbers the code builds: index and
     length tensors (`torch.tensor([lq] * b)`, cu_seqlens from a list of lengths), one element per
-    Python object, however many the code does not say."""
+    Python object, however many the code does not say. ``scalar_items``: the API turns each item
+    into a Python scalar (torch.tensor), so an item nothing explains is one too
+    (`torch.tensor([r.params.temperature for r in reqs])`)."""
     if isinstance(value, Items):
-        return bool(value.items) and all(_python_numbers(item) for item in value.items)
+        return bool(value.items) and all(_python_numbers(i, scalar_items, True) for i in value.items)
     if isinstance(value, Seq):
-        return _python_numbers(value.element)
-    if isinstance(value, Scalar):
+        return _python_numbers(value.element, scalar_items, True)
+    if isinstance(value, Scalar) or scalar_items and item and value is UNKNOWN:
         return True
     if isinstance(value, Const):
         return bool(value.values) and all(isinstance(v, (int, float)) for v in value.values)

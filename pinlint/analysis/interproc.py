@@ -834,6 +834,8 @@ def member(ev, base: Value, attr: str, node) -> Value:
     project = ev.module.project
     if isinstance(base, Instance):
         value = base.field(attr)
+        if value is UNKNOWN:
+            value = _annotated_number(base.klass, attr) or value
         if value is not None:
             return value
         info = project.class_info(base.klass)
@@ -872,6 +874,16 @@ def member(ev, base: Value, attr: str, node) -> Value:
             return function_value(found, bound=base.receiver)
         return UNKNOWN
     return UNKNOWN
+
+
+def _annotated_number(klass: ClassRef, attr: str) -> Optional[Value]:
+    """``temperature: float`` in a class body (a dataclass's field): a number, whatever was stored."""
+    from ..walk import class_body_small
+    for small in class_body_small(klass.node):
+        if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) and small.target.value == attr \
+                and isinstance(small.annotation.annotation, cst.Name) and small.annotation.annotation.value in ("int", "float"):
+            return Scalar(small.annotation.annotation.value)
+    return None
 
 
 def setter_of(ev, instance: Value, attr: str):

@@ -598,8 +598,11 @@ class Project:
                     changed.append((name, _folded(exit_state.env, name)))
         # Buffers the scope may keep for a later run of it (a cache): stored, not returned and not only
         # handed to unknown calls.
+        # A store into a container the scope made itself (`out = {}`; `out[n] = t`, `outs.append(t)`)
+        # keeps nothing beyond the run: that container goes where the scope sends it (returned).
+        local = _local_containers(node, env) if isinstance(node, cst.FunctionDef) else frozenset()
         kept = frozenset(s for e in events if e.type.value == "escape" and not e.handed and
-                         not isinstance(e.node, cst.Return) for s in e.sites)
+                         not isinstance(e.node, cst.Return) and _stored_into(e.node) not in local for s in e.sites)
         inputs, own = _inputs(node, env, pending)
         returned = exit_state.env.get(RETURN, Const.of(None))
         if isinstance(returned, Instance):
@@ -990,6 +993,34 @@ def single_assigned_globals(module: cst.Module) -> set:
     declared_global = {name.name.value for small in small_statements(module.body, into_definitions=True)
                        if isinstance(small, cst.Global) for name in small.names}
     return {name for name, count in counts.items() if count == 1 and name not in declared_global}
+
+
+def _stored_into(node) -> Optional[str]:
+    """The name a store is rooted at: ``out`` of ``out[n] = t``, ``out.append(t)``, ``out.x = t``."""
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+        node = node.func.value
+    while isinstance(node, (cst.Subscript, cst.Attribute)):
+        node = node.value
+    return node.value if isinstance(node, cst.Name) else None
+
+
+def _local_containers(function: cst.FunctionDef, env: dict) -> frozenset:
+    """Names the function binds itself to a literal container (``out = {}``, ``outs = []``), never
+    declared global or nonlocal: what is stored in them lives as long as they do."""
+    from ..walk import small_statements
+    from .invariance import body_bindings
+    params = {p.name.value for p in (*function.params.posonly_params, *function.params.params,
+                                     *function.params.kwonly_params)}
+    outer = {n.name.value for small in small_statements(function.body.body, into_definitions=False)
+             if isinstance(small, (cst.Global, cst.Nonlocal)) for n in small.names}
+    made = set()
+    for small in small_statements(function.body.body):
+        if isinstance(small, cst.Assign) and isinstance(small.value, (cst.Dict, cst.List, cst.Tuple, cst.DictComp,
+                                                                       cst.ListComp)):
+            for target in small.targets:
+                if isinstance(target.target, cst.Name):
+                    made.add(target.target.value)
+    return frozenset(name for name in made if name not in params and name not in outer) & body_bindings(function)
 
 
 def none_slots(module: cst.Module) -> frozenset:
