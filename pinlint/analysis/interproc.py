@@ -719,6 +719,10 @@ def _pinned_inside(ev, fn: Function, node, outcome: Outcome) -> None:
         if owned and event.definitely(lambda s: s.kind.is_pinned and s in owned):
             # Pinned memory the new object holds: allocated by this construction, as long-lived as
             # the object, which the caller keeps (a list of bindings) or drops (one per iteration).
+            # Only a construction written in a loop says so; one in a helper (a test's engine
+            # built per configuration) is that helper's business.
+            if not ev.loops:
+                continue
             rename = _renamer(ev, fn, node, outcome)
             sites = frozenset(rename(s) for s in event.sites)
             ev.event(event.type, node, Host(sites, next(iter(event.sites)).library), api=f"{short}()")
