@@ -122,6 +122,8 @@ EFFECTS: dict[str, EffectSchema] = {
                                                           "returns": _one_of("view")},
                              "page-locks existing memory (for a with block when `context`)"),
     "free": EffectSchema(frozenset({"arg"}), {}, "releases memory: neither a use nor an escape"),
+    "same-items": EffectSchema(frozenset({"arg"}), {}, "an iterable yielding what its argument yields "
+                               "(a progress bar around a DataLoader: `for batch in tqdm(loader)`)"),
     "read": EffectSchema(frozenset({"arg"}), {}, "a CPU read of its argument"),
     "write": EffectSchema(frozenset({"arg"}), {}, "a CPU write to its argument"),
     "array-module": EffectSchema(frozenset(), {"host_module": _is_str, "device_module": _is_str},

@@ -2053,3 +2053,27 @@ class Batch:
         self.k = torch.tensor([Params(first, 2).top_k] * len(reqs)).to(device=rank, non_blocking=True)
 """
     assert rows(src, "PIN001", Settings()) == []
+
+
+def test_a_progress_bar_yields_the_loaders_batches_and_picking_rows_copies_them():
+    """`for batch in tqdm(loader)` iterates the loader (SpecForge, survey 19: a miss), and
+    `batch["x"][keep]` with a list of rows makes new pageable memory whether the loader pins or not:
+    the fix is not `pin_memory=True` on the loader."""
+    src = """
+import torch
+from torch.utils.data import DataLoader
+from tqdm import tqdm
+
+def run(dataset):
+    for batch in tqdm(DataLoader(dataset, batch_size=16), desc="gen"):
+        batch["x"].cuda(non_blocking=True)  # plain
+    for batch in tqdm(DataLoader(dataset, batch_size=16, pin_memory=True)):
+        keep = [i for i in range(batch["x"].size(0)) if i % 2 == 0]
+        batch["x"][keep].cuda(non_blocking=True)  # picked
+        batch["x"].cuda(non_blocking=True)
+"""
+    found = findings(src)
+    assert [(f.code, f.location.row) for f in found] == [("PIN001", row_of(src, "# plain")),
+                                                         ("PIN001", row_of(src, "# picked"))]
+    assert "DataLoader" in found[0].message and "advanced indexing" in found[1].message
+    assert found[1].fix is None

@@ -878,6 +878,11 @@ def run_copy_object(ev, node: cst.Call, args: Args, source: Value, destination: 
                           stream=chosen, library="pycuda", stream_node=args.positional[0][0] if args.positional else None)
 
 
+def _same_items(ev, api: Api, node, receiver, args: Args) -> Value:
+    """``tqdm(loader)``: iterating it yields what iterating ``loader`` does."""
+    return args.value(api.arg("arg"))
+
+
 def _object(tag: str):
     def handler(ev, api: Api, node, receiver, args: Args) -> Value:
         return Obj(tag)
@@ -968,7 +973,7 @@ EFFECTS = {
     "copy": _copy, "sync": _sync, "stream": _stream, "default-stream": _default_stream,
     "current-stream": _current, "stream-context": _stream_context, "use-stream": _use_stream,
     "sync-on-exit": _sync_on_exit, "event": _object("event"), "gpu-device": _object("gpu-device"),
-    "pool": _object("pool"), "copy-object": _object("copy-object"), "rng": _object("rng"), "executor": _object("executor"), "run-later": _run_later, "kernel": _object("kernel"), "kernel-module": _object("kernel-module"),
+    "pool": _object("pool"), "copy-object": _object("copy-object"), "same-items": _same_items, "rng": _object("rng"), "executor": _object("executor"), "run-later": _run_later, "kernel": _object("kernel"), "kernel-module": _object("kernel-module"),
     "launch": _launch, "device-spec": _device_spec, "loader": _loader, "register": _register, "free": _free,
     "read": _read, "write": _write,
 }

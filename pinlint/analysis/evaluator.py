@@ -584,7 +584,8 @@ class Evaluator:
     def _subscript(self, base: Value, node: cst.Subscript, indexes: list) -> Value:
         all_slices = all(isinstance(e.slice, cst.Slice) for e in node.slice)
         if isinstance(base, Host):
-            if base.batch:
+            advanced = len(indexes) == 1 and isinstance(indexes[0], (Items, Seq, Host))
+            if base.batch and not advanced:
                 return base  # a batch's field is one of the batch's tensors
             if all_slices or all(isinstance(e.slice, cst.Slice) or isinstance(e.slice.value, (cst.Ellipsis,)) or
                                  (isinstance(e.slice.value, cst.Name) and e.slice.value.value == "None")
