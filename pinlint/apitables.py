@@ -124,6 +124,8 @@ class Tables:
         ``non_blocking=``, ``blocking=``): a function that passes its own parameter there behaves
         differently for a caller that leaves the parameter at its default."""
         found = {str(api.opt("pin_kw")) for api in self._all_apis() if api.opt("pin_kw")}
+        # `torch.empty(n, device=self.dev)`: the device keyword decides host memory or a GPU's.
+        found |= {str(api.opt("device_kw")) for api in self._all_apis() if api.opt("device_kw")}
         for api in self._all_apis():
             for name in ("blocking", "non_blocking", "async_flag"):
                 spec = api.arg(name)

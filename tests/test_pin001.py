@@ -2077,3 +2077,28 @@ def run(dataset):
                                                          ("PIN001", row_of(src, "# picked"))]
     assert "DataLoader" in found[0].message and "advanced indexing" in found[1].message
     assert found[1].fix is None
+
+
+def test_a_device_a_constructor_stored_places_what_its_methods_allocate():
+    """`Dev("cpu")` stores `torch.device(name)` (or the name) and its `allocate` makes
+    `torch.empty(..., device=self.dev)`: CPU memory for that object (InfiniGen's KV cache, survey
+    19: two misses). A device keyword is as deciding as `pin_memory=`."""
+    src = """
+import torch
+
+class Dev:
+    def __init__(self, name):
+        self.dev = torch.device(name)
+
+    def allocate(self, shape, pin_memory=None):
+        return torch.empty(shape, dtype=torch.float16, pin_memory=pin_memory, device=self.dev)
+
+def main():
+    cache = Dev("cpu").allocate((4096, 32, 128), pin_memory=False)
+    pinned = Dev("cpu").allocate((4096, 32, 128), pin_memory=True)
+    buf = torch.empty((1024, 32, 128), dtype=torch.float16, device="cuda")
+    for step in range(10):
+        buf.copy_(cache[step * 8:step * 8 + 1024], non_blocking=True)  # pageable
+        buf.copy_(pinned[step * 8:step * 8 + 1024], non_blocking=True)
+"""
+    assert rows(src, "PIN001", Settings()) == [row_of(src, "# pageable")]

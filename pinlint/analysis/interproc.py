@@ -21,7 +21,7 @@ import libcst as cst
 from ..imports import dotted
 from ..model import Event, EventType, Kind, PendingCopy, Site, TraceStep
 from ..walk import code_parts
-from .domain import (ANYTHING, UNKNOWN, ClassRef, Const, Device, Function, Host, Instance, Items, Loader, Mapping,
+from .domain import (ANYTHING, UNKNOWN, ClassRef, Const, Device, DeviceSpec, Function, Host, Instance, Items, Loader, Mapping,
                      ModuleRef, Scalar, Seq, Stream, Super, Tensor, Value, interesting, map_sites, all_sites,
                      mapping, unknown_host, flatten)
 from .invariance import body_bindings, function_changes, same_on_every_call
@@ -313,8 +313,21 @@ def _gives_a_deciding_keyword(fn: Function, env: dict) -> bool:
     at False gets a pageable DataLoader, wrapped or not)."""
     from .domain import ANYTHING
     deciding = _deciding_names(fn)
-    return bool(deciding) and any(isinstance(v, Const) and ANYTHING not in v.values and name in deciding
-                                  for name, v in env.items())
+    if not deciding:
+        return False
+
+    def decides(value) -> bool:
+        return isinstance(value, Const) and ANYTHING not in value.values or \
+            isinstance(value, DeviceSpec) and value.cuda is not None
+    for name in deciding:
+        head, _, field_name = name.partition(".")
+        value = env.get(head)
+        if field_name:
+            # `device=self.dev` of an object whose constructor stored the CPU (`Dev("cpu")`).
+            value = value.field(field_name) if isinstance(value, Instance) else None
+        if value is not None and decides(value):
+            return True
+    return False
 
 
 def _deciding_names(fn: Function) -> frozenset:
@@ -329,9 +342,16 @@ def _deciding_names(fn: Function) -> frozenset:
         stack = [fn.node.body]
         while stack:
             node = stack.pop()
-            if isinstance(node, cst.Arg) and node.keyword is not None and node.keyword.value in keywords \
-                    and isinstance(node.value, cst.Name):
-                names.add(node.value.value)
+            if isinstance(node, cst.Arg) and node.keyword is not None and node.keyword.value in keywords:
+                if isinstance(node.value, cst.Name):
+                    names.add(node.value.value)
+                elif isinstance(node.value, cst.Attribute) and isinstance(node.value.value, cst.Name):
+                    names.add(f"{node.value.value.value}.{node.value.attr.value}")  # device=self.dev
+            elif isinstance(node, cst.Call) and node.args and isinstance(node.args[0].value, cst.Name) and \
+                    isinstance(node.func, (cst.Name, cst.Attribute)):
+                api = fn.module.tables.functions.get(fn.module.imports.qualify(node.func) or "")
+                if api is not None and api.effect == "device-spec":
+                    names.add(node.args[0].value.value)  # torch.device(name): the device it names
             stack.extend(code_parts(node))
         found = cache[fn.node] = frozenset(names)
     return found
@@ -880,14 +900,20 @@ def member(ev, base: Value, attr: str, node) -> Value:
     return UNKNOWN
 
 
+_NUMBER_FIELDS: dict = {}
+
+
 def _annotated_number(klass: ClassRef, attr: str) -> Optional[Value]:
     """``temperature: float`` in a class body (a dataclass's field): a number, whatever was stored."""
     from ..walk import class_body_small
-    for small in class_body_small(klass.node):
-        if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) and small.target.value == attr \
-                and isinstance(small.annotation.annotation, cst.Name) and small.annotation.annotation.value in ("int", "float"):
-            return Scalar(small.annotation.annotation.value)
-    return None
+    numbers = _NUMBER_FIELDS.get(klass.node)
+    if numbers is None:
+        numbers = _NUMBER_FIELDS[klass.node] = {
+            small.target.value: small.annotation.annotation.value for small in class_body_small(klass.node)
+            if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name)
+            and isinstance(small.annotation.annotation, cst.Name) and small.annotation.annotation.value in ("int", "float")}
+    kind = numbers.get(attr)
+    return Scalar(kind) if kind is not None else None
 
 
 def setter_of(ev, instance: Value, attr: str):

@@ -1004,23 +1004,38 @@ def _stored_into(node) -> Optional[str]:
     return node.value if isinstance(node, cst.Name) else None
 
 
+_LOCAL_CONTAINERS: dict = {}
+
+
 def _local_containers(function: cst.FunctionDef, env: dict) -> frozenset:
     """Names the function binds itself to a literal container (``out = {}``, ``outs = []``), never
     declared global or nonlocal: what is stored in them lives as long as they do."""
+    found = _LOCAL_CONTAINERS.get(function)
+    if found is None:
+        found = _LOCAL_CONTAINERS[function] = _find_local_containers(function)
+    return found
+
+
+def _find_local_containers(function: cst.FunctionDef) -> frozenset:
     from ..walk import small_statements
     from .invariance import body_bindings
     params = {p.name.value for p in (*function.params.posonly_params, *function.params.params,
                                      *function.params.kwonly_params)}
     outer = {n.name.value for small in small_statements(function.body.body, into_definitions=False)
              if isinstance(small, (cst.Global, cst.Nonlocal)) for n in small.names}
-    made = set()
+    made, returned = set(), set()
     for small in small_statements(function.body.body):
         if isinstance(small, cst.Assign) and isinstance(small.value, (cst.Dict, cst.List, cst.Tuple, cst.DictComp,
                                                                        cst.ListComp)):
             for target in small.targets:
                 if isinstance(target.target, cst.Name):
                     made.add(target.target.value)
-    return frozenset(name for name in made if name not in params and name not in outer) & body_bindings(function)
+        elif isinstance(small, cst.Return) and isinstance(small.value, cst.Name):
+            returned.add(small.value.value)
+    # Only containers the function returns: what it stores in one it keeps to itself or hands on
+    # elsewhere is found kept (or not) by that other store.
+    return frozenset(name for name in made & returned if name not in params and name not in outer) & \
+        body_bindings(function)
 
 
 def none_slots(module: cst.Module) -> frozenset:
