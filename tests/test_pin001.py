@@ -2102,3 +2102,19 @@ def main():
         buf.copy_(pinned[step * 8:step * 8 + 1024], non_blocking=True)
 """
     assert rows(src, "PIN001", Settings()) == [row_of(src, "# pageable")]
+
+
+@pytest.mark.parametrize("loader", ["np.loadtxt(path, dtype=np.float32)", "np.genfromtxt(path)",
+                                    "np.fromiter(iter(range(1 << 20)), dtype=np.float32)"])
+def test_arrays_read_from_text_or_an_iterator_are_pageable(loader):
+    """np.loadtxt, np.genfromtxt and np.fromiter make new pageable arrays (survey 19's extra pattern)."""
+    src = f"""
+import numpy as np
+import pycuda.driver as cuda
+import pycuda.gpuarray as gpuarray
+def upload(path, stream):
+    h = {loader}
+    d = gpuarray.empty(h.shape, h.dtype)
+    d.set_async(h, stream=stream)  # upload
+"""
+    assert rows(src, "PIN001", Settings()) == [row_of(src, "# upload")]

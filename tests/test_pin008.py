@@ -477,3 +477,27 @@ def test_a_pool_block_of_a_size_nothing_says_taken_in_a_function_for_new_data_is
     assert rows(sized, "PIN008") == [row_of(sized, "host =")]
     module = "import torch\nn = int(input())\nhost = torch.empty(n, pin_memory=True)\nd = host.to('cuda', non_blocking=True)\n"
     assert rows(module, "PIN008") == [3]
+
+
+def test_a_module_buffer_a_function_copies_is_copied_each_time_it_runs():
+    """A module-level pinned staging buffer that a helper fills and copies, called 8 times by a loop:
+    8 transfers, not one (survey 19's staging variant). Copied once at the module's top level, it
+    is one transfer."""
+    from helpers import rows, row_of
+    src = """
+import cupy as cp
+import cupyx
+import numpy as np
+
+STAGE = cupyx.empty_pinned((4096, 4096), np.float32)
+ONCE = cupyx.empty_pinned((4096, 4096), np.float32)  # once
+
+def upload(a):
+    STAGE[...] = a
+    return cp.asarray(STAGE)
+
+d = cp.asarray(ONCE)
+for k in range(8):
+    upload(np.ones((4096, 4096), np.float32))
+"""
+    assert rows(src, "PIN008") == [row_of(src, "# once")]

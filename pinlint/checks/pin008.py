@@ -45,6 +45,10 @@ def single_transfer(pinning: Event, events: list) -> Optional[Event]:
     if len(copies) != 1:
         return None
     [copy] = copies.values()
+    if copy.scope != pinning.scope:
+        # A module's buffer copied in one of its functions (`STAGE` reused by `upload`): that
+        # function may run any number of times.
+        return None
     return None if copy.loops else copy
 
 
