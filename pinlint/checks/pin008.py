@@ -45,7 +45,7 @@ def single_transfer(pinning: Event, events: list) -> Optional[Event]:
     if len(copies) != 1:
         return None
     [copy] = copies.values()
-    if copy.scope != pinning.scope:
+    if copy.scope != "<module>" and all(site.scope == "<module>" for site in pinning.sites):
         # A module's buffer copied in one of its functions (`STAGE` reused by `upload`): that
         # function may run any number of times.
         return None
