@@ -1302,6 +1302,7 @@ def run_once(stream):
 def per_configuration(configs, stream):
     for c in configs:
         run_once(stream)
+
 '''
 
 
@@ -1311,3 +1312,35 @@ def test_pinned_memory_a_new_object_holds_lives_as_long_as_the_object():
     comprehension or stored in a dict, the objects outlive the loop (the binding set-up idiom). Built
     by a helper the loop calls (a test's engine per configuration: Megatron-LM), it is the helper's."""
     assert rows(_OWNED, "PIN002") == [row_of(_OWNED, "# per frame")]
+
+
+def test_a_helper_built_engine_keeps_its_context_s_pinned_memory_its_own():
+    """A test builds an inference engine per group through helpers (`_run_simple` -> `_build_engine`
+    -> `Context(...)` pinning in its constructor, the context held by the engine): the construction
+    is not written in the loop, so its pinned buffers stay the context's. (A guard: Megatron-LM's own
+    test, where the per-object rule made a PIN002 mid-turn, needs more of its structure to show it;
+    it was checked on the file itself.)"""
+    src = """
+import torch
+
+class Context:
+    def __init__(self, n):
+        self.staging = torch.empty(n, pin_memory=True)
+
+class Engine:
+    def __init__(self, context):
+        self.context = context
+
+def build_engine(n):
+    context = Context(n)
+    return Engine(context)
+
+def run_simple(n):
+    engine = build_engine(n)
+    return engine.context.staging.sum()
+
+def test_groups(groups):
+    for g in groups:
+        run_simple(1 << 20)
+"""
+    assert rows(src, "PIN002") == []

@@ -631,7 +631,9 @@ def _renamer(ev, fn: Function, node, outcome: Outcome):
     internal = _internal(outcome)
     short = fn.name.rsplit(".", 1)[-1]
     once = not _body_runs_per_call(ev.module.project, fn)
-    owned = _owned_by_the_new_object(fn, outcome)
+    # Only a construction written in a loop makes its object's buffers new on each iteration; one in
+    # a helper leaves them the object's, as before (see _pinned_inside).
+    owned = _owned_by_the_new_object(fn, outcome) if ev.loops else frozenset()
 
     def rename(site: Site) -> Site:
         if site in owned:
