@@ -631,9 +631,7 @@ def _renamer(ev, fn: Function, node, outcome: Outcome):
     internal = _internal(outcome)
     short = fn.name.rsplit(".", 1)[-1]
     once = not _body_runs_per_call(ev.module.project, fn)
-    # Only a construction written in a loop makes its object's buffers new on each iteration; one in
-    # a helper leaves them the object's, as before (see _pinned_inside).
-    owned = _owned_by_the_new_object(fn, outcome) if ev.loops else frozenset()
+    owned = _owned_by_the_new_object(fn, outcome)
 
     def rename(site: Site) -> Site:
         if site in owned:
@@ -679,8 +677,16 @@ def _announce_allocations(ev, node, returned: Value, outcome: Outcome, fn: Funct
     `pin_memory=True` pins them in its own thread), so building one is no pinned allocation."""
     loaders = frozenset(v.site for v in flatten([returned]) if isinstance(v, Loader))
     for site in all_sites(returned) - loaders:
-        if site.node is node and site.variant == "call":
+        if site.node is node and site.variant == "call" and not _held_by_an_object(site):
             ev.event(EventType.ALLOC, node, Host(frozenset([site]), site.library), api=site.api)
+
+
+def _held_by_an_object(site: Site) -> bool:
+    """A buffer a constructor keeps on the object it builds (``_owned_by_the_new_object``), returned
+    inside that object by a helper (`_build_engine()` returning an engine holding its context): the
+    helper returns an object, not an allocation; only a construction written in a loop is counted
+    per iteration (``_pinned_inside``)."""
+    return any(inner.variant == "call" and inner.api == "__init__()" for inner in site.through())
 
 
 _MEMOIZERS = frozenset({"functools.lru_cache", "functools.cache"})
