@@ -666,6 +666,22 @@ def interesting(value: Value) -> bool:
     return cached
 
 
+def _rebuild(value: Value, each) -> Value:
+    """A container or object of the same shape as ``value`` with ``each`` applied to what it holds."""
+    if isinstance(value, Items):
+        return Items(tuple(each(v) for v in value.items))
+    if isinstance(value, Seq):
+        return Seq(each(value.element))
+    if isinstance(value, Mapping):
+        return Mapping(tuple((k, each(v)) for k, v in value.entries),
+                       each(value.rest) if value.rest is not None else None, value.optional)
+    if isinstance(value, Instance):
+        return Instance(value.klass, tuple((k, each(v)) for k, v in value.fields))
+    if isinstance(value, Iteration):
+        return Iteration(each(value.element))
+    raise TypeError(type(value).__name__)
+
+
 def map_sites(value: Value, mapping_fn) -> Value:
     """``value`` with every host site replaced by ``mapping_fn(site)`` (same site when it returns it);
     the same object when no site changes."""
@@ -675,17 +691,7 @@ def map_sites(value: Value, mapping_fn) -> Value:
     if type(value) in _COMPOSITES:
         if all(mapping_fn(s) == s for s in all_sites(value)):
             return value
-        if isinstance(value, Items):
-            return Items(tuple(map_sites(v, mapping_fn) for v in value.items))
-        if isinstance(value, Seq):
-            return Seq(map_sites(value.element, mapping_fn))
-        if isinstance(value, Mapping):
-            return Mapping(tuple((k, map_sites(v, mapping_fn)) for k, v in value.entries),
-                           map_sites(value.rest, mapping_fn) if value.rest is not None else None, value.optional)
-        if isinstance(value, Instance):
-            return Instance(value.klass, tuple((k, map_sites(v, mapping_fn)) for k, v in value.fields))
-        if isinstance(value, Iteration):
-            return Iteration(map_sites(value.element, mapping_fn))
+        return _rebuild(value, lambda v: map_sites(v, mapping_fn))
     if isinstance(value, Loader):
         return Loader(mapping_fn(value.site), map_sites(value.batch, mapping_fn) if value.batch is not None else None)
     return value
@@ -694,17 +700,8 @@ def map_sites(value: Value, mapping_fn) -> Value:
 def map_leaves(value: Value, mapping_fn) -> Value:
     """``value`` with every value that is not a container or an object replaced by
     ``mapping_fn(leaf)``, through containers, objects and alternatives."""
-    if isinstance(value, Items):
-        return Items(tuple(map_leaves(v, mapping_fn) for v in value.items))
-    if isinstance(value, Seq):
-        return Seq(map_leaves(value.element, mapping_fn))
-    if isinstance(value, Mapping):
-        return Mapping(tuple((k, map_leaves(v, mapping_fn)) for k, v in value.entries),
-                       map_leaves(value.rest, mapping_fn) if value.rest is not None else None, value.optional)
-    if isinstance(value, Instance):
-        return Instance(value.klass, tuple((k, map_leaves(v, mapping_fn)) for k, v in value.fields))
-    if isinstance(value, Iteration):
-        return Iteration(map_leaves(value.element, mapping_fn))
+    if type(value) in _COMPOSITES:
+        return _rebuild(value, lambda v: map_leaves(v, mapping_fn))
     if isinstance(value, Alternatives):
         return Alternatives(frozenset(map_leaves(v, mapping_fn) for v in value.options))
     return mapping_fn(value)

@@ -18,7 +18,7 @@ from .. import tableschema
 from ..apitables import Api, ArgSpec
 from ..model import EventType, Kind
 from .domain import (ANYTHING, NDIM_UNKNOWN, UNKNOWN, Const, Context, Device, DeviceSpec, Host, Items, LibraryRef, Loader, Obj, Scalar, Seq, Stream,
-                     Tensor, Value, element_of, flatten, join, unknown_host)
+                     Tensor, Value, element_of, flatten, join, unknown_host, Function, map_hosts)
 from .dtypes import canonical_dtype, common, element_count, has_float, item_size, range_length, transposed
 from .state import STREAM
 
@@ -646,7 +646,6 @@ def _collated(ev, node, collate: Value, site) -> Optional[Value]:
     tensors it returns (in dicts, lists and tuples) when ``pin_memory`` is set, never a NumPy array,
     which stays the collate function's new pageable memory on every batch. None (the loader's own
     tensors) when it returns no NumPy array the analysis knows."""
-    from .domain import Function, map_hosts
     if not isinstance(collate, Function) or collate.kernel:
         return None
     state, emit, detached = ev.state.copy(), ev.emit, ev.detached

@@ -599,7 +599,7 @@ class Evaluator:
                 for loop in self._stepping(node.slice[0].slice.lower):
                     view = varying_in(view, loop)
                 return view
-            if len(indexes) == 1 and isinstance(indexes[0], (Items, Seq, Host)):
+            if advanced:
                 # h[[0, 2]], h[idx_list], h[mask]: advanced indexing copies what it picks into a new
                 # (pageable) array, whatever memory h is in.
                 self.event(EventType.READ, node, base)

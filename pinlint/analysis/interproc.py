@@ -606,6 +606,14 @@ def _internal(outcome: Outcome):
 def _owned_by_the_new_object(fn: Function, outcome: Outcome) -> frozenset:
     """Sites a constructor stores only on the object it builds (``self.host_ptr = ptr`` in
     ``__init__``): each construction allocates them anew, and they live as long as that object."""
+    found = outcome.__dict__.get("_owned")
+    if found is None:
+        found = _find_owned(fn, outcome)
+        object.__setattr__(outcome, "_owned", found)  # asked by every renaming of the same call
+    return found
+
+
+def _find_owned(fn: Function, outcome: Outcome) -> frozenset:
     if not fn.name.endswith(".__init__") or not isinstance(fn.node, cst.FunctionDef):
         return frozenset()
     params = [*fn.node.params.posonly_params, *fn.node.params.params]
@@ -738,6 +746,7 @@ def _pinned_inside(ev, fn: Function, node, outcome: Outcome) -> None:
     returned = all_sites(outcome.returned)
     escaped = outcome.kept | frozenset(s for e in outcome.events if e.type is EventType.ESCAPE for s in e.sites)
     owned = _owned_by_the_new_object(fn, outcome)
+    rename = _renamer(ev, fn, node, outcome) if owned and ev.loops else None
     short = fn.name.rsplit(".", 1)[-1]
     for event in outcome.events:
         if event.type not in (EventType.ALLOC, EventType.REGISTER) or event.loops:
@@ -749,9 +758,8 @@ def _pinned_inside(ev, fn: Function, node, outcome: Outcome) -> None:
             # the object, which the caller keeps (a list of bindings) or drops (one per iteration).
             # Only a construction written in a loop says so; one in a helper (a test's engine
             # built per configuration) is that helper's business.
-            if not ev.loops:
+            if rename is None:
                 continue
-            rename = _renamer(ev, fn, node, outcome)
             sites = frozenset(rename(s) for s in event.sites)
             ev.event(event.type, node, Host(sites, next(iter(event.sites)).library), api=f"{short}()")
             continue

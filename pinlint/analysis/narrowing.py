@@ -51,7 +51,7 @@ def narrowed(ev, state, conditions: tuple):
         if key is None:
             continue
         if fact == "placed on the cpu":
-            _placed_on_the_cpu(ev, key, test)
+            _placed_on_the_cpu(ev, key)
             continue
         current = ev.state.env.get(key)
         if current is None and "." in key:
@@ -86,49 +86,44 @@ def _facts(test, truth: bool, tables) -> Iterator[tuple]:
         yield test.args[0].value, ("class", test.args[1].value)
 
 
-def _device_type_facts(test: cst.Comparison, truth: bool, tables) -> Iterator[tuple]:
-    """``t.device.type == "cpu"``, ``t.device.type != "cuda"``."""
+def _on_the_gpu(test: cst.Comparison, truth: bool, tables) -> Optional[tuple]:
+    """(the side compared with a device string, whether the arm sees it on the GPU) for
+    ``x == "cuda"``, ``"cpu" != x`` and the like; None for any other comparison."""
     comparison = test.comparisons[0]
     left, right = test.left, comparison.comparator
     if isinstance(left, cst.SimpleString):
         left, right = right, left
-    if not (isinstance(left, cst.Attribute) and left.attr.value == "type" and isinstance(left.value, cst.Attribute)
-            and left.value.attr.value == "device" and isinstance(right, cst.SimpleString)):
-        return
+    if not isinstance(right, cst.SimpleString):
+        return None
     cuda = device_of(Const.of(right.evaluated_value), tables)  # the tables' device strings
     if cuda is None:
-        return
-    place = "cuda" if cuda else "cpu"
+        return None
     if isinstance(comparison.operator, (cst.NotEqual, cst.IsNot)):
         truth = not truth
     elif not isinstance(comparison.operator, (cst.Equal, cst.Is)):
+        return None
+    return left, truth == cuda
+
+
+def _device_type_facts(test: cst.Comparison, truth: bool, tables) -> Iterator[tuple]:
+    """``t.device.type == "cpu"``, ``t.device.type != "cuda"``."""
+    found = _on_the_gpu(test, truth, tables)
+    if found is None:
         return
-    if truth:
-        yield left.value.value, place
-    else:
-        yield left.value.value, "cuda" if place == "cpu" else "cpu"
+    left, gpu = found
+    if isinstance(left, cst.Attribute) and left.attr.value == "type" and isinstance(left.value, cst.Attribute) \
+            and left.value.attr.value == "device":
+        yield left.value.value, "cuda" if gpu else "cpu"
 
 
 def _device_name_facts(test: cst.Comparison, truth: bool, tables) -> Iterator[tuple]:
     """``target == "cpu"`` (``!= "cuda"``) of a variable naming a device: the arm where it is the CPU."""
-    comparison = test.comparisons[0]
-    left, right = test.left, comparison.comparator
-    if isinstance(left, cst.SimpleString):
-        left, right = right, left
-    if not (isinstance(left, (cst.Name, cst.Attribute)) and isinstance(right, cst.SimpleString)):
-        return
-    cuda = device_of(Const.of(right.evaluated_value), tables)
-    if cuda is None:
-        return
-    if isinstance(comparison.operator, (cst.NotEqual, cst.IsNot)):
-        truth = not truth
-    elif not isinstance(comparison.operator, (cst.Equal, cst.Is)):
-        return
-    if truth != cuda:
-        yield left, "placed on the cpu"
+    found = _on_the_gpu(test, truth, tables)
+    if found is not None and isinstance(found[0], (cst.Name, cst.Attribute)) and not found[1]:
+        yield found[0], "placed on the cpu"
 
 
-def _placed_on_the_cpu(ev, key: str, test) -> None:
+def _placed_on_the_cpu(ev, key: str) -> None:
     """Where the test says ``key`` names the CPU, it holds the CPU's name: what it placed is on the CPU
     there (``effects.placed``), however the values it placed were joined since."""
     current = ev.state.env.get(key)

@@ -600,7 +600,7 @@ class Project:
         # handed to unknown calls.
         # A store into a container the scope made itself (`out = {}`; `out[n] = t`, `outs.append(t)`)
         # keeps nothing beyond the run: that container goes where the scope sends it (returned).
-        local = _local_containers(node, env) if isinstance(node, cst.FunctionDef) else frozenset()
+        local = _local_containers(node) if isinstance(node, cst.FunctionDef) else frozenset()
         kept = frozenset(s for e in events if e.type.value == "escape" and not e.handed and
                          not isinstance(e.node, cst.Return) and _stored_into(e.node) not in local for s in e.sites)
         inputs, own = _inputs(node, env, pending)
@@ -1007,7 +1007,7 @@ def _stored_into(node) -> Optional[str]:
 _LOCAL_CONTAINERS: dict = {}
 
 
-def _local_containers(function: cst.FunctionDef, env: dict) -> frozenset:
+def _local_containers(function: cst.FunctionDef) -> frozenset:
     """Names the function binds itself to a literal container (``out = {}``, ``outs = []``), never
     declared global or nonlocal: what is stored in them lives as long as they do."""
     found = _LOCAL_CONTAINERS.get(function)
