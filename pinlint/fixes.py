@@ -343,35 +343,79 @@ def _write_atomically(path: Path, data: bytes, expected: Optional[bytes] = None)
     """Replace ``path`` with ``data`` so that any reader, or a crash at any moment, sees either the
     old or the new content. Keeps the file's permission bits. With ``expected``, the file is left
     alone (``ChangedWhileFixing``) unless it still holds those bytes (or already ``data``) just
-    before the replace: a fix computed from older text must not undo an edit saved meanwhile."""
+    before the replace: a fix computed from older text must not undo an edit saved meanwhile.
+
+    The new content is written into a file without a name (Linux ``O_TMPFILE``) where the file
+    system allows it, and given a name only for the replace: a run killed without warning (SIGKILL,
+    which no handler sees) while it writes leaves no temporary file behind."""
     named = str(path)  # what messages show
     path = Path(os.path.realpath(path))  # through a symbolic link: fix the file it points to, keep the link
     mode = stat.S_IMODE(os.stat(path).st_mode)
     if not mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH):
         raise PermissionError(13, "the file is read-only", named)
-    fd, temporary = tempfile.mkstemp(prefix=".pinlint-", suffix=".tmp", dir=path.parent)
+    unnamed = _unnamed_file(path.parent)
+    if unnamed is None:
+        fd, temporary = tempfile.mkstemp(prefix=".pinlint-", suffix=".tmp", dir=path.parent)
+    else:
+        fd, temporary = unnamed, None
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        os.chmod(temporary, mode)
-        if expected is not None:
-            current = path.read_bytes()
-            if current == data:
-                os.unlink(temporary)  # another run wrote the same fix meanwhile
-                return
-            if current != expected:
-                raise ChangedWhileFixing(errno.EBUSY, "the file changed while it was being fixed", named)
-        if not _may_write():
-            raise _Stopped()  # stopped while writing the temporary file: it goes, the file stays as it was
-        os.replace(temporary, path)
-    except BaseException:
-        try:
-            os.unlink(temporary)
-        except OSError:
-            pass
-        raise
+            os.fchmod(handle.fileno(), mode)
+            if expected is not None:
+                current = path.read_bytes()
+                if current == data:
+                    return  # another run wrote the same fix meanwhile (the finally removes a named temporary)
+                if current != expected:
+                    raise ChangedWhileFixing(errno.EBUSY, "the file changed while it was being fixed", named)
+            if not _may_write():
+                raise _Stopped()  # stopped while writing the new content: the file stays as it was
+            if temporary is None:
+                temporary = _name_unnamed_file(handle.fileno(), path.parent)
+            os.replace(temporary, path)
+            temporary = None
+    finally:
+        if temporary is not None:
+            try:
+                os.unlink(temporary)
+            except OSError:
+                pass
+
+
+def _unnamed_file(folder: Path) -> Optional[int]:
+    """A writable file without a name in ``folder``; None where the platform or file system has none."""
+    flag = getattr(os, "O_TMPFILE", None)
+    if flag is None or not Path("/proc/self/fd").is_dir():
+        return None
+    try:
+        return os.open(folder, flag | os.O_WRONLY, 0o600)
+    except OSError as error:
+        if error.errno in _NO_UNNAMED_FILES:
+            return None  # this file system (or an older kernel) cannot: a named temporary instead
+        raise  # a full disk, a read-only folder: the write fails as it would with a named one
+
+
+_NO_UNNAMED_FILES = {errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL, errno.ENOENT, errno.ENOTSUP}
+
+
+def _name_unnamed_file(fd: int, folder: Path) -> str:
+    """Give the unnamed file ``fd`` a fresh temporary name in ``folder``, for the replace that follows at once."""
+    folder_fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        for _ in range(100):
+            name = f".pinlint-{os.getpid()}-{os.urandom(4).hex()}.tmp"
+            try:
+                # With a dir_fd os.link calls linkat(AT_SYMLINK_FOLLOW), which links what /proc's entry points to
+                os.link(f"/proc/self/fd/{fd}", name, src_dir_fd=folder_fd, dst_dir_fd=folder_fd,
+                        follow_symlinks=True)
+                return str(folder / name)
+            except FileExistsError:
+                continue
+    finally:
+        os.close(folder_fd)
+    raise FileExistsError(errno.EEXIST, "no free temporary name", str(folder))
 
 
 # ------------------------------------------------------------------ building blocks for rules' plans

@@ -14,6 +14,7 @@ import libcst as cst
 import pytest
 
 from pinlint.checks import ALL_RULES
+from pinlint import fixes
 from pinlint.engine import fix_text, lint_text
 from pinlint.fixes import apply_plans, edits_between, source_lines
 from pinlint.settings import Settings
@@ -210,6 +211,57 @@ def test_read_only_file_is_left_intact(tmp_path):
     finally:
         os.chmod(tmp_path, 0o755)
     assert done.returncode == 2 and "could not write" in done.stderr
+
+
+def _names_seen_while_syncing(monkeypatch, folder) -> list:
+    """The folder's entries at each fsync of a write, the moment a SIGKILL would most likely land."""
+    seen = []
+    real_fsync = os.fsync
+
+    def fsync(fd):
+        seen.append(sorted(p.name for p in folder.iterdir()))
+        return real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    return seen
+
+
+def _has_unnamed_files() -> bool:
+    fd = fixes._unnamed_file(Path(__file__).parent)
+    if fd is not None:
+        os.close(fd)
+    return fd is not None
+
+
+@pytest.mark.skipif(not _has_unnamed_files(), reason="no O_TMPFILE on this platform or file system")
+def test_new_content_has_no_name_until_the_replace(tmp_path, monkeypatch):
+    # CI, stop 31: a fix run killed with SIGKILL during a write left `.pinlint-*.tmp` in the user's tree
+    target = tmp_path / "a.py"
+    target.write_text("x = 1\n", encoding="utf-8")
+    os.chmod(target, 0o640)
+    seen = _names_seen_while_syncing(monkeypatch, tmp_path)
+    fixes.write_atomically(target, b"x = 2\n", expected=b"x = 1\n")
+    assert seen == [["a.py"]]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.py"]
+    assert target.read_bytes() == b"x = 2\n" and stat.S_IMODE(target.stat().st_mode) == 0o640
+
+
+def test_write_without_unnamed_files_still_replaces_whole(tmp_path, monkeypatch):
+    monkeypatch.setattr(fixes, "_unnamed_file", lambda folder: None)  # e.g. macOS, or a file system without it
+    target = tmp_path / "a.py"
+    target.write_text("x = 1\n", encoding="utf-8")
+    seen = _names_seen_while_syncing(monkeypatch, tmp_path)
+    fixes.write_atomically(target, b"x = 2\n", expected=b"x = 1\n")
+    assert len(seen) == 1 and len(seen[0]) == 2  # a named temporary beside it
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.py"]
+    assert target.read_bytes() == b"x = 2\n"
+
+
+def test_write_that_finds_the_fix_already_there_leaves_nothing(tmp_path):
+    target = tmp_path / "a.py"
+    target.write_text("x = 2\n", encoding="utf-8")
+    fixes.write_atomically(target, b"x = 2\n", expected=b"x = 1\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.py"]
 
 
 _PADDING = ("#" * 100 + "\n") * 2_000  # large writes, so that a write cut short would show

@@ -306,7 +306,7 @@ def test_full_disk_during_a_fix_leaves_the_original_intact(tmp_path, monkeypatch
 
 
 def test_full_disk_on_the_temporary_file_itself(tmp_path, monkeypatch, capsys):
-    """The disk is full before anything is written: mkstemp fails."""
+    """The disk is full before anything is written: the unnamed file (or mkstemp) cannot be made."""
     import tempfile
 
     victim, other = _two_files(tmp_path)
@@ -315,9 +315,18 @@ def test_full_disk_on_the_temporary_file_itself(tmp_path, monkeypatch, capsys):
     def mkstemp(*args, **kwargs):
         raise OSError(28, "No space left on device")
 
+    real_open = os.open
+
+    def open_(path, flags, *args, **kwargs):
+        if flags & getattr(os, "O_TMPFILE", 0) == getattr(os, "O_TMPFILE", -1):  # the unnamed file
+            raise OSError(28, "No space left on device")
+        return real_open(path, flags, *args, **kwargs)
+
     monkeypatch.setattr(tempfile, "mkstemp", mkstemp)
+    monkeypatch.setattr(os, "open", open_)
     code, out, err = run_in_process(monkeypatch, capsys, tmp_path, "fix", "--jobs", "1", ".")
     monkeypatch.setattr(tempfile, "mkstemp", real_mkstemp)
+    monkeypatch.setattr(os, "open", real_open)
     assert code == 2 and "No space left" in err
     assert victim.read_text(encoding="utf-8") == OLD and other.read_text(encoding="utf-8") == OLD
     assert _files(tmp_path) == ["a_victim.py", "b_other.py"]
