@@ -124,7 +124,8 @@ EFFECTS: dict[str, EffectSchema] = {
     "free": EffectSchema(frozenset({"arg"}), {}, "releases memory: neither a use nor an escape"),
     "same-items": EffectSchema(frozenset({"arg"}), {}, "an iterable yielding what its argument yields "
                                "(a progress bar around a DataLoader: `for batch in tqdm(loader)`)"),
-    "read": EffectSchema(frozenset({"arg"}), {}, "a CPU read of its argument"),
+    "read": EffectSchema(frozenset({"arg"}), {"reduces": _is_bool},
+                         "a CPU read of its argument (`reduces`: a reduction, a number when no axis is given)"),
     "write": EffectSchema(frozenset({"arg"}), {}, "a CPU write to its argument"),
     "array-module": EffectSchema(frozenset(), {"host_module": _is_str, "device_module": _is_str},
                                  "the array module of its arguments: `host_module` when all are host arrays, "

@@ -639,3 +639,70 @@ def test_a_lazy_singleton_getter_gives_its_object(tmp_path):
     found = _run_in_order(tmp_path, [encoder])["encoder.py"]
     copy = _ENCODER.splitlines().index("    return torch.from_numpy(arr).to(device=device, non_blocking=True)") + 1
     assert found == [("PIN001", copy)]
+
+
+_GRID = """\
+import numpy as np
+import pycuda.gpuarray
+
+
+class Array2D:
+    def __init__(self, stream, data, double_precision=False):
+        host = data if double_precision else self.as_float32(data)
+        self.data = pycuda.gpuarray.to_gpu_async(host, stream=stream)
+
+    @staticmethod
+    def as_float32(data):
+        if not np.issubdtype(data.dtype, np.float32) or np.isfortran(data):
+            return data.astype(np.float32, order="C")
+        return data
+"""
+_SCHEME = """\
+import numpy as np
+from grid import Array2D
+
+
+class Scheme:
+    def __init__(self, stream, depth, eta, nx, ny):
+        if depth.shape == (ny, nx):  # re-pad an array given without its ghost cells
+            padded = np.ones((ny + 2, nx + 2), dtype=np.float32) * np.max(depth)
+            padded[:ny, :nx] = depth.copy()
+            depth = padded.copy()
+        self.depth = Array2D(stream, depth)
+        self.eta = Array2D(stream, eta)
+"""
+_SCHEME_TEST = """\
+import unittest
+import numpy as np
+import pycuda.driver as cuda
+from scheme import Scheme
+
+
+class SchemeTest(unittest.TestCase):
+    def setUp(self):
+        self.nx, self.ny = {nx}, 70
+        self.ghosts = [1, 1, 1, 1]
+        self.depth = self.eta = None
+        self.stream = cuda.Stream()
+
+    def make_host_data(self):
+        shape = (self.ny + self.ghosts[0] + self.ghosts[2], self.nx + self.ghosts[1] + self.ghosts[3])
+        self.depth = np.ones(shape, dtype=np.float32) * 60
+        self.eta = np.zeros(shape, dtype=np.float32)
+
+    def test_run(self):
+        self.make_host_data()
+        self.scheme = Scheme(self.stream, self.depth, self.eta, self.nx, self.ny)  # construct
+"""
+
+
+@pytest.mark.parametrize("nx, reported", [(50, False), (5000, True)])
+def test_sizes_a_test_states_reach_a_constructor_three_calls_down(tmp_path, nx, reported):
+    """gpu-ocean (survey 18): a test states a 50 x 70 grid; the scheme re-pads it (`np.ones(...) *
+    np.max(h)`, `.copy()`) and hands it to a class that converts and uploads it with to_gpu_async.
+    15 KB is under PIN001's threshold; the same code with a 5000-cell side is reported."""
+    write(tmp_path, "grid.py", _GRID)
+    write(tmp_path, "scheme.py", _SCHEME)
+    test = write(tmp_path, "test_scheme.py", _SCHEME_TEST.format(nx=nx))
+    found = _run_in_order(tmp_path, [test])["test_scheme.py"]
+    assert found == ([("PIN001", row_of(_SCHEME_TEST.format(nx=nx), "# construct"))] if reported else [])

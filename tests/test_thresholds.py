@@ -249,3 +249,48 @@ def test_a_ufunc_of_a_number_or_an_unknown_value_is_no_buffer():
             d.set(np.floor(np.empty(n)), stream=s)  # an array
         """
     assert rows(src, "PIN001") == [row_of(src, "# an array")]
+
+
+# Sizes the code states through a copy, a range or a whole-array reduction (gpu-ocean's tests, survey 18:
+# 17 false PIN001s on 15 KB grids re-padded in a simulator's constructor).
+SIZED_THROUGH = """
+    import numpy as np
+    import pycuda.driver as cuda
+    import pycuda.gpuarray as gpuarray
+    stream = cuda.Stream()
+    base = np.zeros(({rows}, 52), dtype=np.float32)
+    h = {expr}
+    gpuarray.to_gpu_async(h, stream=stream)  # upload
+    """
+
+
+@pytest.mark.parametrize("expr, sized", [
+    ("base.copy()", True),                        # as large as what it copies
+    ("np.ones(base.shape, np.float32)", False),   # a shape nothing states in numbers
+    ("np.zeros(({rows}, 52), np.float32) * np.max(base)", True),  # times one number
+    ("np.zeros(({rows}, 52), np.float32) * base.max()", True),
+    ("np.zeros(({rows}, 52), np.float32) * base.max(axis=0)", False),  # times a row: broadcast, size unknown
+    ("np.array(range({rows} * 52)).astype(np.float32)", True),
+    ("np.array(list_of_unknown_length).astype(np.float32)", False),
+])
+def test_sizes_through_copies_ranges_and_reductions(expr, sized):
+    expr = expr.format(rows="{rows}")
+    small = SIZED_THROUGH.format(rows=72, expr=expr.format(rows=72))
+    large = SIZED_THROUGH.format(rows=7200, expr=expr.format(rows=7200))
+    # a small stated size is under the threshold; a large one, or one the code does not state, is reported
+    assert rows(small, "PIN001") == ([] if sized else [row_of(small, "# upload")])
+    assert rows(large, "PIN001") == [row_of(large, "# upload")]
+
+
+def test_a_copy_of_either_of_two_arrays_is_as_large_as_the_larger():
+    src = """
+        import numpy as np
+        import pycuda.driver as cuda
+        import pycuda.gpuarray as gpuarray
+        def upload(flag, stream):
+            a = np.zeros(100, np.float32)
+            b = np.zeros(1 << 20, np.float32)
+            gpuarray.to_gpu_async((a if flag else b).copy(), stream=stream)  # upload
+        upload(True, cuda.Stream())
+        """
+    assert rows(src, "PIN001") == [row_of(src, "# upload")]

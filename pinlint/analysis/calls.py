@@ -22,7 +22,7 @@ from . import effects, interproc
 from .domain import (UNKNOWN, Alternatives, ClassRef, Const, Device, Function, Host, Instance, Items, Iteration, Loader, Mapping,
                      LibraryRef, ModuleRef, Obj, Scalar, Seq, Stream, Super, Tensor, Value, add_element, element_of, join,
                      mapping, merged, ordered, scalar_kind)
-from .dtypes import item_size
+from .dtypes import item_size, range_length
 from .state import STREAM
 from .effects import Args
 
@@ -412,7 +412,9 @@ class Calls:
         if name == "enumerate" and args.positional:
             return Iteration(Items((Scalar("int"), element_of(first))))
         if name == "range":
-            return Iteration(Scalar("int"))  # `for i in range(n)`: i is an int (h[:, i, :] is a view)
+            # `for i in range(n)`: i is an int (h[:, i, :] is a view)
+            return Iteration(Scalar("int"), range_length([v for _, v in args.positional])
+                             if not args.starred and not args.keywords else None)
         if name == "zip":
             if not args.positional and len(args.starred) == 1 and not args.keywords:
                 return _transposed(args.starred[0])  # zip(*pairs)

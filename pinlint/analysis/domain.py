@@ -420,9 +420,11 @@ def alternatives(a: Value, b: Value) -> Value:
 
 @dataclass(frozen=True)
 class Iteration(Value):
-    """``enumerate(x)`` / ``zip(a, b)`` / ``d.items()``: what each step yields."""
+    """``enumerate(x)`` / ``zip(a, b)`` / ``d.items()``: what each step yields; ``length`` the number of
+    steps where the code states it (``range(3744)``: ``np.array(range(n))`` has that many elements)."""
 
     element: Value
+    length: Optional[int] = None
 
 
 @dataclass(frozen=True)
@@ -492,7 +494,7 @@ def join(a: Value, b: Value) -> Value:
                   for k in set(left) | set(right)}
         return Instance(a.klass, tuple(sorted(fields.items())))
     if isinstance(a, Iteration) and isinstance(b, Iteration):
-        return Iteration(join(a.element, b.element))
+        return Iteration(join(a.element, b.element), a.length if a.length == b.length else None)
     if _has_library(a) and _stand_in(b):
         return a
     if _has_library(b) and _stand_in(a):
@@ -678,7 +680,7 @@ def _rebuild(value: Value, each) -> Value:
     if isinstance(value, Instance):
         return Instance(value.klass, tuple((k, each(v)) for k, v in value.fields))
     if isinstance(value, Iteration):
-        return Iteration(each(value.element))
+        return Iteration(each(value.element), value.length)
     raise TypeError(type(value).__name__)
 
 

@@ -17,7 +17,7 @@ import libcst as cst
 from .. import tableschema
 from ..apitables import Api, ArgSpec
 from ..model import EventType, Kind
-from .domain import (ANYTHING, NDIM_UNKNOWN, UNKNOWN, Const, Context, Device, DeviceSpec, Host, Items, LibraryRef, Loader, Obj, Scalar, Seq, Stream,
+from .domain import (ANYTHING, NDIM_UNKNOWN, UNKNOWN, Const, Context, Device, DeviceSpec, Host, Items, Iteration, LibraryRef, Loader, Obj, Scalar, Seq, Stream,
                      Tensor, Value, element_of, flatten, join, unknown_host, Function, map_hosts)
 from .dtypes import canonical_dtype, common, element_count, has_float, item_size, range_length, transposed
 from .state import STREAM
@@ -252,7 +252,7 @@ def _alloc(ev, api: Api, node, receiver, args: Args) -> Value:
         # Copies and conversions read their source's data (a CPU read for PIN003/PIN005).
         ev.read_hosts(node, [receiver] + [v for _, v in args.positional], api=api.name)
     flavour = host_flavour(ev, api, receiver)
-    nbytes, dtype, ndim = _shape_info(ev, api, args)
+    nbytes, dtype, ndim = _shape_info(ev, api, receiver, args)
     if isinstance(receiver, Host):
         dtype, ndim = common(s.dtype for s in receiver.sites), common(s.ndim for s in receiver.sites)
     pooled = bool(api.opt("pooled", False)) or (kind.is_pinned and bool(api.opt("pooled_when_pinned", False)))
@@ -305,12 +305,14 @@ def _python_numbers(value: Value, scalar_items: bool = False, item: bool = False
     return False
 
 
-def _shape_info(ev, api: Api, args: Args) -> tuple:
+def _shape_info(ev, api: Api, receiver: Optional[Value], args: Args) -> tuple:
     """(nbytes, dtype, ndim) of an allocation, each None when not constant."""
-    like = args.value(api.arg("like"))
-    if isinstance(like, Host) and len(like.sites) == 1:
-        site = next(iter(like.sites))
-        return site.nbytes, site.dtype, like.dimensions()
+    like = _arg_value(api.arg("like"), receiver, args)
+    if isinstance(like, Host) and like.sites:
+        # as large as the largest buffer it may be (`padded.copy()` of either of two arrays)
+        sizes = [s.nbytes for s in like.sites]
+        nbytes = None if None in sizes else max(sizes)
+        return nbytes, common(s.dtype for s in like.sites), like.dimensions()
     if api.opt("size"):
         return api.opt("size"), None, 0
     dtype_spec = api.arg("dtype")
@@ -371,6 +373,9 @@ def _data_shape(ev, data: Value, dtype: Optional[str], scalar_items: bool = Fals
         if isinstance(value, Scalar) and item:
             leaves.append(value)  # h, w = img.shape[:2]; np.array([h, w]): one number each
             return ()
+        if isinstance(value, Iteration) and value.length is not None and isinstance(value.element, Scalar):
+            leaves.append(value.element)  # np.array(range(n)): n numbers
+            return (value.length,)
         if scalar_items and item and (value is UNKNOWN or isinstance(value, Const)):
             return ()
         return None
@@ -928,7 +933,21 @@ def _read(ev, api: Api, node, receiver, args: Args) -> Value:
     value = _arg_value(api.arg("arg"), receiver, args)
     if isinstance(value, Host):
         ev.event(EventType.READ, node, value, api=api.name)
+        if api.opt("reduces") and _whole_reduction(api, args) and not value.pointer:
+            # `h.max()`, `np.sum(h)`: one number (a 0-d tensor for torch, as small), so
+            # `np.ones(shape) * np.max(h)` is as large as the ones
+            return Scalar("number")
     return UNKNOWN
+
+
+_REDUCTION_KEYWORDS = frozenset({"dtype"})  # keywords that keep a reduction whole (not axis, dim, out, keepdims)
+
+
+def _whole_reduction(api: Api, args: Args) -> bool:
+    """A reduction over every element: nothing but the array itself (and a dtype) is passed."""
+    spec = api.arg("arg")
+    extra = len(args.positional) - (0 if spec is None or spec.is_self else 1)
+    return extra == 0 and not args.star and set(args.keywords) <= _REDUCTION_KEYWORDS
 
 
 def _write(ev, api: Api, node, receiver, args: Args) -> Value:
