@@ -99,6 +99,8 @@ EFFECTS: dict[str, EffectSchema] = {
                          "waits for a stream or the whole device"),
     "stream": EffectSchema(frozenset(), {"returns": _RETURNS_TUPLE}, "a new (non-default) stream"),
     "default-stream": EffectSchema(frozenset(), {}, "a default stream"),
+    "gpu-run": EffectSchema(frozenset(), {}, "true in every run that uses a GPU (`torch.cuda.is_available()`): "
+                            "as `non_blocking=` or `pin_memory=` it is asynchronous or pinned there"),
     "current-stream": EffectSchema(frozenset(), {}, "the current stream"),
     "stream-context": EffectSchema(frozenset({"arg"}), {}, "a context manager making a stream current"),
     "use-stream": EffectSchema(frozenset(), {}, "makes the receiver the current stream from here on"),

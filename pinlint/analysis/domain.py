@@ -428,6 +428,23 @@ class Iteration(Value):
 
 
 @dataclass(frozen=True)
+class GpuFlag(Value):
+    """A boolean the code computes as "this run uses a GPU": ``device.type == "cuda"``, ``device !=
+    "cpu"``, ``t.is_cuda``, ``torch.cuda.is_available()`` of a device nothing names. Passed as
+    ``non_blocking=`` it makes the copy asynchronous in every run where the copy goes to a GPU (and
+    where it does not, there is no copy to block); as ``pin_memory=`` it pins in every GPU run. An
+    ``if`` on it still takes both arms."""
+
+
+ON_GPU = GpuFlag()
+
+
+def true_in_gpu_runs(value: Value) -> bool:
+    """``True``, or a flag that is true in every run that uses a GPU (``non_blocking=use_cuda``)."""
+    return value == Const.of(True) or isinstance(value, GpuFlag)
+
+
+@dataclass(frozen=True)
 class Super(Value):
     """``super()`` inside a method: attribute lookups start after ``klass`` in the bases."""
 

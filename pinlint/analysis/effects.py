@@ -17,8 +17,9 @@ import libcst as cst
 from .. import tableschema
 from ..apitables import Api, ArgSpec
 from ..model import EventType, Kind
-from .domain import (ANYTHING, NDIM_UNKNOWN, UNKNOWN, Const, Context, Device, DeviceSpec, Host, Items, Iteration, LibraryRef, Loader, Obj, Scalar, Seq, Stream,
-                     Tensor, Value, element_of, flatten, join, unknown_host, Function, map_hosts)
+from .domain import (ANYTHING, NDIM_UNKNOWN, ON_GPU, UNKNOWN, Const, Context, Device, DeviceSpec, Host, Items, Iteration, LibraryRef, Loader, Obj, Scalar, Seq, Stream,
+                     Tensor, Value, element_of, flatten, join, unknown_host, Function, map_hosts,
+                     true_in_gpu_runs)
 from .dtypes import canonical_dtype, common, element_count, has_float, item_size, range_length, transposed
 from .state import STREAM
 
@@ -230,7 +231,7 @@ def _alloc(ev, api: Api, node, receiver, args: Args) -> Value:
         if device:
             return Device(api.library, chosen_by=_chosen_by(*args.keywords[device_kw], ev.tables))
     pin_kw = api.opt("pin_kw")
-    pinned_by_keyword = bool(pin_kw) and pin_kw in args.keywords and args.keywords[pin_kw][1] == Const.of(True)
+    pinned_by_keyword = bool(pin_kw) and pin_kw in args.keywords and true_in_gpu_runs(args.keywords[pin_kw][1])
     like_device = api.arg("like_device")
     if like_device is not None and not (device_kw and device_kw in args.keywords) and not pinned_by_keyword:
         prototype = _joined_elements(_arg_value(like_device, receiver, args))
@@ -240,7 +241,7 @@ def _alloc(ev, api: Api, node, receiver, args: Args) -> Value:
             return UNKNOWN
     if pin_kw and pin_kw in args.keywords:
         pinned = args.keywords[pin_kw][1]
-        if pinned == Const.of(True):
+        if true_in_gpu_runs(pinned):  # `pin_memory=use_cuda`: pinned in every GPU run
             kind = Kind.PINNED
         elif pinned != Const.of(False):
             return UNKNOWN
@@ -636,7 +637,7 @@ def _loader(ev, api: Api, node, receiver, args: Args) -> Value:
     pin = args.keywords.get(api.opt("pin_kw"))
     if pin is None or pin[1] == Const.of(False):
         kind = Kind.PAGEABLE
-    elif pin[1] == Const.of(True):
+    elif true_in_gpu_runs(pin[1]):  # `pin_memory=torch.cuda.is_available()`: pinned in every GPU run
         kind = Kind.PINNED
     else:
         return UNKNOWN
@@ -716,10 +717,10 @@ def is_async(ev, api: Api, receiver: Optional[Value], args: Args) -> tuple[bool,
         return args.value(api.arg("blocking")) == Const.of(False), chosen
     if mode == "unless-blocking-true":
         return args.value(api.arg("blocking")) != Const.of(True), chosen
-    if mode == "non-blocking":
-        return args.value(api.arg("non_blocking")) == Const.of(True), chosen
+    if mode == "non-blocking":  # `non_blocking=use_cuda`: asynchronous whenever it copies to a GPU
+        return true_in_gpu_runs(args.value(api.arg("non_blocking"))), chosen
     if mode == "flag":
-        return args.value(api.arg("async_flag")) == Const.of(True), chosen
+        return true_in_gpu_runs(args.value(api.arg("async_flag"))), chosen
     raise AssertionError(f"async mode {mode!r} passed the table schema but has no meaning here")
 
 
@@ -782,7 +783,7 @@ def _copy(ev, api: Api, node, receiver, args: Args) -> Value:
                 return receiver if receiver is not None else UNKNOWN
             # A device nothing names (a parameter): non_blocking only matters for a GPU target, so a
             # non-blocking move is taken to go to the GPU.
-            if args.value(api.arg("non_blocking")) == Const.of(True) and direction == "h2d":
+            if true_in_gpu_runs(args.value(api.arg("non_blocking"))) and direction == "h2d":
                 target = True
         if target_expr is None or target is None:
             return UNKNOWN
@@ -984,8 +985,13 @@ def _array_module(ev, api: Api, node, receiver, args: Args) -> Value:
     return UNKNOWN
 
 
+def _gpu_run(ev, api: Api, node, receiver, args: Args) -> Value:
+    return ON_GPU
+
+
 EFFECTS = {
     "array-module": _array_module,
+    "gpu-run": _gpu_run,
     "elementwise": _elementwise,
     "alloc": _alloc, "device": _device, "view": _view, "convert": _convert, "contiguous": _contiguous,
     "copy": _copy, "sync": _sync, "stream": _stream, "default-stream": _default_stream,

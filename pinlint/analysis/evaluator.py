@@ -15,8 +15,8 @@ import libcst as cst
 
 from ..imports import dotted
 from ..model import Event, EventType, Kind, PendingCopy, Site
-from .domain import (module_stand_in, NDIM_UNKNOWN, UNKNOWN, Alternatives, ClassRef, Const, Device, DeviceSpec, Host, Instance, Items, Iteration, Loader,
-                     LibraryRef, Mapping, ModuleRef, Scalar, Seq, Stream, Super, Tensor, Value, element_of, flatten, join,
+from .domain import (module_stand_in, NDIM_UNKNOWN, ON_GPU, UNKNOWN, Alternatives, ClassRef, Const, Device, DeviceSpec, Host, Instance, Items, Iteration, Loader,
+                     GpuFlag, LibraryRef, Mapping, ModuleRef, Scalar, Seq, Stream, Super, Tensor, Value, element_of, flatten, join,
                      mapping, ordered, scalar_kind, sites_of, varying_in)
 from ..walk import code_parts
 from .dtypes import elementwise_size, fold, transposed
@@ -248,6 +248,8 @@ class Evaluator:
             found = _device_attribute(base, attr)
             if found is not None:
                 return found
+            if attr == "is_cuda" and (base is UNKNOWN or isinstance(base, Tensor)):
+                return ON_GPU  # `non_blocking=x.is_cuda` of a tensor nothing places
         if attr == "dtype" and isinstance(base, Host):
             dtypes = {s.dtype for s in base.sites}
             return Const.of("dtype:" + (dtypes.pop() if len(dtypes) == 1 and None not in dtypes else "?"))
@@ -493,7 +495,10 @@ class Evaluator:
                                               isinstance(operator, cst.NotEqual))
                 if decided is not None:
                     return decided
-            return _compare(operator, operands[0], operands[1])
+            compared = _compare(operator, operands[0], operands[1])
+            if compared is UNKNOWN and _tests_for_a_gpu(operator, operands[0], operands[1]):
+                return ON_GPU
+            return compared
         return UNKNOWN
 
     def _same_module(self, operator, left_expr, left: Value, right_expr, right: Value) -> Optional[Value]:
@@ -557,6 +562,9 @@ class Evaluator:
         right = self.expr(node.right)
         if truth is not None:
             return right  # `True and x`, `x or default` where x is falsy: the right side's value
+        if conjunction and (isinstance(left, GpuFlag) or isinstance(right, GpuFlag)) and truthiness(right) is None:
+            # `device is not None and device.type == "cuda"`: true in GPU runs only
+            return ON_GPU
         if truthiness(right) is (not conjunction):
             # `flag and False` is falsy, `flag or True` truthy, whatever flag is (as far as a test goes).
             return Const.of(not conjunction)
@@ -780,6 +788,33 @@ def _device_attribute(base: Value, attr: str) -> Optional[Value]:
     if attr == "type" and isinstance(base, DeviceSpec) and base.cuda is not None:
         return Const.of("cuda" if base.cuda else "cpu")
     return None
+
+
+def _tests_for_a_gpu(operator, left: Value, right: Value) -> bool:
+    """``device == "cuda"``, ``device.type != "cpu"``, ``"cuda" in str(device)`` of a device nothing
+    in the code names (what the comparison tells is then only "this run uses a GPU")."""
+    from .domain import ANYTHING
+
+    def unnamed(value: Value) -> bool:
+        return value is UNKNOWN or isinstance(value, DeviceSpec) and value.cuda is None or \
+            isinstance(value, Const) and ANYTHING in value.values
+
+    def text(value: Value) -> Optional[str]:
+        return value.single if isinstance(value, Const) and isinstance(value.single, str) else None
+
+    if isinstance(operator, cst.In):
+        return text(left) == "cuda" and unnamed(right)
+    if not isinstance(operator, (cst.Equal, cst.NotEqual)):
+        return False
+    for named, other in ((right, left), (left, right)):
+        word = text(named)
+        if word is None or not unnamed(other):
+            continue
+        if isinstance(operator, cst.Equal) and (word == "cuda" or word.startswith("cuda:")):
+            return True
+        if isinstance(operator, cst.NotEqual) and word == "cpu":
+            return True
+    return False
 
 
 def _compare(operator, left: Value, right: Value) -> Value:

@@ -21,7 +21,7 @@ import libcst as cst
 from ..imports import dotted
 from ..model import Event, EventType, Kind, PendingCopy, Site, TraceStep
 from ..walk import code_parts
-from .domain import (ANYTHING, UNKNOWN, ClassRef, Const, Device, DeviceSpec, Function, Host, Instance, Items, Loader, Mapping,
+from .domain import (ANYTHING, UNKNOWN, ClassRef, Const, Device, DeviceSpec, Function, GpuFlag, Host, Instance, Items, Loader, Mapping,
                      ModuleRef, Scalar, Seq, Stream, Super, Tensor, Value, interesting, map_sites, all_sites,
                      mapping, unknown_host, flatten)
 from .invariance import body_bindings, function_changes, same_on_every_call
@@ -318,7 +318,7 @@ def _gives_a_deciding_keyword(fn: Function, env: dict) -> bool:
 
     def decides(value) -> bool:
         return isinstance(value, Const) and ANYTHING not in value.values or \
-            isinstance(value, DeviceSpec) and value.cuda is not None
+            isinstance(value, DeviceSpec) and value.cuda is not None or isinstance(value, GpuFlag)
     for name in deciding:
         head, _, field_name = name.partition(".")
         value = env.get(head)
