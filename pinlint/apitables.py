@@ -93,6 +93,8 @@ class Tables:
     annotations: dict = field(default_factory=dict)    # qualified type -> "host" | "device:<lib>" | ...
     type_predicates: dict = field(default_factory=dict)  # `torch.is_tensor`-like function -> the annotation kind it tests
     host_flavour: dict = field(default_factory=dict)   # library -> "numpy" | "torch"
+    numpy_dispatch: set = field(default_factory=set)   # libraries whose arrays NumPy's functions hand back to them (NEP-18)
+    array_namespaces: dict = field(default_factory=dict)  # module -> library whose device arrays its functions return
     fixture_prefixes: dict = field(default_factory=dict)  # fixture file prefix -> module to import
     dtypes: dict = field(default_factory=dict)
     cuda: dict = field(default_factory=dict)
@@ -252,6 +254,10 @@ def load_tables(folder: Optional[Path] = None) -> Tables:
         library = data["library"]
         tables.receivers.update(data.get("receivers", {}))
         tables.host_flavour[library] = data.get("host_flavour", "numpy")
+        if data.get("numpy_dispatch"):
+            tables.numpy_dispatch.add(library)
+        for module in data.get("array_namespaces", []):
+            tables.array_namespaces[module] = library
         if "fixture_prefix" in data:
             tables.fixture_prefixes[data["fixture_prefix"]] = data.get("probe_module", data.get("modules", [library])[0])
         for module in data.get("modules", []):

@@ -146,7 +146,8 @@ TOP_LEVEL = {
     "method": list, "attributes": dict, "pinned": list, "sync": dict, "write_combined": dict, "receivers": dict,
     "annotations": dict, "type_predicates": dict, "host_flavour": _one_of("numpy", "torch"), "fixture_prefix": _is_str,
     "probe_module": _is_str, "dtypes": dict, "cuda": dict, "python": dict, "fix_families": dict,
-    "device_strings": dict,
+    "device_strings": dict, "numpy_dispatch": lambda v: isinstance(v, bool),
+    "array_namespaces": _is_str_list,
 }
 ATTRIBUTE_KEYS = frozenset({"view", "device", "null_streams", "kernel_decorators", "release_methods"})
 PINNED_KEYS = frozenset({"library", "from", "to", "positional", "keywords", "rename", "default_dtype", "import"})

@@ -2118,3 +2118,52 @@ def upload(path, stream):
     d.set_async(h, stream=stream)  # upload
 """
     assert rows(src, "PIN001", Settings()) == [row_of(src, "# upload")]
+
+
+# ===================================================================== NEP-18: NumPy functions of CuPy arrays
+def test_numpy_like_of_a_cupy_array_is_a_cupy_array():
+    # bead-trackers (survey 20): `np.zeros_like(d)` of a CuPy array dispatches to CuPy; its `.data.ptr`
+    # in memcpyAsync is device memory, and a "pinned twin" fix would break the code
+    src = """
+        import numpy as np
+        import cupy
+
+        d = cupy.zeros((64, 2048), dtype=cupy.uint16)
+        staging = np.{fn}
+        s = cupy.cuda.Stream()
+        cupy.cuda.runtime.memcpyAsync(d.data.ptr, staging.data.ptr, staging.nbytes,
+                                      cupy.cuda.runtime.memcpyHostToDevice, s.ptr)  # copy
+        """
+    for fn in ("zeros_like(d)", "empty_like(d)", "concatenate([d, d])", "copy(d)"):
+        assert findings(src.replace("{fn}", fn)) == [], fn
+    host = src.replace("{fn}", "zeros_like(np.zeros((64, 2048), dtype=np.uint16))")
+    assert rows(host, "PIN001") == [row_of(host, "cupy.cuda.runtime.memcpyAsync")]
+
+
+def test_numpy_like_of_a_numba_device_array_is_a_host_copy():
+    # Numba's device arrays do not dispatch: NumPy copies them to the host through __array__
+    src = """
+        import numpy as np
+        from numba import cuda
+
+        d = cuda.device_array(1 << 20, dtype=np.float32)
+        h = np.zeros_like(d)
+        s = cuda.stream()
+        d.copy_to_host(h, stream=s)  # copy
+        """
+    assert rows(src, "PIN001") == [row_of(src, "# copy")]
+
+
+def test_a_cupy_function_no_table_names_keeps_a_cupy_array_on_the_device():
+    src = """
+        import numpy as np
+        import cupy
+
+        frame = cupy.zeros((512, 512), dtype=cupy.uint16)
+        stack = cupy.repeat(cupy.expand_dims(frame, axis=0), 8, axis=0)
+        s = cupy.cuda.Stream()
+        stack.set(np.zeros((8, 512, 512), dtype=np.uint16), stream=s)  # copy
+        """
+    assert rows(src, "PIN001") == [row_of(src, "# copy")]
+    # given no CuPy array (numbers only), nothing is known of what it returns
+    assert rows(src.replace("cupy.expand_dims(frame, axis=0)", "3"), "PIN001") == []

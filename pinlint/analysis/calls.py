@@ -21,7 +21,7 @@ from ..model import EventType, Kind
 from . import effects, interproc
 from .domain import (UNKNOWN, Alternatives, ClassRef, Const, Device, Function, Host, Instance, Items, Iteration, Loader, Mapping,
                      LibraryRef, ModuleRef, Obj, Scalar, Seq, Stream, Super, Tensor, Value, add_element, element_of, join,
-                     mapping, merged, ordered, scalar_kind)
+                     flatten, mapping, merged, ordered, scalar_kind)
 from .dtypes import item_size, range_length
 from .state import STREAM
 from .effects import Args
@@ -185,12 +185,13 @@ class Calls:
             if receiver is not UNKNOWN and receiver != LibraryRef(head):
                 return self.method_call(receiver, attr, node, None)
         args = self.arguments(node)
+        device = _device_array_result(ev.tables, qualified, library, args.values())
         if library == "numpy" or library == "torch" and _computes(qualified, python):
             # np.sum(h), torch.sigmoid(h), F.interpolate(h): a CPU kernel reads what it is given.
             ev.read_hosts(node, args.values())
-            return UNKNOWN
+            return device or UNKNOWN
         ev.escape(node, args.values(), handed=True)  # an unknown call may store its arguments anywhere
-        return UNKNOWN
+        return device or UNKNOWN
 
     def _import_module(self, node: cst.Call) -> Value:
         """``importlib.import_module("cuda.bindings.runtime")``: the library module (or the checked
@@ -633,6 +634,19 @@ def _spelled_dict(args: Args) -> bool:
     """``dict(k=v, ...)`` or ``dict(mapping, k=v)``: every value ends up in the mapping made."""
     return not args.star and (not args.positional or len(args.positional) == 1 and
                               isinstance(args.positional[0][1], Mapping))
+
+
+def _device_array_result(tables, qualified: Optional[str], library: Optional[str], values) -> Optional[Device]:
+    """What a library function no table entry describes returns when given a device array: one of
+    the same library from the library's own array modules (``cupy.repeat(d, n)``). None otherwise
+    (NumPy's functions of CuPy arrays are the allocation entries' business: an unknown NumPy name
+    may be no array function at all)."""
+    if not qualified or library is None:
+        return None
+    owner = tables.array_namespaces.get(qualified.rpartition(".")[0])
+    if owner is None:
+        return None
+    return Device(owner) if any(isinstance(v, Device) and v.library == owner for v in flatten(values)) else None
 
 
 def gpu_result(values) -> Value:

@@ -216,6 +216,11 @@ def _alloc(ev, api: Api, node, receiver, args: Args) -> Value:
         if isinstance(target, Host):
             ev.event(EventType.WRITE, node, target, api=api.name)
         return target
+    if api.library == "numpy" and receiver is None:
+        # `np.zeros_like(d)`, `np.concatenate([d1, d2])` of CuPy arrays are CuPy arrays (NEP-18 dispatch)
+        dispatched = {v.library for v in flatten(args.values()) if isinstance(v, Device)} & ev.tables.numpy_dispatch
+        if len(dispatched) == 1:
+            return Device(dispatched.pop())
     kind = Kind(api.opt("kind"))
     device_kw = api.opt("device_kw")
     if args.unsure(device_kw) or args.unsure(api.opt("pin_kw")):
