@@ -2167,3 +2167,31 @@ def test_a_cupy_function_no_table_names_keeps_a_cupy_array_on_the_device():
     assert rows(src, "PIN001") == [row_of(src, "# copy")]
     # given no CuPy array (numbers only), nothing is known of what it returns
     assert rows(src.replace("cupy.expand_dims(frame, axis=0)", "3"), "PIN001") == []
+
+
+@pytest.mark.parametrize("arrays", ["[np.ones(1 << 20, np.float32) for _ in range(3)]",
+                                    "[np.ones(1 << 20, np.float32), np.zeros(1 << 20, np.float32)]"])
+def test_numba_pinned_of_an_unpacked_list_pins_its_elements_for_the_block(arrays):
+    # howdoespycudawork (survey 20): `with cuda.pinned(*arrs):` of a comprehension's list
+    src = f"""
+        import numpy as np
+        from numba import cuda
+
+        def upload_all(arrs):
+            s = cuda.stream()
+            out = []
+            with cuda.pinned(*arrs):
+                for a in arrs:
+                    out.append(cuda.to_device(a, s))  # inside
+            for a in arrs:
+                out.append(cuda.to_device(a, s))  # after
+            return out
+
+        upload_all({arrays})
+        """
+    # inside the block the elements are page-locked; after it they are pageable again: one finding,
+    # at the call, and its message names the copy after the block
+    assert rows(src, "PIN001") == [row_of(src, "upload_all([")]
+    assert f"(line {row_of(src, '# after')})" in only(src, "PIN001").message
+    assert rows(src.replace("            for a in arrs:\n                out.append(cuda.to_device(a, s))  # after\n", ""),
+                "PIN001") == []

@@ -603,6 +603,10 @@ def _register(ev, api: Api, node, receiver, args: Args) -> Value:
     targets = list(args.positional) if spec is not None and spec.is_all else \
         ([args.get(spec)] if args.get(spec) is not None else [])
     registered = []
+    if spec is not None and spec.is_all and api.opt("context"):
+        registered += _register_unpacked(ev, api, node, kind)
+        unpacked = {id(arg.value) for arg in node.args if arg.star == "*" and isinstance(arg.value, cst.Name)}
+        targets = [(expr, value) for expr, value in targets if id(expr) not in unpacked]
     for index, (expr, value) in enumerate(targets):
         root = _root_key(expr)
         if not isinstance(value, Host):
@@ -621,6 +625,33 @@ def _register(ev, api: Api, node, receiver, args: Args) -> Value:
     if api.opt("returns") == "view":
         return registered[0][1] if registered else UNKNOWN
     return UNKNOWN
+
+
+def _register_unpacked(ev, api: Api, node, kind: Kind) -> list:
+    """``with cuda.pinned(*arrs):`` of a list of buffers (a comprehension's, a literal's): for the
+    block, ``arrs`` holds them registered, so ``for a in arrs: cuda.to_device(a, stream)`` copies
+    page-locked memory."""
+    registered = []
+    for position, arg in enumerate(node.args):
+        if arg.star != "*" or not isinstance(arg.value, cst.Name):
+            continue
+        value = ev.expr(arg.value)
+        if isinstance(value, Seq) and isinstance(value.element, Host):
+            pinned = Seq(_registered_host(ev, api, node, kind, value.element, f"reg*{position}"))
+        elif isinstance(value, Items) and value.items and all(isinstance(i, Host) for i in value.items):
+            pinned = Items(tuple(_registered_host(ev, api, node, kind, item, f"reg*{position}.{index}")
+                                 for index, item in enumerate(value.items)))
+        else:
+            continue
+        registered.append((arg.value.value, pinned))
+    return registered
+
+
+def _registered_host(ev, api: Api, node, kind: Kind, value: Host, variant: str) -> Host:
+    site = ev.site(node, kind, value.library, api.name, variant=variant)
+    registered = Host(frozenset([site]), value.library)
+    ev.event(EventType.REGISTER, node, registered, api=api.name)
+    return registered
 
 
 def _root_key(node) -> Optional[str]:
