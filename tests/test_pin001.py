@@ -2195,3 +2195,26 @@ def test_numba_pinned_of_an_unpacked_list_pins_its_elements_for_the_block(arrays
     assert f"(line {row_of(src, '# after')})" in only(src, "PIN001").message
     assert rows(src.replace("            for a in arrs:\n                out.append(cuda.to_device(a, s))  # after\n", ""),
                 "PIN001") == []
+
+
+def test_one_device_array_or_a_list_of_them_indexes_to_a_device_array():
+    # howdoespycudawork (survey 20): an uploader returns `out[0]` for one array, else the list
+    src = """
+        import numpy as np
+        import cupy as cp
+
+        def upload(arrs):
+            out = [cp.asarray(a) for a in arrs]
+            if len(out) == 1:
+                return out[0]
+            return out
+
+        host = np.random.rand(4096, 512)
+        dev = upload([np.empty_like(host), np.empty_like(host)])
+        dev[0].set(host, cp.cuda.Stream(non_blocking=True))  # copy
+        """
+    assert rows(src, "PIN001") == [row_of(src, "# copy")]
+    # a device array or a list of host arrays: nothing known of what indexing gives
+    mixed = src.replace("out = [cp.asarray(a) for a in arrs]", "out = list(arrs)").replace(
+        "return out[0]", "return cp.asarray(out[0])")
+    assert rows(mixed, "PIN001") == []

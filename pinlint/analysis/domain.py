@@ -488,6 +488,13 @@ def join(a: Value, b: Value) -> Value:
                       a.chosen_by if a.chosen_by == b.chosen_by else None)
     if isinstance(a, DeviceSpec) and isinstance(b, DeviceSpec):
         return a if a == b else DeviceSpec(None)
+    for one, many in ((a, b), (b, a)):
+        if isinstance(one, Device) and isinstance(many, (Items, Seq)):
+            # `return out[0] if len(out) == 1 else out`: one device array or a list of them; indexing
+            # or iterating either gives a device array of that library (its copies and methods).
+            element = element_of(many)
+            if isinstance(element, Device) and element.library == one.library:
+                return Device(one.library)
     if isinstance(a, Items) and isinstance(b, Items) and len(a.items) == len(b.items):
         return Items(tuple(join(x, y) for x, y in zip(a.items, b.items)))
     if isinstance(a, (Items, Seq)) and isinstance(b, (Items, Seq)):
