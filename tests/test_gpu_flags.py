@@ -154,3 +154,50 @@ def test_an_if_on_the_flag_still_takes_both_arms():
     assert truthiness(ON_GPU) is None
     assert join(ON_GPU, ON_GPU) is ON_GPU
     assert truthiness(join(ON_GPU, Const.of(True))) is None
+
+
+MOVE = """
+import torch
+
+
+def move(t: torch.Tensor, device: torch.device) -> torch.Tensor:
+    {body}
+
+
+def regroup(lengths, device):
+    offsets = torch.zeros(1 << 20, dtype=torch.int64)
+    return move(offsets, device)  # call
+"""
+_IF_EXPRESSION = """return (t.pin_memory().to(device=device, non_blocking=True)
+            if device.type == "cuda" and t.device.type == "cpu"
+            else t.to(device=device, non_blocking=True))"""
+_IF_STATEMENT = """if device.type == "cuda" and t.device.type == "cpu":
+        return t.pin_memory().to(device=device, non_blocking=True)
+    return t.to(device=device, non_blocking=True)"""
+
+
+@pytest.mark.parametrize("body", [_IF_EXPRESSION, _IF_STATEMENT])
+def test_the_else_arm_of_a_gpu_and_cpu_test_copies_nothing_pageable_to_a_gpu(body):
+    # torchrec's _pin_and_move (survey 20): a CPU tensor bound for CUDA takes the pinned arm; the
+    # else arm runs only when the target is no CUDA device (the tensor is known to be on the CPU)
+    src = MOVE.format(body=body)
+    assert rows(src, "PIN001") == []
+    # without the pinned arm, the pageable copy is reported where the tensor comes in
+    plain = MOVE.format(body="return t.to(device=device, non_blocking=True)")
+    assert rows(plain, "PIN001") == [row_of(plain, "# call")]
+
+
+def test_an_if_expression_arm_sees_what_its_test_says():
+    src = """
+        import numpy as np
+        import torch
+
+        def upload(t, device):
+            return t.to(device) if device.type == "cuda" else t.to(device, non_blocking=True)
+
+        upload(torch.from_numpy(np.zeros(1 << 20, dtype=np.float32)), torch.device(name))  # call
+        """
+    # the non-blocking arm runs only for a device that is no GPU: no asynchronous copy at all
+    assert rows(src, "PIN001") == []
+    swapped = src.replace('if device.type == "cuda"', 'if device.type != "cuda"')
+    assert rows(swapped, "PIN001") == [row_of(swapped, "# call")]

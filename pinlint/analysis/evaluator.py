@@ -362,7 +362,29 @@ class Evaluator:
             # `w.pin_memory() if self.pin else w` where the caller's object says `pin=False`: the
             # other arm never runs (it would pin, or copy, for nothing).
             return self.expr(node.body if truth else node.orelse)
-        return join(self.expr(node.body), self.expr(node.orelse))
+        return join(self._arm(node.test, True, node.body), self._arm(node.test, False, node.orelse))
+
+    def _arm(self, test, truth: bool, expr) -> Value:
+        """An arm of ``a if test else b``, with what ``test`` tells of its values there (as an ``if``
+        statement's arm has: ``t.pin_memory().to(d, non_blocking=True) if d.type == "cuda" and
+        t.device.type == "cpu" else t.to(d, non_blocking=True)`` copies no pageable tensor to a GPU)."""
+        from .narrowing import narrowed
+        arm = narrowed(self, self.state, ((test, truth),))
+        if arm is self.state:
+            return self.expr(expr)
+        env = self.state.env
+        told = {key: value for key, value in arm.env.items() if env.get(key) is not value}
+        saved = {key: env.get(key) for key in told}
+        env.update(told)
+        try:
+            return self.expr(expr)
+        finally:
+            for key, value in saved.items():
+                if env.get(key) is told[key]:  # not rebound by the arm itself (a walrus)
+                    if value is None:
+                        env.pop(key, None)
+                    else:
+                        env[key] = value
 
     def _expr_NamedExpr(self, node: cst.NamedExpr) -> Value:
         from .transfer import assign

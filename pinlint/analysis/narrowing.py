@@ -20,7 +20,7 @@ import libcst as cst
 
 from ..imports import dotted
 from ..model import Kind
-from .domain import Const, Device, Host, Tensor, Unknown, Value, unknown_host
+from .domain import UNKNOWN, Const, Device, DeviceSpec, Host, Tensor, Unknown, Value, unknown_host
 from .effects import device_of
 from .interproc import kind_value
 
@@ -40,7 +40,7 @@ def narrowed(ev, state, conditions: tuple):
     """The state an arm starts from: ``state`` itself when ``conditions`` ((test, truth) pairs the
     arm needs) tell nothing, else a copy with what they tell."""
     facts = [(test, target, fact) for test, truth in conditions
-             for target, fact in _facts(test, truth, ev.tables)]
+             for target, fact in _facts(test, truth, ev.tables, ev)]
     if not facts:
         return state
     # Where a value lives first, then whether it is pinned: `not src.is_pinned() and not src.is_cuda`.
@@ -52,6 +52,11 @@ def narrowed(ev, state, conditions: tuple):
             continue
         if fact == "placed on the cpu":
             _placed_on_the_cpu(ev, key)
+            continue
+        if fact == "no gpu device":
+            current = ev.state.env.get(key, ev.expr(target))
+            if current is UNKNOWN or isinstance(current, DeviceSpec) and current.cuda is None:
+                ev.bind(key, DeviceSpec(False))  # `if device.type == "cuda": ... else:` the else arm
             continue
         current = ev.state.env.get(key)
         if current is None and "." in key:
@@ -65,14 +70,21 @@ def narrowed(ev, state, conditions: tuple):
     return arm
 
 
-def _facts(test, truth: bool, tables) -> Iterator[tuple]:
+def _facts(test, truth: bool, tables, ev=None) -> Iterator[tuple]:
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        yield from _facts(test.expression, not truth, tables)
+        yield from _facts(test.expression, not truth, tables, ev)
     elif isinstance(test, cst.BooleanOperation):
-        # `a and b` true: both are; `a or b` false: neither is. Anything else tells nothing.
+        # `a and b` true: both are; `a or b` false: neither is.
         if isinstance(test.operator, cst.And) and truth or isinstance(test.operator, cst.Or) and not truth:
-            yield from _facts(test.left, truth, tables)
-            yield from _facts(test.right, truth, tables)
+            yield from _facts(test.left, truth, tables, ev)
+            yield from _facts(test.right, truth, tables, ev)
+        elif ev is not None:
+            # `a and b` false where b is known true: a is false (`device.type == "cuda" and
+            # t.device.type == "cpu"` of a CPU tensor t); `a or b` true where b is known false: a is true.
+            holds = isinstance(test.operator, cst.And)  # what the other side must be known to be
+            for one, other in ((test.left, test.right), (test.right, test.left)):
+                if _known(ev, other) is holds:
+                    yield from _facts(one, truth, tables, ev)
     elif isinstance(test, cst.Call) and isinstance(test.func, cst.Attribute) and not test.args:
         if test.func.attr.value == "is_pinned" and not truth:
             yield test.func.value, "pageable"
@@ -106,7 +118,7 @@ def _on_the_gpu(test: cst.Comparison, truth: bool, tables) -> Optional[tuple]:
 
 
 def _device_type_facts(test: cst.Comparison, truth: bool, tables) -> Iterator[tuple]:
-    """``t.device.type == "cpu"``, ``t.device.type != "cuda"``."""
+    """``t.device.type == "cpu"``, ``t.device.type != "cuda"``; ``device.type != "cuda"`` of a device."""
     found = _on_the_gpu(test, truth, tables)
     if found is None:
         return
@@ -114,6 +126,26 @@ def _device_type_facts(test: cst.Comparison, truth: bool, tables) -> Iterator[tu
     if isinstance(left, cst.Attribute) and left.attr.value == "type" and isinstance(left.value, cst.Attribute) \
             and left.value.attr.value == "device":
         yield left.value.value, "cuda" if gpu else "cpu"
+    elif isinstance(left, cst.Attribute) and left.attr.value == "type" and isinstance(left.value, cst.Name) \
+            and not gpu:
+        yield left.value, "no gpu device"
+
+
+def _known(ev, expr) -> Optional[bool]:
+    """The truth of a test made of names, attributes, strings and comparisons of them (nothing that
+    could read a buffer or run code), where the state decides it; else None."""
+    from .solver import truthiness
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Comparison):
+            stack.append(node.left)
+            stack.extend(c.comparator for c in node.comparisons)
+        elif isinstance(node, cst.Attribute):
+            stack.append(node.value)
+        elif not isinstance(node, (cst.Name, cst.SimpleString)):
+            return None
+    return truthiness(ev.expr(expr))
 
 
 def _device_name_facts(test: cst.Comparison, truth: bool, tables) -> Iterator[tuple]:
