@@ -1344,3 +1344,24 @@ def test_groups(groups):
         run_simple(1 << 20)
 """
     assert rows(src, "PIN002") == []
+
+
+def test_a_pinned_copy_of_a_tensor_of_python_numbers_each_step_is_not_pin002():
+    # torchrec's _pin_and_move (survey 20): `move(torch.tensor([len(n) for n in names]), dev)` per
+    # shard, the helper pinning with `.pin_memory()`; one number per Python object, from the pool
+    src = """
+    import numpy as np
+    import torch
+
+    def move(t, device):
+        return t.pin_memory().to(device=device, non_blocking=True)
+
+    def per_shard(shards, dev, arrays):
+        out = []
+        for names in shards:
+            out.append(move(torch.tensor([len(n) for n in names]), dev))
+        for a in arrays:
+            out.append(move(torch.from_numpy(np.ones(1 << 20, np.float32)), dev))  # data
+        return out
+    """
+    assert rows(src, "PIN002") == [row_of(src, "# data")]

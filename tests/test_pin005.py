@@ -646,3 +646,22 @@ def test_a_pycuda_copy_object_copies_what_its_setters_named():
     from helpers import findings, row_of
     found = [(f.code, f.location.row) for f in findings(_MEMCPY2D)]
     assert found == [("PIN001", row_of(_MEMCPY2D, "# pageable")), ("PIN005", row_of(_MEMCPY2D, "# early"))]
+
+
+@pytest.mark.parametrize("use", ["weight -= step_dst", "weight[rows] -= step_dst", "weight += 2 * step_dst",
+                                 "weight[rows] += step_dst"])
+def test_an_augmented_assignment_reads_its_right_hand_side(use):
+    # dgl's SparseAdam (survey 20): `emb.weight[idx] -= std_values_dst` right after a non-blocking D2H
+    src = f"""
+        import torch
+
+        def update(grad, rows):
+            weight = torch.zeros(1 << 16, 64)
+            step = grad.cuda() * 0.01
+            step_dst = step.to("cpu", non_blocking=True)
+            {use}  # read
+            return weight
+        """
+    assert rows(src, "PIN005") == [row_of(src, "# read")]
+    synced = src.replace("            {use}".format(use=use), "            torch.cuda.synchronize()\n            " + use)
+    assert rows(synced, "PIN005") == []

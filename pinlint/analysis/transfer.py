@@ -87,6 +87,10 @@ def _import(ev, node) -> None:
 def _augmented(ev, node: cst.AugAssign) -> None:
     target = ev.expr(node.target)
     value = ev.expr(node.value)
+    if isinstance(value, Host) and isinstance(target, (Host, Tensor)) and not value.pointer:
+        # `w[rows] -= step` of a host array: a CPU kernel reads `step` (a tensor of unknown place
+        # combined in place with a host tensor is on the CPU too: torch mixes devices for 0-d only)
+        ev.event(EventType.READ, node, value)
     if isinstance(target, Host):
         ev.event(EventType.READ, node, target)
         ev.event(EventType.WRITE, node, target)
