@@ -69,10 +69,11 @@ class PinnedAllocInLoop(Rule):
                     # idiom for an asynchronous upload of values built in Python (``Site.metadata_block``);
                     # `t.pin_memory()` copies a tensor on every iteration, and stays reported.
                     continue
-                if event.definitely(lambda s: all(o.pooled and o.python_numbers for o in s.origins())):
+                if event.definitely(lambda s: all(o.pooled and o.python_numbers and o.nbytes is None for o in s.origins())):
                     # `torch.tensor(offsets).pin_memory()` each step (torchrec's _pin_and_move): a pool
                     # block for a tensor of Python numbers, one per Python object, copied from its list;
-                    # the same per-step metadata idiom as above, with one copy of a few bytes more.
+                    # the same per-step metadata idiom as above, with one copy of a few bytes more (a
+                    # literal of constants, the same each step, could be hoisted: it stays reported).
                     continue
                 if event.definitely(lambda s: s.variant == "call-inside" and s.fresh_pool_block and
                                     all(o.nbytes is None for o in s.origins())):
