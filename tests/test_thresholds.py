@@ -294,3 +294,28 @@ def test_a_copy_of_either_of_two_arrays_is_as_large_as_the_larger():
         upload(True, cuda.Stream())
         """
     assert rows(src, "PIN001") == [row_of(src, "# upload")]
+
+
+def test_a_size_a_caller_states_reaches_the_buffer_a_helper_returns():
+    # NeMo-RL's refit test (survey 20): `_param(name, 512)` returns (name, torch.zeros(512, uint8))
+    src = """
+        import torch
+
+        def _param(name, nbytes):
+            return name, torch.zeros(nbytes, dtype=torch.uint8)
+
+        def pack(buf, t, used):
+            buf[used:used + t.nbytes].copy_(t.view(-1), non_blocking=True)
+
+        def stream(params):
+            buf = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
+            for name, t in params:
+                pack(buf, t, 0)
+
+        def small():
+            stream([_param("a", 512), _param("b", 4096)])  # small
+
+        def large():
+            stream([_param("a", 1 << 24)])  # large
+        """
+    assert rows(src, "PIN001") == [row_of(src, "# large")]

@@ -237,6 +237,8 @@ def _invoke(ev, fn: Function, env: dict, node) -> Optional[Outcome]:
         contextual = baseline is None or not _does_nothing(baseline)
     if not contextual and _gives_a_deciding_keyword(fn, env):
         contextual = True
+    if not contextual and _sizes_what_it_returns(fn, env, baseline):
+        contextual = True
     if not contextual and _decides_a_test(fn, env):
         # Leaving arms aside helps only a callee that does something the analysis follows: one whose
         # baseline has no event and gives back nothing of interest gives nothing more on fewer paths
@@ -257,6 +259,22 @@ def _invoke(ev, fn: Function, env: dict, node) -> Optional[Outcome]:
     _lift(ev, fn, node, outcome, baseline)
     _apply_flow(ev, fn, node, outcome)
     return outcome
+
+
+def _sizes_what_it_returns(fn: Function, env: dict, baseline: Optional[Outcome]) -> bool:
+    """A constant integer argument given to a function that returns a buffer it allocates (or keeps it
+    in an object it was given, a constructor's ``self``) of a size its analysis for callers at large
+    cannot tell (``def _param(name, nbytes): return name,
+    torch.zeros(nbytes)``): analysed with the constant, the buffer has its size, and PIN001's and
+    PIN007's thresholds apply to it."""
+    if baseline is None:
+        return False
+    constants = {name for name, v in env.items() if isinstance(v, Const) and isinstance(v.single, int)
+                 and not isinstance(v.single, bool)}
+    if not constants or not constants & _body_names(fn):
+        return False
+    kept = [baseline.returned] + [value for _, value in baseline.params]  # returned, or kept in `self`
+    return any(site.nbytes is None and not site.via for value in kept for site in all_sites(value))
 
 
 def _does_nothing(outcome: Outcome) -> bool:
