@@ -95,8 +95,9 @@ EFFECTS: dict[str, EffectSchema] = {
          "returns": _one_of("device", "host-dest"), "library": _is_str, "dest_kind_when_async": _one_of(*KINDS),
          "remembers_stream": _is_bool, "needs_device_side": _is_bool, "host_from_sequence": _is_bool},
         "a host<->device copy"),
-    "sync": EffectSchema(frozenset({"target_arg"}), {"target": _one_of("device", "self", "arg")},
-                         "waits for a stream or the whole device"),
+    "sync": EffectSchema(frozenset({"target_arg"}), {"target": _one_of("device", "self", "arg"), "computes": _is_bool},
+                         "waits for a stream or the whole device (`computes`: an operation on its receiver "
+                         "whose result stays where the receiver is)"),
     "stream": EffectSchema(frozenset(), {"returns": _RETURNS_TUPLE}, "a new (non-default) stream"),
     "default-stream": EffectSchema(frozenset(), {}, "a default stream"),
     "gpu-run": EffectSchema(frozenset(), {}, "true in every run that uses a GPU (`torch.cuda.is_available()`): "

@@ -665,3 +665,23 @@ def test_an_augmented_assignment_reads_its_right_hand_side(use):
     assert rows(src, "PIN005") == [row_of(src, "# read")]
     synced = src.replace("            {use}".format(use=use), "            torch.cuda.synchronize()\n            " + use)
     assert rows(synced, "PIN005") == []
+
+
+@pytest.mark.parametrize("between, synced", [
+    ("picked = g.masked_select(g > 0)", True),     # the count comes back to the host: a stream wait
+    ("picked = g.nonzero()", True),
+    ("picked = g * 2", False),                      # queued like the copy: no wait
+    ("picked = torch.ones(4).masked_select(torch.ones(4) > 0)", False),  # a CPU tensor: no stream at all
+])
+def test_a_data_dependent_size_on_the_gpu_waits_for_the_stream(between, synced):
+    # lmdeploy's token dispatcher (survey 20): `.tolist()` of non-blocking D2H results after a masked_select
+    src = f"""
+        import torch
+
+        def dispatch(x):
+            g = x.cuda()
+            splits = g.sum(dim=0).to("cpu", non_blocking=True)
+            {between}
+            return splits.tolist()  # read
+        """
+    assert rows(src, "PIN005") == ([] if synced else [row_of(src, "# read")])

@@ -874,6 +874,8 @@ def _sync(ev, api: Api, node, receiver, args: Args) -> Value:
         value = args.value(api.arg("target_arg"))
         stream = value if isinstance(value, Stream) else None
     ev.event(EventType.SYNC, node, api=api.name, stream=stream)
+    if api.opt("computes") and isinstance(receiver, (Device, Tensor)):
+        return Device(receiver.library) if isinstance(receiver, Device) else Tensor()
     return UNKNOWN
 
 
