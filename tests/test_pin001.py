@@ -2218,3 +2218,22 @@ def test_one_device_array_or_a_list_of_them_indexes_to_a_device_array():
     mixed = src.replace("out = [cp.asarray(a) for a in arrs]", "out = list(arrs)").replace(
         "return out[0]", "return cp.asarray(out[0])")
     assert rows(mixed, "PIN001") == []
+
+
+def test_an_item_stored_under_a_variable_key_is_read_back_as_stored():
+    # PyHEADTAIL (survey 20): `coords[name] = getattr(beam, name); coords[name] = coords[name].get_async(stream=s)`
+    src = """
+        import pycuda.gpuarray
+
+        def dump(beam, s):
+            coords = {"px": None, "py": None}
+            for name in coords:
+                coords[name] = beam.fetch(name)
+                coords[name] = coords[name].get_async(stream=s)  # copy
+            return coords
+        """
+    assert rows(src, "PIN001") == [row_of(src, "# copy")]
+    # another key in between: the read is of whatever the dict holds there
+    other = src.replace("                coords[name] = coords[name].get_async",
+                        "                name = name.upper()\n                coords[name] = coords[name].get_async")
+    assert rows(other, "PIN001") == []

@@ -598,6 +598,9 @@ class Evaluator:
     def _expr_Subscript(self, node: cst.Subscript) -> Value:
         base = self.expr(node.value)
         indexes = self.slices(node)
+        stored = last_stored_item(self, node, base)
+        if stored is not None:
+            return stored
         return self.subscript(base, node, indexes)
 
     def subscript(self, base: Value, node: cst.Subscript, indexes: list) -> Value:
@@ -837,6 +840,32 @@ def _tests_for_a_gpu(operator, left: Value, right: Value) -> bool:
         if isinstance(operator, cst.NotEqual) and word == "cpu":
             return True
     return False
+
+
+def item_keys(node: cst.Subscript) -> Optional[tuple]:
+    """(value key, holder key) under which ``d[k] = v`` remembers ``v`` for a read of ``d[k]`` with the
+    same ``k`` before ``k`` or ``d`` changes: the keys start with ``k.``, so rebinding ``k`` (the next
+    iteration of ``for k in d``) forgets them."""
+    container = dotted(node.value)
+    if container is None or len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
+        return None
+    index = node.slice[0].slice.value
+    if not isinstance(index, cst.Name):
+        return None
+    return f"{index.value}.$item:{container}", f"{index.value}.$item-holder:{container}"
+
+
+def last_stored_item(ev, node: cst.Subscript, base: Value) -> Optional[Value]:
+    """What ``d[k] = v`` stored, read back as ``d[k]`` with ``d`` and ``k`` unchanged since: exactly
+    ``v``, where the container's value alone (``k`` one of several keys) joins every entry."""
+    keys = item_keys(node)
+    if keys is None:
+        return None
+    env = ev.state.env
+    holder = env.get(keys[1])
+    if holder is None or holder is not base:
+        return None
+    return env.get(keys[0])
 
 
 def _compare(operator, left: Value, right: Value) -> Value:

@@ -231,9 +231,22 @@ def store_item(ev, target: cst.Subscript, value: Value) -> None:
             # A key not known here may be any of those the dict holds, or another one.
             entries = tuple((key, join(old, value)) for key, old in base.entries)
             updated = Mapping(entries, value if base.rest is None else join(base.rest, value), base.optional)
+            _remember_item(ev, target, updated, value)
         _changed(ev, target.value, updated)
     elif isinstance(base, (Items, Seq)):
-        _changed(ev, target.value, add_element(base, value))
+        updated = add_element(base, value)
+        _changed(ev, target.value, updated)
+        _remember_item(ev, target, updated, value)
+
+
+def _remember_item(ev, target: cst.Subscript, container: Value, value: Value) -> None:
+    """``d[k] = v`` with ``k`` a variable: a read of ``d[k]`` before ``k`` or ``d`` changes is ``v``
+    (``coords[name] = getattr(beam, name); coords[name].get_async(stream=s)``)."""
+    from .evaluator import item_keys
+    keys = item_keys(target)
+    if keys is not None and dotted(target.value) is not None:
+        put(ev.state.env, keys[0], value)
+        put(ev.state.env, keys[1], container)
 
 
 def _changed(ev, expr: cst.BaseExpression, value: Value) -> None:
