@@ -319,3 +319,39 @@ def test_a_size_a_caller_states_reaches_the_buffer_a_helper_returns():
             stream([_param("a", 1 << 24)])  # large
         """
     assert rows(src, "PIN001") == [row_of(src, "# large")]
+
+
+def test_a_unittest_helper_that_only_tests_call_changes_no_field_of_other_tests():
+    # gpu-ocean's OceanStateNoise tests (survey 18): one test's helper scales self.nx by 7; the other
+    # tests' grids are the 30 x 40 of setUp, under PIN001's threshold
+    src = """
+        import unittest
+        import numpy as np
+        import pycuda.driver as cuda
+        import pycuda.gpuarray as gpuarray
+
+        class NoiseTest(unittest.TestCase):
+            def setUp(self):
+                self.stream = cuda.Stream()
+                self.nx, self.ny = 30, 40
+                self.shape = (self.ny + 4, self.nx + 4)
+
+            def upload(self, h):
+                self.d = gpuarray.to_gpu_async(h.astype(np.float32), stream=self.stream)
+
+            def perturb(self):
+                self.upload(np.ones((self.shape[0] + 1, self.shape[1] + 1)) * 5)  # small
+
+            def interpolate(self, factor):
+                self.nx = factor * self.nx
+                self.ny = factor * self.ny
+                self.shape = (self.ny + 4, self.nx + 4)
+                self.upload(np.ones((self.shape[0] + 1, self.shape[1] + 1)) * 5)  # large
+
+            def test_perturb(self):
+                self.perturb()
+
+            def test_interpolate(self):
+                self.interpolate(7)
+        """
+    assert rows(src, "PIN001") == [row_of(src, "# large")]

@@ -36,7 +36,7 @@ from typing import Optional
 
 import libcst as cst
 
-from ..walk import class_body_small, statements, suite_body
+from ..walk import class_body_small, code_parts, statements, suite_body
 from .domain import (UNKNOWN, Alternatives, ClassRef, Function, Instance, Items, Iteration, Mapping, Seq, Super,
                      Value, join)
 from .interproc import Invocation, context_free_env
@@ -66,6 +66,7 @@ class FieldSolver:
         self.runs = 0                  # method runs made (for tests and the benchmark's curiosity)
         self._sets_fields: dict = {}   # (method node, self name, method names) -> may it set fields
         self.none_fields: dict = {}    # ClassRef -> the fields that may be None when a method runs
+        self.tests_only: dict = {}     # ClassRef of a unittest class -> the methods only its tests run
 
     def may_be_none(self, cls: ClassRef) -> frozenset:
         """The fields of ``cls`` that may be None when one of its methods runs: set to None somewhere
@@ -120,7 +121,9 @@ class FieldSolver:
         ``names``: the method names of ``cls`` and its bases."""
         methods = self._methods(klass_info, names)
         if info is not None and info.runs_each_test_alone():
-            methods = tuple(m for m in methods if not m.node.name.value.startswith("test"))
+            per_test = _run_by_tests_only(info, self.tests_only)
+            methods = tuple(m for m in methods if not m.node.name.value.startswith("test") and
+                            m.node.name.value not in per_test)
         kept = self.shares.setdefault(klass_info.cls, [])
         for share in reversed(kept[-MAX_SHARES:]):
             if share.methods == methods and self._resolves_alike(info, share):
@@ -263,6 +266,54 @@ def resolves_alike(project, cls: ClassRef, other_cls: ClassRef, lookups) -> bool
         if use == "call" or mine is None or theirs is None or mine.kind != "method" or theirs.kind != "method":
             return False
     return True
+
+
+_SET_UP = frozenset({"setUp", "setUpClass", "asyncSetUp", "__init__", "setup_method", "setup_class"})
+
+
+def _run_by_tests_only(info, cache: dict) -> frozenset:
+    """Methods of a unittest class that only its tests call (``self.perturb()`` in a ``test_*``, and
+    what those call): each test runs on a fresh object after ``setUp``, so what such a helper stores
+    is that test's business, carried back to it by the call itself, and no field of the class at
+    large (gpu-ocean: a helper scaling ``self.nx`` for one test made every test's grid look large).
+    A method called from nowhere in the class, or reachable from the set-up, is not one of them."""
+    found = cache.get(info.cls)
+    if found is not None:
+        return found
+    calls: dict = {}
+    for klass_info in info.mro():
+        for name, member in klass_info.members.items():
+            if member.kind == "method" and name not in calls and [*member.node.params.posonly_params,
+                                                                  *member.node.params.params]:
+                calls[name] = _self_calls(member.node, _self_name(member))
+    def reach(roots) -> set:
+        seen, todo = set(), list(roots)
+        while todo:
+            name = todo.pop()
+            if name in seen:
+                continue
+            seen.add(name)
+            todo.extend(calls.get(name, ()))
+        return seen
+    from_set_up = reach(n for n in calls if n in _SET_UP)
+    from_tests = reach(n for n in calls if n.startswith("test")) - {n for n in calls if n.startswith("test")}
+    called_elsewhere = {callee for name, callees in calls.items()
+                        if not name.startswith("test") and name not in from_tests for callee in callees}
+    found = cache[info.cls] = frozenset(from_tests - from_set_up - called_elsewhere)
+    return found
+
+
+def _self_calls(node: cst.FunctionDef, self_name: str) -> frozenset:
+    """Names of the methods ``node`` calls on its receiver (``self.name(...)``)."""
+    names = set()
+    todo = [node.body]
+    while todo:
+        item = todo.pop()
+        if isinstance(item, cst.Call) and isinstance(item.func, cst.Attribute) and \
+                isinstance(item.func.value, cst.Name) and item.func.value.value == self_name:
+            names.add(item.func.attr.value)
+        todo.extend(code_parts(item))
+    return frozenset(names)
 
 
 def _self_name(member) -> str:
