@@ -1365,3 +1365,25 @@ def test_a_pinned_copy_of_a_tensor_of_python_numbers_each_step_is_not_pin002():
         return out
     """
     assert rows(src, "PIN002") == [row_of(src, "# data")]
+
+
+def test_a_pinned_copy_kept_in_a_returned_dict_on_one_arm_of_a_device_test_is_not_pin002():
+    # LightX2V's LoRA loader: `weights[name] = t.pin_memory() if t.device.type == "cpu" else t`, the
+    # dict returned; on the else arm the tensor is on the GPU, and either way the buffers outlive the loop
+    src = """
+    import torch
+
+    def load(names, alpha, device):
+        weights = {}
+        for name in names:
+            t = torch.tensor(alpha, dtype=torch.float16, device=device)
+            weights[name] = t.pin_memory() if t.device.type == "cpu" else t
+        return weights
+
+    def load_dropped(names, alpha, device):
+        for name in names:
+            t = torch.tensor(alpha, dtype=torch.float16, device=device)
+            w = t.pin_memory() if t.device.type == "cpu" else t  # dropped
+            w.to("cuda", non_blocking=True)
+    """
+    assert rows(src, "PIN002") == [row_of(src, "# dropped")]

@@ -529,15 +529,21 @@ def join(a: Value, b: Value) -> Value:
         # `if use_prefetcher: loader = PrefetchLoader(loader)`: the DataLoader or the object of the
         # checked code wrapping it; iterating either runs what each does.
         return alternatives(a, b)
-    if isinstance(a, Host) and a.sites and isinstance(b, Tensor) and a.library == "torch":
-        return replace(a, maybe_unknown=True)  # `t.pin_memory() if pin else t`: these buffers or a tensor
-    if isinstance(b, Host) and b.sites and isinstance(a, Tensor) and b.library == "torch":
+    if isinstance(a, Host) and a.sites and _torch_elsewhere(b) and a.library == "torch":
+        # `t.pin_memory() if pin else t`, `t.pin_memory() if t.device.type == "cpu" else t`: these
+        # buffers or a tensor (on the GPU), whose stores and escapes still follow these buffers
+        return replace(a, maybe_unknown=True)
+    if isinstance(b, Host) and b.sites and _torch_elsewhere(a) and b.library == "torch":
         return replace(b, maybe_unknown=True)
     if isinstance(a, (Tensor, Host)) and isinstance(b, (Tensor, Device)) and _torch(a) and _torch(b):
         return Tensor()
     if isinstance(b, (Tensor, Host)) and isinstance(a, (Tensor, Device)) and _torch(a) and _torch(b):
         return Tensor()
     return UNKNOWN
+
+
+def _torch_elsewhere(value: Value) -> bool:
+    return isinstance(value, Tensor) or isinstance(value, Device) and value.library == "torch"
 
 
 def _torch(value: Value) -> bool:
