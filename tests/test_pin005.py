@@ -685,3 +685,31 @@ def test_a_data_dependent_size_on_the_gpu_waits_for_the_stream(between, synced):
             return splits.tolist()  # read
         """
     assert rows(src, "PIN005") == ([] if synced else [row_of(src, "# read")])
+
+
+@pytest.mark.parametrize("wait, synced", [
+    ("while cudart.cudaEventQuery(done)[0] == cudart.cudaError_t.cudaErrorNotReady:\n    time.sleep(0)", True),
+    ("while cudart.cudaEventQuery(done)[0] != cudart.cudaError_t.cudaSuccess:\n    time.sleep(0)", True),
+    ("while cudart.cudaEventQuery(done)[0] != cudart.cudaError_t.cudaErrorNotReady:\n    time.sleep(0)", False),
+    ("status = cudart.cudaEventQuery(done)", False),
+])
+def test_polling_an_event_until_it_completes_is_a_synchronization(wait, synced):
+    # tinynav (survey 21): an asyncio loop polls cudaEventQuery instead of blocking in cudaEventSynchronize
+    src = """
+import ctypes
+import time
+import numpy as np
+from cuda.bindings import runtime as cudart
+
+N = 1 << 20
+_, stream = cudart.cudaStreamCreate()
+_, hptr = cudart.cudaMallocHost(N * 4)
+host = np.ctypeslib.as_array((ctypes.c_float * N).from_address(hptr))
+_, dptr = cudart.cudaMalloc(N * 4)
+cudart.cudaMemcpyAsync(host.ctypes.data, dptr, N * 4, cudart.cudaMemcpyKind.cudaMemcpyDeviceToHost, stream)
+_, done = cudart.cudaEventCreate()
+cudart.cudaEventRecord(done, stream)
+""" + wait + """
+total = host.sum()  # read
+"""
+    assert rows(src, "PIN005") == ([] if synced else [row_of(src, "# read")])

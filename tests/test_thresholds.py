@@ -355,3 +355,19 @@ def test_a_unittest_helper_that_only_tests_call_changes_no_field_of_other_tests(
                 self.interpolate(7)
         """
     assert rows(src, "PIN001") == [row_of(src, "# large")]
+
+
+@pytest.mark.parametrize("n, reported", [(16384, False), (1 << 26, True)])
+def test_int_of_a_true_division_of_constants_is_a_constant_size(n, reported):
+    # dc_sand (survey 21): `n_out = n_in / 16` (a float) and `pagelocked_empty(int(n_out * 2))`
+    src = f"""
+        import numpy as np
+        import pycuda.driver as drv
+
+        n_out = {n} / 16
+        host = drv.pagelocked_empty(int(n_out * 2), dtype=np.float32)  # pin
+        dev = drv.mem_alloc(host.nbytes)
+        drv.memcpy_dtoh(host, dev)
+        print(host[:4])
+        """
+    assert rows(src, "PIN008") == ([row_of(src, "# pin")] if reported else [])

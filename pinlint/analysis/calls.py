@@ -11,6 +11,7 @@ are analysed in ``interproc``.
 from __future__ import annotations
 
 import builtins
+import math
 from typing import Optional
 
 import libcst as cst
@@ -709,6 +710,9 @@ def _number(name: str, values: list, args: Args) -> Optional[Value]:
     if name == "int" and len(values) == 1 and isinstance(values[0], Const) and values[0].values and \
             all(isinstance(v, int) and not isinstance(v, bool) for v in values[0].values):
         return values[0]  # int(len(x)), int(n) of an int the code names
+    if name == "int" and len(values) == 1 and isinstance(values[0], Const) and values[0].values and \
+            all(isinstance(v, float) and math.isfinite(v) for v in values[0].values):
+        return Const(frozenset(int(v) for v in values[0].values))  # int(n_in / 16 * 2): 2048
     if name in ("int", "float") and values:
         return Scalar(name)
     if name in ("round", "abs", "min", "max") and values and \

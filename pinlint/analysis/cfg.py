@@ -284,6 +284,10 @@ class Builder:
         orelse = self.new_block()
         if has_exit:
             head.link(orelse)
+            if isinstance(node, cst.While):
+                # The loop ends when its test is false (a `break` leaves by another edge): `while
+                # cudaEventQuery(e)[0] == cudaErrorNotReady:` ends with the event complete.
+                head.conditions[orelse] = ((node.test, False),)
         self.loops.append(node)
         self.loop_targets.append(_Loop(head, after, len(self.frames)))
         self.current = body

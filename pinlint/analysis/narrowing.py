@@ -47,6 +47,12 @@ def narrowed(ev, state, conditions: tuple):
     facts.sort(key=lambda item: item[2] == "pageable")
     saved, ev.state = ev.state, state.copy()
     for test, target, fact in facts:
+        if fact == "event done":
+            # `while cudaEventQuery(ev)[0] == cudaErrorNotReady: ...` left: the event, and everything
+            # queued before it, has completed (the polling form of cudaEventSynchronize)
+            from ..model import EventType
+            ev.event(EventType.SYNC, test, api="event query")
+            continue
         key = dotted(target)
         if key is None:
             continue
@@ -93,6 +99,8 @@ def _facts(test, truth: bool, tables, ev=None) -> Iterator[tuple]:
     elif isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
         yield from _device_type_facts(test, truth, tables)
         yield from _device_name_facts(test, truth, tables)
+        if ev is not None and _event_query_done(ev, test, truth):
+            yield test, "event done"
     elif isinstance(test, cst.Call) and isinstance(test.func, cst.Name) and test.func.value == "isinstance" \
             and len(test.args) == 2 and truth:
         yield test.args[0].value, ("class", test.args[1].value)
@@ -129,6 +137,31 @@ def _device_type_facts(test: cst.Comparison, truth: bool, tables) -> Iterator[tu
     elif isinstance(left, cst.Attribute) and left.attr.value == "type" and isinstance(left.value, cst.Name) \
             and not gpu:
         yield left.value, "no gpu device"
+
+
+_EVENT_QUERIES = frozenset({"cudaEventQuery", "cuEventQuery", "eventQuery"})
+
+
+def _event_query_done(ev, test: cst.Comparison, truth: bool) -> bool:
+    """``cudaEventQuery(e)[0] == cudaErrorNotReady`` false (``!=`` true), or ``... == cudaSuccess``
+    true: the arm where the runtime said the event has completed."""
+    comparison = test.comparisons[0]
+    query, status = test.left, comparison.comparator
+    if isinstance(query, cst.Subscript):
+        query = query.value
+    if not (isinstance(query, cst.Call) and ev.is_import_path(query.func)):
+        return False
+    name = ev.module.imports.qualify(query.func) or ""
+    if name.rpartition(".")[2] not in _EVENT_QUERIES or ev.tables.library_of(name) is None:
+        return False
+    word = status.attr.value if isinstance(status, cst.Attribute) else (status.value if isinstance(status, cst.Name) else "")
+    if isinstance(comparison.operator, (cst.NotEqual, cst.IsNot)):
+        truth = not truth
+    elif not isinstance(comparison.operator, (cst.Equal, cst.Is)):
+        return False
+    if word.endswith("NotReady"):
+        return not truth
+    return word.endswith("Success") and truth
 
 
 def _known(ev, expr) -> Optional[bool]:
