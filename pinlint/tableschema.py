@@ -113,9 +113,10 @@ EFFECTS: dict[str, EffectSchema] = {
                                 "(PyCUDA's `Memcpy2D`: `set_src_host(h)`, `set_dst_host(h)`, then `copy(stream)`)"),
     "rng": EffectSchema(frozenset(), {}, "a random number generator whose methods make new arrays"),
     "executor": EffectSchema(frozenset(), {}, "a thread pool whose methods run functions beside the caller"),
-    "run-later": EffectSchema(frozenset({"arg"}), {"each": _is_bool},
+    "run-later": EffectSchema(frozenset({"arg"}), {"each": _is_bool, "unpack": _is_bool},
                               "runs its function argument beside the caller with the call's other arguments "
-                              "(with `each`: once per element of each of them)"),
+                              "(with `each`: once per element of each of them; with `unpack`, each element "
+                              "is a tuple of arguments: `starmap`)"),
     "kernel": EffectSchema(frozenset(), {}, "a GPU kernel object: calling it launches"),
     "kernel-module": EffectSchema(frozenset(), {}, "a module of GPU kernels"),
     "launch": EffectSchema(frozenset({"arg"}), {}, "launches a kernel on its argument(s)"),

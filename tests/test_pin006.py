@@ -446,3 +446,44 @@ def counted_loop(frames):
         total = int(cp.zeros(1))
 """
     assert rows(src, "PIN006") == [row_of(src, "# overwritten")]
+
+
+@pytest.mark.parametrize("fill", [
+    "self.workers.starmap(self._fill, enumerate(part))",
+    "self.workers.map(self._fill_pair, enumerate(part))",
+    "[self._fill(i, c) for i, c in enumerate(part)]",
+])
+def test_a_thread_pool_writing_the_pinned_source_before_the_sync_is_a_race(fill):
+    # FastMOT (survey 21): a ThreadPool fills the pinned TensorRT input for batch k while the copy of
+    # batch k-1 from it may still run; the stream is synchronized only after
+    src = f"""
+        from multiprocessing.pool import ThreadPool
+        import cupy as cp
+        import cupyx
+        import numpy as np
+
+        class Batcher:
+            def __init__(self, batch):
+                self.batch = batch
+                self.host = cupyx.empty_pinned(batch * 1024, np.float32)
+                self.slots = self.host.reshape(batch, 1024)
+                self.dev = cp.empty(batch * 1024, np.float32)
+                self.stream = cp.cuda.Stream()
+                self.workers = ThreadPool()
+
+            def _fill(self, slot, crop):
+                self.slots[slot] = crop
+
+            def _fill_pair(self, pair):
+                self.slots[pair[0]] = pair[1]
+
+            def run(self, crops):
+                for start in range(0, len(crops), self.batch):
+                    part = crops[start:start + self.batch]
+                    {fill}  # fill
+                    if start > 0:
+                        self.stream.synchronize()
+                    self.dev.set(self.host, stream=self.stream)
+                self.stream.synchronize()
+        """
+    assert rows(src, "PIN006") == [row_of(src, "# fill")]

@@ -940,6 +940,13 @@ def _run_later(ev, api: Api, node, receiver, args: Args) -> Value:
     keywords = {k: v for k, v in args.keywords.items() if k != spec.kw}
     if api.opt("each"):
         rest = tuple((expr, element_of(value)) for expr, value in rest)
+    if api.opt("unpack"):
+        # `pool.starmap(f, enumerate(items))`: each element is the tuple of f's arguments
+        if len(rest) != 1 or not isinstance(rest[0][1], Items):
+            ev.escape(node, args.values())
+            return UNKNOWN
+        expr = rest[0][0]
+        rest = tuple((expr, item) for item in rest[0][1].items)
     if args.star:
         ev.escape(node, args.values())
         return UNKNOWN
