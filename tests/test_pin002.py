@@ -1387,3 +1387,57 @@ def test_a_pinned_copy_kept_in_a_returned_dict_on_one_arm_of_a_device_test_is_no
             w.to("cuda", non_blocking=True)
     """
     assert rows(src, "PIN002") == [row_of(src, "# dropped")]
+
+
+_PER_CALL_BUFFERS = """
+import numpy as np
+from cuda import cudart
+
+
+class HostDeviceMem:
+    def __init__(self, nbytes):
+        err, self.host_ptr = cudart.cudaMallocHost(nbytes)
+        err, self.device = cudart.cudaMalloc(nbytes)
+        self.nbytes = nbytes
+
+    def free(self):
+        cudart.cudaFreeHost(self.host_ptr)
+        cudart.cudaFree(self.device)
+
+
+def allocate_buffers(sizes):
+    bufs = []
+    for n in sizes:
+        bufs.append(HostDeviceMem(n))
+    return bufs
+
+
+def run_one(sizes, stream):
+    bufs = allocate_buffers(sizes)
+    cudart.cudaMemcpyAsync(bufs[0].device, bufs[0].host_ptr, bufs[0].nbytes,
+                           cudart.cudaMemcpyKind.cudaMemcpyHostToDevice, stream)
+    cudart.cudaStreamSynchronize(stream)
+    {after}
+
+
+class Engine:
+    def __init__(self):
+        self.kept = []
+
+    def main(self, images):
+        err, stream = cudart.cudaStreamCreate()
+        for image in images:
+            run_one([3 << 22, 1 << 22], stream)  # per image
+"""
+
+
+@pytest.mark.parametrize("after, reported", [
+    ("for b in bufs:\n        b.free()", True),     # birefnet (survey 18): made and freed per image
+    ("return None", True),                          # dropped: a new pinned set per image all the same
+    ("return bufs", True),                          # handed back to a caller that drops them
+    ("ENGINE.kept.append(bufs)", False),            # kept beyond the iteration
+])
+def test_buffers_a_helper_returns_inside_objects_are_allocated_per_call(after, reported):
+    src = "ENGINE = None\n" + _PER_CALL_BUFFERS.replace("{after}", after)
+    found = rows(src, "PIN002")
+    assert found == ([row_of(src, "# per image")] if reported else []), found

@@ -703,7 +703,7 @@ def _announce_allocations(ev, node, returned: Value, outcome: Outcome, fn: Funct
     `pin_memory=True` pins them in its own thread), so building one is no pinned allocation."""
     loaders = frozenset(v.site for v in flatten([returned]) if isinstance(v, Loader))
     for site in all_sites(returned) - loaders:
-        if site.node is node and site.variant == "call" and not _held_by_an_object(site):
+        if site.node is node and site.variant == "call":
             ev.event(EventType.ALLOC, node, Host(frozenset([site]), site.library), api=site.api)
 
 
