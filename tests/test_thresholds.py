@@ -371,3 +371,25 @@ def test_int_of_a_true_division_of_constants_is_a_constant_size(n, reported):
         print(host[:4])
         """
     assert rows(src, "PIN008") == ([row_of(src, "# pin")] if reported else [])
+
+
+def test_a_helper_returning_a_tensor_of_python_numbers_keeps_it_small():
+    # FunASR (survey 21): `np.array([lookup(int(c), table) for c in codes])` in a helper, copied non-blocking
+    src = """
+        import numpy as np
+        import torch
+
+        def frame_ids(codes, table):
+            ids = np.array([table[int(c)] for c in codes])  # python numbers
+            return torch.from_numpy(ids)
+
+        def frame_data(n):
+            return torch.from_numpy(np.zeros(n, dtype=np.int64))
+
+        def run(batches, all_codes, device, n):
+            table = {c: i for i, c in enumerate(all_codes)}
+            a = [frame_ids(x, table).to(device, non_blocking=True) for x in batches]
+            b = [frame_data(n).to(device, non_blocking=True) for x in batches]  # data
+            return a, b
+        """
+    assert rows(src, "PIN001") == [row_of(src, "# data")]

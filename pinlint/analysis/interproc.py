@@ -667,7 +667,9 @@ def _renamer(ev, fn: Function, node, outcome: Outcome):
         return Site(kind=site.kind, library=site.library, api=f"{short}()", node=node, loops=ev.loops,
                     nbytes=site.nbytes, pooled=site.pooled, fix=None, scope=ev.scope,
                     fresh_each_iteration=site.fresh_each_iteration, via=frozenset([site]), dtype=site.dtype,
-                    ndim=site.ndim, variant="call", uninitialized=site.uninitialized, module=ev.module.info)
+                    ndim=site.ndim, variant="call", uninitialized=site.uninitialized, module=ev.module.info,
+                    from_values=site.from_values, python_numbers=site.python_numbers, values=site.values,
+                    copies_data=site.copies_data)  # what the buffer holds is what the callee made
     return rename
 
 
