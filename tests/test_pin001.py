@@ -2237,3 +2237,39 @@ def test_an_item_stored_under_a_variable_key_is_read_back_as_stored():
     other = src.replace("                coords[name] = coords[name].get_async",
                         "                name = name.upper()\n                coords[name] = coords[name].get_async")
     assert rows(other, "PIN001") == []
+
+
+_OBJECT_BATCH = """
+import torch
+from torch.utils.data import DataLoader
+
+
+class Batch:
+    def __init__(self, pixels):
+        self.pixels = pixels
+
+    def to(self, device, non_blocking=False):
+        return Batch(self.pixels.to(device, non_blocking=non_blocking))
+{pin_method}
+
+def collate(items):
+    pixels = torch.zeros(len(items), 3, 800, 1200)
+    for k, item in enumerate(items):
+        pixels[k].copy_(item)
+    return Batch(pixels), [k for k in range(len(items))]
+
+
+def train(ds):
+    loader = DataLoader(ds, batch_size=4, collate_fn=collate, pin_memory=True)
+    for batch, targets in loader:
+        dev = batch.to("cuda", non_blocking=True)  # copy
+"""
+
+
+@pytest.mark.parametrize("pin_method, reported", [
+    ("", True),  # Deformable-DETR's NestedTensor (survey 21): the loader leaves it unpinned
+    ("\n    def pin_memory(self):\n        self.pixels = self.pixels.pin_memory()\n        return self\n", False),
+])
+def test_a_loader_pins_an_object_batch_only_through_its_pin_memory_method(pin_method, reported):
+    src = _OBJECT_BATCH.replace("{pin_method}", pin_method)
+    assert rows(src, "PIN001") == ([row_of(src, "# copy")] if reported else [])

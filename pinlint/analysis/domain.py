@@ -698,6 +698,11 @@ def interesting(value: Value) -> bool:
     return cached
 
 
+def rebuild(value: Value, each) -> Value:
+    """A container or object of the same shape as ``value`` with ``each`` applied to what it holds."""
+    return _rebuild(value, each)
+
+
 def _rebuild(value: Value, each) -> Value:
     """A container or object of the same shape as ``value`` with ``each`` applied to what it holds."""
     if isinstance(value, Items):

@@ -18,7 +18,7 @@ from .. import tableschema
 from ..apitables import Api, ArgSpec
 from ..model import EventType, Kind
 from .domain import (ANYTHING, NDIM_UNKNOWN, ON_GPU, UNKNOWN, Const, Context, Device, DeviceSpec, Host, Items, Iteration, LibraryRef, Loader, Obj, Scalar, Seq, Stream,
-                     Tensor, Value, element_of, flatten, join, unknown_host, Function, map_hosts,
+                     Tensor, Value, element_of, flatten, join, unknown_host, Function, Instance, Mapping, rebuild,
                      true_in_gpu_runs)
 from .dtypes import canonical_dtype, common, element_count, has_float, item_size, range_length, transposed
 from .state import STREAM
@@ -698,11 +698,11 @@ def _collated(ev, node, collate: Value, site) -> Optional[Value]:
         ev.state, ev.emit, ev.detached = state, emit, detached
     arrays = []
 
-    def per_batch(host: Host) -> Host:
+    def per_batch(host: Host, unpinned: bool) -> Host:
         if not host.sites:
             return host  # an array nothing explains stays unknown
         fresh = replace(host, sites=frozenset(replace(s, fresh_each_iteration=True) for s in host.sites))
-        if host.library == "torch":
+        if host.library == "torch" and not unpinned:
             if all(s.kind is not Kind.PAGEABLE for s in host.sites):
                 return fresh  # pinned by the collate function itself
             # A tensor: the loader's batch memory, which it pins or not (``torch.from_numpy`` of the
@@ -710,8 +710,25 @@ def _collated(ev, node, collate: Value, site) -> Optional[Value]:
             return Host(frozenset([site]), "torch")
         arrays.append(host)
         return fresh
-    batch = map_hosts(made, per_batch)
+
+    def walk(value: Value, unpinned: bool) -> Value:
+        if isinstance(value, Host):
+            return per_batch(value, unpinned)
+        if isinstance(value, Instance):
+            # The loader's pinning thread pins tensors in mappings, sequences, namedtuples and objects
+            # with a `pin_memory()` method; any other object (Deformable-DETR's NestedTensor) it
+            # returns as it is, so the tensors it holds stay the collate function's memory.
+            unpinned = unpinned or not _defines(ev, value, "pin_memory")
+        if type(value) in (Items, Seq, Mapping, Instance, Iteration):
+            return rebuild(value, lambda item: walk(item, unpinned))
+        return value
+    batch = walk(made, False)
     return batch if arrays else None
+
+
+def _defines(ev, value: Instance, name: str) -> bool:
+    info = ev.module.project.class_info(value.klass)
+    return info is not None and info.lookup(name, record=False) is not None
 
 
 # ------------------------------------------------------------------------------ copies
