@@ -2273,3 +2273,23 @@ def train(ds):
 def test_a_loader_pins_an_object_batch_only_through_its_pin_memory_method(pin_method, reported):
     src = _OBJECT_BATCH.replace("{pin_method}", pin_method)
     assert rows(src, "PIN001") == ([row_of(src, "# copy")] if reported else [])
+
+
+@pytest.mark.parametrize("index, advanced", [
+    ("[:, [0, 1, 3, 4, 6]]", True),   # OpenPCDet (survey 21): a column selection is a new array
+    ("[:, cols]", True),
+    ("[:, 2:5]", False),              # a view of the pinned array
+    ("[:, 3]", False),
+])
+def test_advanced_indexing_in_one_dimension_makes_a_new_pageable_array(index, advanced):
+    src = f"""
+        import numpy as np
+        from numba import cuda
+
+        def upload(n):
+            cols = [0, 1, 3]
+            boxes = cuda.pinned_array((n, 7), dtype=np.float32)
+            s = cuda.stream()
+            return cuda.to_device(boxes{index}, s)  # copy
+        """
+    assert rows(src, "PIN001") == ([row_of(src, "# copy")] if advanced else [])

@@ -617,7 +617,8 @@ class Evaluator:
     def _subscript(self, base: Value, node: cst.Subscript, indexes: list) -> Value:
         all_slices = all(isinstance(e.slice, cst.Slice) for e in node.slice)
         if isinstance(base, Host):
-            advanced = len(indexes) == 1 and isinstance(indexes[0], (Items, Seq, Host))
+            advanced = len(indexes) == 1 and isinstance(indexes[0], (Items, Seq, Host)) or \
+                len(indexes) > 1 and any(_picks(element, value) for element, value in zip(node.slice, indexes))
             if base.batch and not advanced:
                 return base  # a batch's field is one of the batch's tensors
             if all_slices or all(isinstance(e.slice, cst.Slice) or isinstance(e.slice.value, (cst.Ellipsis,)) or
@@ -767,6 +768,15 @@ class Evaluator:
     # ------------------------------------------------------------------ calls
     def _expr_Call(self, node: cst.Call) -> Value:
         return self.calls.call(node)
+
+
+def _picks(element: cst.SubscriptElement, value: Value) -> bool:
+    """One position of a multi-dimensional index that is an array of indices or a mask (``h[:, [0, 1,
+    3]]``, ``h[:, cols]`` of a list or an array): NumPy's advanced indexing, a copy."""
+    if not isinstance(element.slice, cst.Index):
+        return False
+    return isinstance(element.slice.value, cst.List) or isinstance(value, (Seq, Host)) or \
+        isinstance(value, Items) and not isinstance(element.slice.value, cst.Tuple)
 
 
 def _integer(value: Value) -> bool:
