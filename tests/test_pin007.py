@@ -967,3 +967,37 @@ def main():
         store.cached(["a"])["a"].cuda()  # cached
 """
     assert rows(src, "PIN007") == [row_of(src, "# cached")]
+
+
+def test_a_decorated_functions_wrapper_copies_what_the_caller_gives():
+    """holotomocupy (survey 19): `@batched def forward(x)` whose wrapper uploads the caller's host
+    array in chunks (`buf[:k].set(args[0][st:end])`) before running the body: a pageable array made
+    outside the solver loop and handed to `forward` on every iteration is PIN007 through the wrapper."""
+    from helpers import rows, row_of
+    src = """
+import cupy as cp
+import numpy as np
+
+def batched(func):
+    def inner(*args):
+        n = args[0].shape[0]
+        buf = cp.empty((16, *args[0].shape[1:]), args[0].dtype)
+        out = np.empty(args[0].shape, args[0].dtype)
+        for st in range(0, n, 16):
+            end = min(n, st + 16)
+            buf[: end - st].set(args[0][st:end])
+            out[st:end] = func(buf[: end - st]).get()
+        return out
+    return inner
+
+@batched
+def forward(x):
+    return x * 2
+
+def solve(niter):
+    psi = np.ones((256, 1024, 1024), np.complex64)
+    for _ in range(niter):
+        psi += 0.1 * forward(psi)  # forward
+    return psi
+"""
+    assert rows(src, "PIN007") == [row_of(src, "# forward")]

@@ -282,9 +282,11 @@ class Function(Value):
     bound: Optional[Value] = None
     klass: object = None        # ClassRef of a method
     kind: str = "function"      # "function", "method", "static", "class", "property"
-    # A nested function made where its enclosing function's parameters are known constants: (name,
-    # value) pairs it reads wherever it is later called (a factory's `pin_memory=False` worker).
+    # A nested function made where its enclosing function's parameters are known constants (or
+    # functions of the checked code): (name, value) pairs it reads wherever it is later called (a
+    # factory's `pin_memory=False` worker, a decorator's wrapper calling `func`).
     captured: tuple = ()
+    undecorated: bool = False   # the body itself, as a decorator receives it
 
 
 @dataclass(frozen=True)

@@ -66,8 +66,12 @@ def call(ev, fn: Function, args, node: cst.Call, receiver_expr) -> Value:
         return UNKNOWN
     if _rewrapped(fn):
         # `@batched def kernel(data)`: the call runs the decorator's wrapper, which hands the body
-        # other arguments than these (streamtomocupy's chunking): what the body does with them is
-        # not this call's business, as for any call the analysis does not follow.
+        # other arguments than these (holotomocupy's chunking): the wrapper the decorator makes of
+        # the body is what runs, as for `kernel = batched(_kernel)`; a decorator that gives back no
+        # function of the checked code leaves the call unknown.
+        wrapper = _decorated(ev, fn, node)
+        if wrapper is not None:
+            return call(ev, wrapper, args, node, receiver_expr)
         ev.escape(node, args.values(), handed=True)
         return UNKNOWN
     env, exprs = bind_parameters(ev, fn, args, receiver_expr)
@@ -88,11 +92,26 @@ def call(ev, fn: Function, args, node: cst.Call, receiver_expr) -> Value:
 _REWRAPPED: dict = {}
 
 
+def _decorated(ev, fn: Function, node) -> Optional[Function]:
+    """What ``@decorator`` made of ``fn``: the decorator (a function of the checked code, the only
+    one on ``fn``) called with the undecorated body; None when that is no function of the checked code."""
+    decorators = fn.node.decorators
+    if len(decorators) != 1 or not isinstance(decorators[0].decorator, cst.Name):
+        return None
+    decorator = fn.module.global_value(decorators[0].decorator.value)
+    if not isinstance(decorator, Function):
+        return None
+    from .effects import Args
+    body = replace(fn, undecorated=True)
+    made = call(ev, decorator, Args(((node, body),), {}, False), node, None)
+    return made if isinstance(made, Function) and not made.undecorated and made.node is not fn.node else None
+
+
 def _rewrapped(fn: Function) -> bool:
     """A function decorated by a plain decorator of the checked code whose wrapper does not pass its
     own arguments through to the function as they came (``return func(*args, **kwargs)`` does)."""
     node = fn.node
-    if not isinstance(node, cst.FunctionDef) or not node.decorators:
+    if fn.undecorated or not isinstance(node, cst.FunctionDef) or not node.decorators:
         return False
     found = _REWRAPPED.get(node)
     if found is None:

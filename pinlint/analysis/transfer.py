@@ -15,7 +15,7 @@ import libcst as cst
 
 from ..imports import dotted
 from ..model import EventType
-from .domain import (UNKNOWN, Const, Context, Device, Host, Instance, Items, Mapping, Seq, Stream, Tensor, Value,
+from .domain import (UNKNOWN, Const, Context, Function, Device, Host, Instance, Items, Mapping, Seq, Stream, Tensor, Value,
                      add_element, element_of, join, merged)
 from .state import MUTATED, RETURN, STREAM, put
 
@@ -412,7 +412,7 @@ def _captured_constants(ev, node) -> tuple:
     found = []
     for name in sorted(wanted):
         value = ev.state.env.get(name)
-        if isinstance(value, Const) and ANYTHING not in value.values:
+        if isinstance(value, Const) and ANYTHING not in value.values or isinstance(value, Function):
             found.append((name, value))
     return tuple(found)
 
