@@ -2293,3 +2293,27 @@ def test_advanced_indexing_in_one_dimension_makes_a_new_pageable_array(index, ad
             return cuda.to_device(boxes{index}, s)  # copy
         """
     assert rows(src, "PIN001") == ([row_of(src, "# copy")] if advanced else [])
+
+
+@pytest.mark.parametrize("guard", ["if sys.version_info[0] == 2:", "if sys.version_info.major < 3:", "if six.PY2:"])
+def test_a_python_2_alias_of_range_never_runs(guard):
+    # numbapro-examples (survey 21): `if sys.version_info[0] == 2: range = xrange` hid every loop's copies
+    src = f"""
+        import sys
+        import six
+        import numpy as np
+        from numba import cuda
+
+        {guard}
+            range = xrange
+
+        def step(grid):
+            s = cuda.stream()
+            for col in range(1, grid.shape[1]):
+                dev = cuda.device_array(grid.shape[0], dtype=np.float64, stream=s)
+                dev.copy_to_host(grid[:, col], stream=s)
+            s.synchronize()
+
+        step(np.zeros((1 << 20, 64), order="F"))  # call
+        """
+    assert rows(src, "PIN001") == [row_of(src, "# call")]

@@ -596,12 +596,25 @@ class Evaluator:
 
     # ------------------------------------------------------------------ subscripts
     def _expr_Subscript(self, node: cst.Subscript) -> Value:
+        constant = self._constant_item(node)
+        if constant is not None:
+            return constant
         base = self.expr(node.value)
         indexes = self.slices(node)
         stored = last_stored_item(self, node, base)
         if stored is not None:
             return stored
         return self.subscript(base, node, indexes)
+
+    def _constant_item(self, node: cst.Subscript) -> Optional[Value]:
+        """An item of a module's value that the tables fix (``sys.version_info[0]`` is 3: the checked
+        code runs on Python 3, so ``if sys.version_info[0] == 2: range = xrange`` never runs)."""
+        if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index) or \
+                not isinstance(node.slice[0].slice.value, cst.Integer) or not self.is_import_path(node.value):
+            return None
+        qualified = self.module.imports.qualify(node.value)
+        key = f"{qualified}[{node.slice[0].slice.value.evaluated_value}]" if qualified else None
+        return Const.of(self.tables.constants[key]) if key in self.tables.constants else None
 
     def subscript(self, base: Value, node: cst.Subscript, indexes: list) -> Value:
         element = self._subscript(base, node, indexes)
@@ -878,6 +891,10 @@ def last_stored_item(ev, node: cst.Subscript, base: Value) -> Optional[Value]:
     return env.get(keys[0])
 
 
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def _compare(operator, left: Value, right: Value) -> Value:
     """``x is None``, ``mode == "fast"``: a constant when both sides are (for pruning if arms)."""
     from .domain import ANYTHING
@@ -891,6 +908,11 @@ def _compare(operator, left: Value, right: Value) -> Value:
                 return Const(frozenset(a == b for a in left.values))
             if isinstance(operator, (cst.IsNot, cst.NotEqual)):
                 return Const(frozenset(a != b for a in left.values))
+            if isinstance(operator, (cst.LessThan, cst.LessThanEqual, cst.GreaterThan, cst.GreaterThanEqual)) and \
+                    all(_number(v) for v in left.values) and _number(b):
+                order = {cst.LessThan: lambda x: x < b, cst.LessThanEqual: lambda x: x <= b,
+                         cst.GreaterThan: lambda x: x > b, cst.GreaterThanEqual: lambda x: x >= b}[type(operator)]
+                return Const(frozenset(order(a) for a in left.values))  # sys.version_info.major < 3
         except Exception:  # noqa: BLE001 - odd constants compare as unknown
             return UNKNOWN
     if isinstance(left, DeviceSpec) and isinstance(right, DeviceSpec) and isinstance(operator, (cst.Equal, cst.NotEqual)) \
