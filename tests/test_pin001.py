@@ -2317,3 +2317,23 @@ def test_a_python_2_alias_of_range_never_runs(guard):
         step(np.zeros((1 << 20, 64), order="F"))  # call
         """
     assert rows(src, "PIN001") == [row_of(src, "# call")]
+
+
+def test_a_destination_made_on_the_sources_device_is_no_host_to_device_copy():
+    # nvmath-python (survey 22): `out = torch.empty(x.shape, device=x.device); out.copy_(x, non_blocking=True)`
+    # of a NumPy or CPU-torch view: host-to-host; and a tuple of slices built at run time is a view
+    src = """
+        import numpy as np
+        import torch
+
+        def dense_copy(x):
+            out = torch.empty(x.shape, dtype=torch.float32, device=x.device)
+            out.copy_(x, non_blocking=True)
+            return out
+
+        def check(kind, steps):
+            base = np.ones((1024, 1024), np.float32) if kind == "numpy" else torch.rand(1024, 1024)
+            view = base[tuple(slice(None, None, s) for s in steps)]
+            return dense_copy(view)
+        """
+    assert rows(src, "PIN001") == []

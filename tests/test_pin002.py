@@ -1441,3 +1441,28 @@ def test_buffers_a_helper_returns_inside_objects_are_allocated_per_call(after, r
     src = "ENGINE = None\n" + _PER_CALL_BUFFERS.replace("{after}", after)
     found = rows(src, "PIN002")
     assert found == ([row_of(src, "# per image")] if reported else []), found
+
+
+def test_pinned_allocations_inside_a_comprehension_in_a_loop():
+    # nnU-Net (survey 22): `[t.pin_memory() for t in d.values()]` as a statement in a while loop keeps
+    # nothing; a comprehension inside a loop used to stop the check with an internal error
+    src = """
+    import torch
+
+    def batches(q):
+        while not q.empty():
+            d = q.get()
+            [t.pin_memory() for t in d.values()]  # dropped
+            yield d
+
+    def uploads(ts, steps):
+        for i in range(steps):
+            out = [t.pin_memory().cuda(non_blocking=True) for t in ts]  # per step
+        return out
+
+    def kept(ts):
+        return [t.pin_memory() for t in ts]
+    """
+    assert rows(src, "PIN002") == [row_of(src, "# dropped"), row_of(src, "# per step")]
+    # no hoisting fix is offered inside a comprehension
+    assert all(f.fix is None for f in findings(src) if f.code == "PIN002")

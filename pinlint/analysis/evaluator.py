@@ -45,6 +45,7 @@ class Evaluator:
         self.events: list[Event] = []
         self.calls = Calls(self)
         self.awaited: set = set()         # calls awaited where they are made (`await f(x)`)
+        self.discarded: set = set()       # comprehensions whose result a statement drops at once
         self.detached = False             # evaluating a call that runs beside this scope (a thread's target)
 
     # ------------------------------------------------------------------ context
@@ -630,7 +631,7 @@ class Evaluator:
     def _subscript(self, base: Value, node: cst.Subscript, indexes: list) -> Value:
         all_slices = all(isinstance(e.slice, cst.Slice) for e in node.slice)
         if isinstance(base, Host):
-            advanced = len(indexes) == 1 and isinstance(indexes[0], (Items, Seq, Host)) or \
+            advanced = len(indexes) == 1 and _index_array(node.slice[0], indexes[0]) or \
                 len(indexes) > 1 and any(_picks(element, value) for element, value in zip(node.slice, indexes))
             if base.batch and not advanced:
                 return base  # a batch's field is one of the batch's tensors
@@ -769,7 +770,9 @@ class Evaluator:
                 self.escape(node, [value])
                 return mapping({}, value)
             element = self.expr(node.elt)
-            self.escape(node, [element])
+            if node not in self.discarded:
+                # (`[t.pin_memory() for t in d.values()]` as a statement keeps nothing: nnU-Net's pins)
+                self.escape(node, [element])
             return Iteration(element) if isinstance(node, cst.GeneratorExp) else Seq(element)
         finally:
             if entered:
@@ -781,6 +784,19 @@ class Evaluator:
     # ------------------------------------------------------------------ calls
     def _expr_Call(self, node: cst.Call) -> Value:
         return self.calls.call(node)
+
+
+def _index_array(element: cst.SubscriptElement, value: Value) -> bool:
+    """The one index of ``h[idx]`` is an array of indices or a mask (advanced indexing, a copy): a
+    list or array, not a tuple of slices built at run time (``h[tuple(slice(None, None, s) for s in
+    steps)]`` is basic slicing, a view)."""
+    if isinstance(value, Host):
+        return True
+    if isinstance(value, (Items, Seq)):
+        items = value.items if isinstance(value, Items) else (value.element,)
+        return isinstance(element.slice, cst.Index) and isinstance(element.slice.value, cst.List) or \
+            bool(items) and all(isinstance(i, (Const, Scalar, Host)) for i in items)
+    return False
 
 
 def _picks(element: cst.SubscriptElement, value: Value) -> bool:
@@ -825,8 +841,8 @@ def _device_attribute(base: Value, attr: str) -> Optional[Value]:
     tensor a CUDA device; ``.type`` of a device is "cpu" or "cuda", ``t.is_cuda`` False or True
     (``if t.device.type == "cpu":`` in a move helper is decided for the tensor a caller passes)."""
     cuda = None
-    if isinstance(base, Host) and base.library == "torch":
-        cuda = False
+    if isinstance(base, Host) and not base.pointer and (base.library == "torch" or attr == "device"):
+        cuda = False  # a CPU tensor; a NumPy array's `.device` (NumPy 2) is "cpu" too
     elif isinstance(base, Device) and base.library == "torch":
         cuda = True
     if attr == "device" and cuda is not None:

@@ -200,6 +200,15 @@ def stepped_names(loop) -> frozenset:
     if found is not None:
         return found
     names: set = set()
+    if isinstance(loop, (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)):
+        # a comprehension (a loop inside an expression): the targets of its `for` clauses
+        changes = Changes()
+        clause = loop.for_in
+        while clause is not None:
+            changes.target(clause.target)
+            clause = clause.inner_for_in
+        found = _STEPPED[loop] = frozenset(changes.bound)
+        return found
     if isinstance(loop, cst.For):
         changes = Changes()
         changes.target(loop.target)

@@ -42,6 +42,8 @@ def _stmt(ev, element) -> None:
     elif isinstance(node, cst.AugAssign):
         _augmented(ev, node)
     elif isinstance(node, cst.Expr):
+        if isinstance(node.value, (cst.ListComp, cst.SetComp)):
+            ev.discarded.add(node.value)  # a list built for its elements' side effects, then dropped
         ev.expr(node.value)
     elif isinstance(node, cst.Return):
         value = ev.expr(node.value) if node.value is not None else Const.of(None)

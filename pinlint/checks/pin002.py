@@ -93,8 +93,9 @@ class PinnedAllocInLoop(Rule):
                     continue  # a size sweep (`for n in sizes`, `size *= 2`): no one buffer to hoist
                 if site.via and _configurations(event.node, event.loops):
                     continue  # `for fp8 in [True, False]: export(..., fp8=fp8)`: a run per configuration
+                # (an allocation inside a comprehension cannot be hoisted by a rewrite of its statement)
                 plan = ctx.plan(hoist_allocation, event, loop) if event.type is EventType.ALLOC and not site.via \
-                    and not event.trace else None
+                    and not event.trace and isinstance(loop, (cst.For, cst.While)) else None
                 yield Report(event.node, self._message(event, site, ctx), event.sites, plan, trace=event.trace)
 
     @staticmethod
