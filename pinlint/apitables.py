@@ -210,7 +210,7 @@ def _entry(raw: dict, name: str, library: str, prefix: str) -> Api:
 
 
 _BUILTIN_RECEIVERS = frozenset({"host", "device", "stream", "event", "gpu-device", "pool", "kernel-module",
-                                "loader", "rng", "executor"})
+                                "loader", "rng", "executor", "graph"})
 
 
 def _check_top_level(where: str, data: dict) -> None:

@@ -122,6 +122,7 @@ class PendingCopy:
     loops: tuple = field(default=(), repr=False)  # loop nodes around the copy, outermost first
     varies: frozenset = field(default=frozenset(), repr=False)  # loops in which the copied buffer is a different one each iteration
     scope: str = ""                # the function the copy is in
+    captured: bool = False         # recorded into a CUDA graph (stream capture): runs only when a graph is launched
 
 
 class EventType(str, enum.Enum):

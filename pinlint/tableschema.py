@@ -100,6 +100,12 @@ EFFECTS: dict[str, EffectSchema] = {
                          "whose result stays where the receiver is)"),
     "stream": EffectSchema(frozenset(), {"returns": _RETURNS_TUPLE}, "a new (non-default) stream"),
     "default-stream": EffectSchema(frozenset(), {}, "a default stream"),
+    "capture-begin": EffectSchema(frozenset(), {}, "starts recording a stream into a CUDA graph: copies "
+                                  "issued until `capture-end` are recorded, not run"),
+    "capture-end": EffectSchema(frozenset(), {"returns": _one_of("graph", "err-graph")},
+                                "ends a stream capture (`returns`: the graph object it gives)"),
+    "graph-launch": EffectSchema(frozenset({"stream"}), {}, "launches a CUDA graph: the copies recorded "
+                                 "into graphs run now, on its stream"),
     "gpu-run": EffectSchema(frozenset(), {}, "true in every run that uses a GPU (`torch.cuda.is_available()`): "
                             "as `non_blocking=` or `pin_memory=` it is asynchronous or pinned there"),
     "current-stream": EffectSchema(frozenset(), {}, "the current stream"),

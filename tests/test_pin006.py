@@ -487,3 +487,36 @@ def test_a_thread_pool_writing_the_pinned_source_before_the_sync_is_a_race(fill)
                 self.stream.synchronize()
         """
     assert rows(src, "PIN006") == [row_of(src, "# fill")]
+
+
+_CAPTURED = """
+import ctypes
+import numpy as np
+from cuda.bindings import runtime as rt
+
+N = 1 << 22
+err, stream = rt.cudaStreamCreate()
+err, hptr = rt.cudaMallocHost(N * 4)
+host = np.ctypeslib.as_array(ctypes.cast(hptr, ctypes.POINTER(ctypes.c_float)), (N,))
+err, dptr = rt.cudaMalloc(N * 4)
+
+def run(frame):
+    rt.cudaStreamBeginCapture(stream, rt.cudaStreamCaptureMode.cudaStreamCaptureModeGlobal)
+    rt.cudaMemcpyAsync(dptr, hptr, N * 4, rt.cudaMemcpyKind.cudaMemcpyHostToDevice, stream)
+    err, graph = rt.cudaStreamEndCapture(stream)
+    err, gexec = rt.cudaGraphInstantiate(graph, 0)
+    np.copyto(host, frame)  # before launch
+    rt.cudaGraphLaunch(gexec, stream)
+    {after}
+"""
+
+
+@pytest.mark.parametrize("after, raced", [
+    ("rt.cudaStreamSynchronize(stream)\n    np.copyto(host, frame)", False),
+    ("np.copyto(host, frame)  # after launch", True),
+])
+def test_a_copy_recorded_into_a_cuda_graph_runs_when_the_graph_is_launched(after, raced):
+    # tpv-insightface (survey 22): the write between the capture and the launch is no race; after the
+    # launch, the recorded copy is in flight
+    src = _CAPTURED.replace("{after}", after)
+    assert rows(src, "PIN006") == ([row_of(src, "# after launch")] if raced else [])

@@ -1051,9 +1051,33 @@ def _gpu_run(ev, api: Api, node, receiver, args: Args) -> Value:
     return ON_GPU
 
 
+def _capture_begin(ev, api: Api, node, receiver, args: Args) -> Value:
+    from .evaluator import CAPTURING
+    ev.state.env[CAPTURING] = Const.of(True)
+    return UNKNOWN
+
+
+def _capture_end(ev, api: Api, node, receiver, args: Args) -> Value:
+    from .evaluator import CAPTURING
+    ev.state.env[CAPTURING] = Const.of(False)
+    returns = api.opt("returns")
+    if returns == "graph":
+        return Obj("graph")
+    return Items((UNKNOWN, Obj("graph"))) if returns == "err-graph" else UNKNOWN
+
+
+def _graph_launch(ev, api: Api, node, receiver, args: Args) -> Value:
+    stream = args.value(api.arg("stream")) if api.arg("stream") is not None else UNKNOWN
+    if not isinstance(stream, Stream) and isinstance(receiver, Stream):
+        stream = receiver
+    ev.state.launch_graphs(stream if isinstance(stream, Stream) else None)
+    return UNKNOWN
+
+
 EFFECTS = {
     "array-module": _array_module,
     "gpu-run": _gpu_run,
+    "capture-begin": _capture_begin, "capture-end": _capture_end, "graph-launch": _graph_launch,
     "elementwise": _elementwise,
     "alloc": _alloc, "device": _device, "view": _view, "convert": _convert, "contiguous": _contiguous,
     "copy": _copy, "sync": _sync, "stream": _stream, "default-stream": _default_stream,

@@ -23,6 +23,7 @@ from .dtypes import elementwise_size, fold, transposed
 from .state import DOTTED, State, put
 
 _TRANSPOSING = frozenset({"T", "mT", "transpose", "swapaxes", "permute", "moveaxis"})
+CAPTURING = "$capturing"  # env key: Const True between a stream capture's begin and end (copies are recorded)
 LOOP_VARIABLE = "$loop-variable:"  # env key prefix: this name is the variable of that loop
 
 
@@ -114,7 +115,8 @@ class Evaluator:
                     node=node, api=kw.get("api", ""), direction=kw.get("direction", ""), sites=sites,
                     stream=kw.get("stream"), library=kw.get("library", ""), stream_node=kw.get("stream_node"),
                     hypothetical=not pinned, family=kw.get("family", ""), module=self.module.info,
-                    loops=self.loops, varies=host.varies if isinstance(host, Host) else frozenset(), scope=self.scope))
+                    loops=self.loops, varies=host.varies if isinstance(host, Host) else frozenset(), scope=self.scope,
+                    captured=self.state.env.get(CAPTURING) == Const.of(True)))
         elif not is_async:
             self.state.blocking_copy()
         self.event(EventType.COPY, node, host, **kw)

@@ -69,19 +69,28 @@ class State:
         if not self.pending:
             return
         if stream is None:
-            self.pending = frozenset()
+            self.pending = frozenset(p for p in self.pending if p.captured)  # recorded copies stay recorded
             return
-        self.pending = frozenset(p for p in self.pending if p.stream is not None and not _same_stream(p.stream, stream))
+        self.pending = frozenset(p for p in self.pending if p.captured or
+                                 p.stream is not None and not _same_stream(p.stream, stream))
 
     def blocking_copy(self) -> None:
         """A blocking copy waits for the device (counted generously: for every stream)."""
-        self.pending = frozenset()
+        self.pending = frozenset(p for p in self.pending if p.captured)
+
+    def launch_graphs(self, stream) -> None:
+        """A CUDA graph launched: the copies recorded into graphs run now, on ``stream`` when known
+        (which graph holds which copy is not followed: every recorded copy counts)."""
+        if any(p.captured for p in self.pending):
+            self.pending = merge_pending(frozenset(
+                replace(p, captured=False, stream=stream if stream is not None else p.stream) if p.captured else p
+                for p in self.pending))
 
     def pending_on(self, sites: frozenset) -> frozenset:
-        """The copies in flight whose buffers overlap ``sites``."""
+        """The copies in flight whose buffers overlap ``sites`` (a copy recorded into a graph is not)."""
         if not self.pending or not sites:
             return frozenset()
-        return frozenset(p for p in self.pending if p.sites & sites)
+        return frozenset(p for p in self.pending if p.sites & sites and not p.captured)
 
 
 def merge_pending(pending: frozenset) -> frozenset:
@@ -91,7 +100,7 @@ def merge_pending(pending: frozenset) -> frozenset:
         return pending
     merged: dict = {}
     for copy in pending:
-        key = (copy.node, copy.direction, copy.stream, copy.hypothetical, copy.api)
+        key = (copy.node, copy.direction, copy.stream, copy.hypothetical, copy.api, copy.captured)
         found = merged.get(key)
         merged[key] = copy if found is None else replace(found, sites=found.sites | copy.sites)
     return frozenset(merged.values()) if len(merged) < len(pending) else pending
