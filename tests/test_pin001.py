@@ -2337,3 +2337,21 @@ def test_a_destination_made_on_the_sources_device_is_no_host_to_device_copy():
             return dense_copy(view)
         """
     assert rows(src, "PIN001") == []
+
+
+def test_a_buffer_a_loop_leaves_is_known_after_an_if():
+    # vissl (survey 22): a mask built in a loop, wrapped after it and copied inside `if self.use_gpu:`;
+    # the loop's first block used to be analysed after the code behind the loop had seen it unbound
+    src = """
+        import numpy as np
+        import torch
+
+        def masks(flag, views):
+            for v in range(views):
+                parts = np.ones((4096, 4096))
+            m = torch.from_numpy(parts - 1.0)
+            if flag:
+                m = m.cuda(non_blocking=True)  # copy
+            return m
+        """
+    assert rows(src, "PIN001") == [row_of(src, "# copy")]

@@ -280,6 +280,7 @@ class Builder:
             self.current.link(head)
         after = self.new_block()
         body = self.new_block()
+        body.depth = head.depth  # inside the loop: it settles before the code after the loop runs
         head.link(body)
         orelse = self.new_block()
         if has_exit:
