@@ -286,6 +286,7 @@ def _run_by_tests_only(info, cache: dict) -> frozenset:
             if member.kind == "method" and name not in calls and [*member.node.params.posonly_params,
                                                                   *member.node.params.params]:
                 calls[name] = _self_calls(member.node, _self_name(member))
+
     def reach(roots) -> set:
         seen, todo = set(), list(roots)
         while todo:
