@@ -1466,3 +1466,28 @@ def test_pinned_allocations_inside_a_comprehension_in_a_loop():
     assert rows(src, "PIN002") == [row_of(src, "# dropped"), row_of(src, "# per step")]
     # no hoisting fix is offered inside a comprehension
     assert all(f.fix is None for f in findings(src) if f.code == "PIN002")
+
+
+def test_an_engine_built_per_configuration_whose_parts_hold_pinned_memory_is_not_pin002():
+    # Megatron-LM's prefix-caching test (survey 16): `_build_engine()` per group returns an engine whose
+    # context's constructor pins its buffers; the helper returns a composite object, not an allocation
+    src = """
+    import torch
+
+    class Context:
+        def __init__(self, n):
+            self.staging = torch.empty(n, pin_memory=True)
+
+    class Engine:
+        def __init__(self, n):
+            self.context = Context(n)
+
+    def build_engine(n):
+        return Engine(n)
+
+    def run_groups(groups):
+        for g in groups:
+            engine = build_engine(1 << 20)
+            engine.context.staging.fill_(g)
+    """
+    assert rows(src, "PIN002") == []

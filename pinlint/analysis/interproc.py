@@ -724,16 +724,16 @@ def _announce_allocations(ev, node, returned: Value, outcome: Outcome, fn: Funct
     `pin_memory=True` pins them in its own thread), so building one is no pinned allocation."""
     loaders = frozenset(v.site for v in flatten([returned]) if isinstance(v, Loader))
     for site in all_sites(returned) - loaders:
-        if site.node is node and site.variant == "call":
+        if site.node is node and site.variant == "call" and not _deep_in_an_object(site):
             ev.event(EventType.ALLOC, node, Host(frozenset([site]), site.library), api=site.api)
 
 
-def _held_by_an_object(site: Site) -> bool:
-    """A buffer a constructor keeps on the object it builds (``_owned_by_the_new_object``), returned
-    inside that object by a helper (`_build_engine()` returning an engine holding its context): the
-    helper returns an object, not an allocation; only a construction written in a loop is counted
-    per iteration (``_pinned_inside``)."""
-    return any(inner.variant == "call" and inner.api == "__init__()" for inner in site.through())
+def _deep_in_an_object(site: Site) -> bool:
+    """A buffer that constructors two or more levels down keep (``_build_engine()`` returning an engine
+    whose context holds it, Megatron-LM's tests): the helper returns a composite object, not an
+    allocation. A buffer its holder's own constructor makes (TensorRT's ``allocate_buffers()``
+    returning ``HostDeviceMem`` objects) is allocated by the helper's call."""
+    return sum(1 for inner in site.through() if inner.variant == "call" and inner.api == "__init__()") >= 2
 
 
 _MEMOIZERS = frozenset({"functools.lru_cache", "functools.cache"})
