@@ -2355,3 +2355,21 @@ def test_a_buffer_a_loop_leaves_is_known_after_an_if():
             return m
         """
     assert rows(src, "PIN001") == [row_of(src, "# copy")]
+
+
+def test_made_like_a_tensor_that_may_be_on_the_gpu_is_placed_nowhere_known():
+    # UMbreLLa (survey 20, a regression found mid-turn): zeros_like of a layer weight that is on the
+    # GPU on one path and in host memory on another
+    src = """
+        import torch
+
+        def alloc(flag, dev):
+            w = torch.ones(1 << 20)
+            if flag:
+                w = w.to(dev)
+            z = torch.zeros_like(w)
+            return z.to(dev, non_blocking=True)  # copy
+        """
+    assert rows(src, "PIN001") == []
+    host_only = src.replace("            if flag:\n                w = w.to(dev)\n", "")
+    assert rows(host_only, "PIN001") == [row_of(host_only, "# copy")]

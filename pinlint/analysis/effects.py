@@ -238,12 +238,16 @@ def _alloc(ev, api: Api, node, receiver, args: Args) -> Value:
     pin_kw = api.opt("pin_kw")
     pinned_by_keyword = bool(pin_kw) and pin_kw in args.keywords and true_in_gpu_runs(args.keywords[pin_kw][1])
     like_device = api.arg("like_device")
+    placed_elsewhere = False
     if like_device is not None and not (device_kw and device_kw in args.keywords) and not pinned_by_keyword:
         prototype = _joined_elements(_arg_value(like_device, receiver, args))
         if isinstance(prototype, Device):
             return Device(api.library)
         if not isinstance(prototype, Host):
             return UNKNOWN
+        # these buffers or something else (a GPU tensor on another path: `t.pin_memory() if cpu else
+        # t`): what is made like it may be on the GPU too (a host of unknown kind has no sites)
+        placed_elsewhere = prototype.maybe_unknown and bool(prototype.sites)
     if pin_kw and pin_kw in args.keywords:
         pinned = args.keywords[pin_kw][1]
         if true_in_gpu_runs(pinned):  # `pin_memory=use_cuda`: pinned in every GPU run
@@ -276,7 +280,8 @@ def _alloc(ev, api: Api, node, receiver, args: Args) -> Value:
                                    _python_numbers(args.value(api.arg("data")), bool(api.opt("scalar_items", False))))
                    or (isinstance(receiver, Host) and bool(receiver.sites)
                        and all(s.python_numbers for s in receiver.sites)))
-    value = Host(frozenset([site]), flavour, pointer=bool(api.opt("pointer", api.opt("returns") == "err-tuple")))
+    value = Host(frozenset([site]), flavour, pointer=bool(api.opt("pointer", api.opt("returns") == "err-tuple")),
+                 maybe_unknown=placed_elsewhere)
     ev.event(EventType.ALLOC, node, value, api=site.api)
     return _err_tuple(api, value)
 
