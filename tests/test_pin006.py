@@ -520,3 +520,25 @@ def test_a_copy_recorded_into_a_cuda_graph_runs_when_the_graph_is_launched(after
     # launch, the recorded copy is in flight
     src = _CAPTURED.replace("{after}", after)
     assert rows(src, "PIN006") == ([row_of(src, "# after launch")] if raced else [])
+
+
+def test_a_blocking_read_back_of_an_unknown_tensor_covers_the_previous_rounds_copy():
+    # physicsnemo (survey 22): each round starts with `torch.topk(scores, k).indices.cpu()`, which
+    # returns only once the stream (and the previous round's upload from the pinned buffer) is done
+    src = """
+        import numpy as np
+        import torch
+
+        def rounds(n, k):
+            scores = torch.rand(n, device="cuda")
+            staging = torch.empty((4096,), dtype=torch.int32, pin_memory=True)
+            dev = torch.empty((4096,), device="cuda", dtype=torch.int32)
+            for _ in range(k):
+                cand = {readback}
+                staging[0] = 1  # write
+                dev.copy_(staging, non_blocking=True)
+            return dev
+        """
+    assert rows(src.replace("{readback}", "torch.topk(scores, k=8).indices.cpu()"), "PIN006") == []
+    raced = src.replace("{readback}", "torch.topk(scores, k=8).indices")
+    assert rows(raced, "PIN006") == [row_of(raced, "# write")]
