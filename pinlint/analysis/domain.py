@@ -702,11 +702,6 @@ def interesting(value: Value) -> bool:
 
 def rebuild(value: Value, each) -> Value:
     """A container or object of the same shape as ``value`` with ``each`` applied to what it holds."""
-    return _rebuild(value, each)
-
-
-def _rebuild(value: Value, each) -> Value:
-    """A container or object of the same shape as ``value`` with ``each`` applied to what it holds."""
     if isinstance(value, Items):
         return Items(tuple(each(v) for v in value.items))
     if isinstance(value, Seq):
@@ -730,7 +725,7 @@ def map_sites(value: Value, mapping_fn) -> Value:
     if type(value) in _COMPOSITES:
         if all(mapping_fn(s) == s for s in all_sites(value)):
             return value
-        return _rebuild(value, lambda v: map_sites(v, mapping_fn))
+        return rebuild(value, lambda v: map_sites(v, mapping_fn))
     if isinstance(value, Loader):
         return Loader(mapping_fn(value.site), map_sites(value.batch, mapping_fn) if value.batch is not None else None)
     return value
@@ -740,7 +735,7 @@ def map_leaves(value: Value, mapping_fn) -> Value:
     """``value`` with every value that is not a container or an object replaced by
     ``mapping_fn(leaf)``, through containers, objects and alternatives."""
     if type(value) in _COMPOSITES:
-        return _rebuild(value, lambda v: map_leaves(v, mapping_fn))
+        return rebuild(value, lambda v: map_leaves(v, mapping_fn))
     if isinstance(value, Alternatives):
         return Alternatives(frozenset(map_leaves(v, mapping_fn) for v in value.options))
     return mapping_fn(value)

@@ -21,7 +21,7 @@ from .domain import (ANYTHING, NDIM_UNKNOWN, ON_GPU, UNKNOWN, Const, Context, De
                      Tensor, Value, element_of, flatten, join, unknown_host, Function, Instance, Mapping, rebuild,
                      true_in_gpu_runs)
 from .dtypes import canonical_dtype, common, element_count, has_float, item_size, range_length, transposed
-from .state import STREAM
+from .state import CAPTURING, STREAM
 
 _TRANSPOSING = frozenset({"T", "mT", "transpose", "swapaxes", "permute", "moveaxis"})
 
@@ -1057,13 +1057,11 @@ def _gpu_run(ev, api: Api, node, receiver, args: Args) -> Value:
 
 
 def _capture_begin(ev, api: Api, node, receiver, args: Args) -> Value:
-    from .evaluator import CAPTURING
     ev.state.env[CAPTURING] = Const.of(True)
     return UNKNOWN
 
 
 def _capture_end(ev, api: Api, node, receiver, args: Args) -> Value:
-    from .evaluator import CAPTURING
     ev.state.env[CAPTURING] = Const.of(False)
     returns = api.opt("returns")
     if returns == "graph":

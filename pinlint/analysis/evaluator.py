@@ -20,10 +20,9 @@ from .domain import (module_stand_in, NDIM_UNKNOWN, ON_GPU, UNKNOWN, Alternative
                      mapping, ordered, scalar_kind, sites_of, varying_in)
 from ..walk import code_parts
 from .dtypes import elementwise_size, fold, transposed
-from .state import DOTTED, State, put
+from .state import CAPTURING, DOTTED, State, put
 
 _TRANSPOSING = frozenset({"T", "mT", "transpose", "swapaxes", "permute", "moveaxis"})
-CAPTURING = "$capturing"  # env key: Const True between a stream capture's begin and end (copies are recorded)
 LOOP_VARIABLE = "$loop-variable:"  # env key prefix: this name is the variable of that loop
 
 

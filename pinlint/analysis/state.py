@@ -15,6 +15,7 @@ from .domain import UNKNOWN, Const, Value, join, widen_join
 from ..model import PendingCopy
 
 STREAM = "$stream"     # the current stream (None: the default stream)
+CAPTURING = "$capturing"  # Const True between a stream capture's begin and end: copies are recorded, not run
 RETURN = "$return"     # the value returned on the paths that reach the exit
 MUTATED = "$mutated:"  # prefix: a parameter whose object the scope changed (appended to, stored into)
 DOTTED = "$dotted"     # present once the environment held an attribute chain (``obj.attr``): rebinding
