@@ -606,7 +606,23 @@ class Evaluator:
         stored = last_stored_item(self, node, base)
         if stored is not None:
             return stored
-        return self.subscript(base, node, indexes)
+        return self.subscript(self._unreplaced(node, base), node, indexes)
+
+    def _unreplaced(self, node: cst.Subscript, base: Value) -> Value:
+        """``xs[i]`` read before ``xs[i] = ...`` in ``for i in range(len(xs))``: no iteration has replaced
+        that element yet, so it is one of those ``xs`` held as the loop started (analysis/slots.py)."""
+        index = node.slice[0].slice.value if len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index) \
+            else None
+        if not isinstance(index, cst.Name) or not isinstance(node.value, cst.Name):
+            return base
+        loop = self.state.env.get(LOOP_VARIABLE + index.value)
+        if not isinstance(loop, Const) or not isinstance(loop.single, cst.For):
+            return base
+        from .slots import SLOTS, slot_reads
+        reads = slot_reads(loop.single, self.module.project.slot_reads).get(node.value.value)
+        if reads is None or id(node) not in reads:
+            return base
+        return self.state.env.get(f"{SLOTS}{id(loop.single)}:{node.value.value}", base)
 
     def _constant_item(self, node: cst.Subscript) -> Optional[Value]:
         """An item of a module's value that the tables fix (``sys.version_info[0]`` is 3: the checked

@@ -281,8 +281,23 @@ def _iter(ev, element) -> None:
     if isinstance(value, Host) and not value.batch:
         ev.event(EventType.READ, element.node, value)
     ev.state.env[f"$iter:{id(loop)}"] = value
+    _keep_slots(ev, loop)
     if _waits_on_each(loop):
         _wait_before(ev, loop, value)
+
+
+def _keep_slots(ev, loop) -> None:
+    """``for i in range(len(xs)): xs[i] = xs[i].cuda(...)``: what ``xs`` holds as the loop starts, for
+    the reads of ``xs[i]`` that no iteration has replaced yet (analysis/slots.py)."""
+    from .slots import SLOTS, slot_reads
+    env = ev.state.env
+    for name in slot_reads(loop, ev.module.project.slot_reads):
+        before = env.get(name)
+        key = f"{SLOTS}{id(loop)}:{name}"
+        if before is None:
+            env.pop(key, None)
+        else:
+            env[key] = before
 
 
 def _waits_on_each(loop) -> bool:

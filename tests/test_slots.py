@@ -1,0 +1,122 @@
+"""A loop that replaces each element of a list once (analysis/slots.py).
+
+``for i in range(len(xs)): xs[i] = xs[i].cuda(non_blocking=True)`` moves a list of host tensors to the
+GPU in place (PySlowFast's training loops and their many copies). The read ``xs[i]`` sees an element
+no earlier iteration replaced, so its memory is what the list held before the loop; where the idiom is
+not exactly that (the index may repeat, the store is conditional, the read follows the store) the
+element stays "host or device" and nothing is reported.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+
+import helpers
+from helpers import codes, row_of, rows
+from pinlint.settings import Settings
+
+
+@pytest.fixture(autouse=True)
+def _every_size(monkeypatch):
+    monkeypatch.setattr(helpers, "Settings", functools.partial(Settings, pin001_min_bytes=0))
+
+
+TORCH = """
+import numpy as np
+import torch
+
+def frames_to_tensors(frames):
+    x = torch.from_numpy(np.array(frames)).float() / 255
+    return [x[:, ::4].unsqueeze(0), x.unsqueeze(0)]
+
+def pinned_pair():
+    return [torch.empty(8, pin_memory=True), torch.empty(8, pin_memory=True)]
+"""
+
+
+def test_range_loop_replacing_each_element_reports_the_pageable_source():
+    src = TORCH + """
+def upload(frames):
+    xs = frames_to_tensors(frames)
+    for i in range(len(xs)):
+        xs[i] = xs[i].cuda(non_blocking=True)
+    return xs
+"""
+    assert rows(src, "PIN001") == [row_of(src, "xs[i] = xs[i].cuda")]
+    assert "PIN007" not in codes(src)  # a different element on each iteration
+
+
+def test_enumerate_loop_and_a_read_before_the_store():
+    src = TORCH + """
+def upload(frames):
+    xs = frames_to_tensors(frames)
+    for i, _ in enumerate(xs):
+        t = xs[i]
+        xs[i] = t.to("cuda", non_blocking=True)
+    return xs
+"""
+    assert rows(src, "PIN001") == [row_of(src, 'xs[i] = t.to("cuda"')]
+
+
+def test_pinned_elements_replaced_in_place_are_clean():
+    src = TORCH + """
+def upload():
+    xs = pinned_pair()
+    for i in range(len(xs)):
+        xs[i] = xs[i].cuda(non_blocking=True)
+    return xs
+"""
+    assert "PIN001" not in codes(src)
+
+
+@pytest.mark.parametrize("loop", [
+    # the index may come round again: the second visit reads the device tensor
+    "for i in order:\n        xs[i] = xs[i].cuda(non_blocking=True)",
+    # the store is conditional: the next read of that slot may be the host or the device tensor
+    "for i in range(len(xs)):\n        if i:\n            xs[i] = xs[i].cuda(non_blocking=True)\n"
+    "        xs[i].cuda(non_blocking=True)",
+    # the index is rebound in the body
+    "for i in range(len(xs)):\n        i = 0\n        xs[i] = xs[i].cuda(non_blocking=True)",
+    # the list is reordered in the body
+    "for i in range(len(xs)):\n        xs[i] = xs[i].cuda(non_blocking=True)\n        xs.reverse()",
+    # the read after the store, on the next iteration of an inner loop
+    "for i in range(len(xs)):\n        for _ in range(2):\n            xs[i] = xs[i].cuda(non_blocking=True)",
+])
+def test_variants_that_are_not_the_idiom_stay_quiet(loop):
+    src = TORCH + f"""
+def upload(frames, order):
+    xs = frames_to_tensors(frames)
+    {loop}
+    return xs
+"""
+    assert "PIN001" not in codes(src), loop
+
+
+def test_a_read_after_the_store_in_the_same_iteration_is_the_stored_value():
+    src = TORCH + """
+def upload(frames):
+    xs = frames_to_tensors(frames)
+    for i in range(len(xs)):
+        xs[i] = xs[i].cuda(non_blocking=True)
+        xs[i].to("cuda", non_blocking=True)
+    return xs
+"""
+    assert rows(src, "PIN001") == [row_of(src, "xs[i] = xs[i].cuda")]
+
+
+def test_cupy_list_of_numpy_arrays_uploaded_in_place():
+    src = """
+import numpy as np
+import cupy as cp
+
+def upload(n, stream):
+    xs = [np.zeros(n) for _ in range(4)]
+    for i in range(len(xs)):
+        d = cp.empty(n)
+        d.set(xs[i], stream=stream)
+        xs[i] = d
+    return xs
+"""
+    assert rows(src, "PIN001") == [row_of(src, "d.set(xs[i]")]
