@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import row_of, rows, run_in_process, write
+from helpers import only, row_of, rows, run_in_process, write
 from pinlint.config import apply_overrides, load_config
 from pinlint.runner import Cache
 from pinlint.settings import Settings, SettingsError, thresholds_of
@@ -393,3 +393,61 @@ def test_a_helper_returning_a_tensor_of_python_numbers_keeps_it_small():
             return a, b
         """
     assert rows(src, "PIN001") == [row_of(src, "# data")]
+
+
+@pytest.mark.parametrize("made, reported", [
+    ("torch.from_numpy(np.cumsum(counts))", False),            # a scan of lengths: as many numbers
+    ("torch.from_numpy(counts).cumsum(0) - 1", False),
+    ("torch.from_numpy(counts) * 2 - torch.from_numpy(pad[:n]) - 1", False),  # a small array beside it
+    ("torch.from_numpy(counts) - torch.from_numpy(big[:n])", True),           # a large one bounds it
+    ("torch.from_numpy(counts) * scale", True),                # `scale` may be an array of any size
+])
+def test_scans_and_arithmetic_of_python_numbers_stay_small(made, reported):
+    # vllm-omni (survey 20): per-request index metadata, cumsum of token counts shifted by a pad,
+    # pinned for a non-blocking upload
+    src = f"""
+        import numpy as np
+        import torch
+
+        pad = np.zeros(256, dtype=np.int64)
+        big = np.zeros(1 << 26, dtype=np.int64)
+
+        def step(requests, device, scale):
+            counts = np.array([len(r) for r in requests], dtype=np.int64)
+            n = len(requests)
+            last = {made}
+            return last.pin_memory().to(device, non_blocking=True)  # pin
+        """
+    assert rows(src, "PIN008") == ([row_of(src, "# pin")] if reported else [])
+
+
+@pytest.mark.parametrize("made, reported", [
+    ("torch.from_numpy(np.cumsum(counts))", False),
+    ("torch.cat([torch.from_numpy(counts), torch.from_numpy(counts)])", False),
+    ("torch.from_numpy(counts).repeat_interleave(n)", True),   # as many elements as the code asks for
+    ("torch.tile(torch.from_numpy(counts), (n,))", True),
+])
+def test_only_calls_that_keep_the_count_keep_a_tensor_of_python_numbers_small(made, reported):
+    src = f"""
+        import numpy as np
+        import torch
+
+        def step(requests, device, n):
+            counts = np.array([len(r) for r in requests], dtype=np.int64)
+            last = {made}
+            return last.to(device, non_blocking=True)  # copy
+        """
+    assert rows(src, "PIN001") == ([row_of(src, "# copy")] if reported else [])
+
+
+def test_a_pinned_copy_is_as_large_as_the_tensor_it_copies():
+    src = """
+        import torch
+
+        def upload(device):
+            small = torch.zeros(16).pin_memory()
+            large = torch.zeros(1 << 26).pin_memory()  # large
+            return small.to(device, non_blocking=True), large.to(device, non_blocking=True)
+        """
+    assert rows(src, "PIN008") == [row_of(src, "# large")]
+    assert "256.0 MiB" in only(src, "PIN008").message or "256 MiB (" in only(src, "PIN008").message

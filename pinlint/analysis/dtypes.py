@@ -160,6 +160,31 @@ def elementwise_size(operands: list, library: str, divides: bool, tables) -> tup
     return (site.nbytes // size * new_size, dtype) if new_size else (None, None)
 
 
+def python_number_operands(operands: list, tables) -> tuple:
+    """(python_numbers, nbytes bound) of an elementwise result whose array operands include a tensor of
+    Python numbers the code lists (``torch.from_numpy(np.array(lengths)) * scale - 1``, an index
+    tensor shifted): its elements correspond to the operands' by broadcasting, so it is no larger
+    than the largest operand. Every other operand is a number or an array of known size, which then
+    bounds the result (at 8 bytes an element; None when every array is one of Python numbers)."""
+    hosts = [v for v in operands if isinstance(v, Host)]
+    if not hosts or any(not isinstance(v, (Host, Const, Scalar)) for v in operands) or \
+            any(isinstance(v, Const) and not all(isinstance(x, (int, float)) for x in v.values) for v in operands):
+        return False, None
+    listed = [h for h in hosts if h.sites and all(s.python_numbers for s in h.sites)]
+    if not listed or any(h.maybe_unknown or h.pointer or not h.sites for h in hosts):
+        return False, None
+    bounds = []
+    for host in hosts:
+        if host in listed:
+            continue
+        for site in host.sites:
+            size = item_size(site.dtype, tables) if site.dtype else None
+            if site.nbytes is None:
+                return False, None
+            bounds.append(site.nbytes // size * 8 if size else site.nbytes * 8)
+    return True, (max(bounds) if bounds else None)
+
+
 def transposed(value: Host) -> Host:
     ndims = {s.ndim for s in value.sites}
     contiguous = value.contiguous if ndims == {1} else (False if ndims and all(n and n >= 2 for n in ndims) else None)

@@ -278,8 +278,7 @@ def _alloc(ev, api: Api, node, receiver, args: Args) -> Value:
                    not isinstance(receiver, Host) else None,
                    python_numbers=(api.arg("data") is not None and
                                    _python_numbers(args.value(api.arg("data")), bool(api.opt("scalar_items", False))))
-                   or (isinstance(receiver, Host) and bool(receiver.sites)
-                       and all(s.python_numbers for s in receiver.sites)))
+                   or not api.opt("grows", False) and _of_python_numbers(api, receiver, args))
     value = Host(frozenset([site]), flavour, pointer=bool(api.opt("pointer", api.opt("returns") == "err-tuple")),
                  maybe_unknown=placed_elsewhere)
     ev.event(EventType.ALLOC, node, value, api=site.api)
@@ -297,6 +296,16 @@ def _literal_values(value: Value) -> Optional[tuple]:
             return None
         numbers.append(item.single)
     return tuple(numbers)
+
+
+def _of_python_numbers(api: Api, receiver, args: Args) -> bool:
+    """The tensor this one is made from (the receiver of ``lengths.pin_memory()``, what ``np.cumsum(lengths)``
+    or ``torch.cat([a, b])`` is made like) is one of Python numbers: so is this one, no larger (the
+    table marks with ``grows`` the calls that make more elements, ``t.repeat_interleave(n)``)."""
+    for source in (receiver, _joined_elements(_arg_value(api.arg("like") or api.arg("like_device"), receiver, args))):
+        if isinstance(source, Host) and source.sites and all(s.python_numbers for s in source.sites):
+            return True
+    return False
 
 
 def _python_numbers(value: Value, scalar_items: bool = False, item: bool = False) -> bool:

@@ -19,7 +19,7 @@ from .domain import (module_stand_in, NDIM_UNKNOWN, ON_GPU, UNKNOWN, Alternative
                      GpuFlag, LibraryRef, Mapping, ModuleRef, Scalar, Seq, Stream, Super, Tensor, Value, element_of, flatten, join,
                      mapping, ordered, scalar_kind, sites_of, varying_in)
 from ..walk import code_parts
-from .dtypes import elementwise_size, fold, transposed
+from .dtypes import elementwise_size, fold, python_number_operands, transposed
 from .state import CAPTURING, DOTTED, State, put
 
 _TRANSPOSING = frozenset({"T", "mT", "transpose", "swapaxes", "permute", "moveaxis"})
@@ -465,7 +465,9 @@ class Evaluator:
             # Arithmetic makes a new pageable buffer, whatever its operands were.
             divides = isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Divide)
             nbytes, dtype = elementwise_size(operands, library, divides, self.tables)
-            site = self.site(node, Kind.PAGEABLE, library, api, nbytes=nbytes, dtype=dtype)
+            numbers, bound = python_number_operands(operands, self.tables)
+            site = self.site(node, Kind.PAGEABLE, library, api, nbytes=nbytes if nbytes is not None else bound,
+                             dtype=dtype, python_numbers=numbers)
             return Host(frozenset([site]), library)
         return UNKNOWN
 
