@@ -1491,3 +1491,38 @@ def test_an_engine_built_per_configuration_whose_parts_hold_pinned_memory_is_not
             engine.context.staging.fill_(g)
     """
     assert rows(src, "PIN002") == []
+
+
+@pytest.mark.parametrize("setup, loop, reported", [
+    # FlexKV (survey 23): a module's list of sizes, the size reaching the helper through an object
+    ("", "for blocks in BLOCK_COUNTS:\n        layout = Layout(blocks)", False),
+    ("", "for blocks in BLOCK_COUNTS:\n        n = blocks * 2\n        layout = Layout(n)", False),
+    ("", "for blocks in [64, 128]:\n        layout = Layout(blocks)", False),
+    # a loop over data: the same size on each iteration, a buffer to hoist
+    ("", "for blocks in batches:\n        layout = Layout(64)", True),
+    ("", "for batch in batches:\n        layout = Layout(batch)", True),
+    # the module's name is rebound elsewhere: not a fixed list of settings
+    ("BLOCK_COUNTS = load()\n", "for blocks in BLOCK_COUNTS:\n        layout = Layout(blocks)", True),
+])
+def test_a_helper_run_per_configuration_through_an_object_made_from_it(setup, loop, reported):
+    src = f"""
+import torch
+
+BLOCK_COUNTS = [64, 128, 256]
+{setup}
+
+class Layout:
+    def __init__(self, blocks):
+        self.shape = (8, blocks, 128)
+
+
+def make_host_kv(layout):
+    return torch.empty(layout.shape, dtype=torch.float16, pin_memory=True)
+
+
+def bench(batches):
+    {loop}
+        host = make_host_kv(layout)  # call
+        torch.empty(host.shape, device="cuda").copy_(host, non_blocking=True)
+"""
+    assert (rows(src, "PIN002") == [row_of(src, "# call")]) is reported, src

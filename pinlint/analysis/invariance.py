@@ -62,7 +62,7 @@ def loop_changes(loop, cache: Optional[dict] = None) -> Changes:
     changes = Changes()
     if isinstance(loop, cst.For):
         changes.target(loop.target)
-    _collect(changes, [loop.body, loop.test] if isinstance(loop, cst.While) else [loop.body])
+    collect_changes(changes, [loop.body, loop.test] if isinstance(loop, cst.While) else [loop.body])
     if cache is not None:
         cache[loop] = changes
     return changes
@@ -80,7 +80,7 @@ def function_changes(function: cst.FunctionDef, cache: Optional[dict] = None) ->
     for star in (params.star_arg, params.star_kwarg):
         if isinstance(star, cst.Param):
             changes.bound.add(star.name.value)
-    _collect(changes, [function.body])
+    collect_changes(changes, [function.body])
     if cache is not None:
         cache[function] = changes
     return changes
@@ -91,7 +91,7 @@ def body_bindings(function: cst.FunctionDef) -> frozenset:
     found = _BINDINGS.get(function)
     if found is None:
         changes = Changes()
-        _collect(changes, [function.body])
+        collect_changes(changes, [function.body])
         found = _BINDINGS[function] = frozenset(changes.bound)
     return found
 
@@ -99,7 +99,8 @@ def body_bindings(function: cst.FunctionDef) -> frozenset:
 _BINDINGS: dict = {}
 
 
-def _collect(changes: Changes, stack: list) -> None:
+def collect_changes(changes: Changes, stack: list) -> None:
+    """Add what the nodes in ``stack`` (and their parts) bind, mutate or store to ``changes``."""
     while stack:
         node = stack.pop()
         if isinstance(node, cst.Assign):

@@ -7,8 +7,9 @@ from typing import Iterator
 import libcst as cst
 
 from ..analysis import FileFacts
-from ..analysis.invariance import arithmetic_names, stepped_names
+from ..analysis.invariance import Changes, arithmetic_names, collect_changes, names_read, stepped_names
 from ..model import EventType
+from ..walk import code_parts
 from ..fixers import hoist_allocation
 from .base import CheckContext, Report, Rule
 
@@ -30,19 +31,68 @@ def _size_steps_with(node, loop) -> bool:
     return any(arithmetic_names(size) & stepped for size in sizes)
 
 
-def _configurations(node, loops) -> bool:
+def _configurations(node, loops, module: cst.Module) -> bool:
     """A call that passes the target of a loop over a literal list of constants (``for fp8 in [True,
-    False]:``, ``for mode in ("a", "b"):``): a test or benchmark running the helper once per
-    configuration, each of which may allocate differently; there is no one buffer to hoist."""
+    False]:``, ``for mode in ("a", "b"):``, or a module's ``BLOCK_COUNTS = [64, 128]``), or a name the
+    loop's body makes from it (``layout = make_layout(blocks)``): a test or benchmark running the
+    helper once per configuration, each of which may allocate differently; there is no one buffer
+    to hoist."""
     if not isinstance(node, cst.Call):
         return False
     passed = {arg.value.value for arg in node.args if isinstance(arg.value, cst.Name)}
     for loop in loops:
-        if isinstance(loop, cst.For) and isinstance(loop.target, cst.Name) and loop.target.value in passed and \
-                isinstance(loop.iter, (cst.List, cst.Tuple)) and loop.iter.elements and \
-                all(_literal(e.value) for e in loop.iter.elements):
+        if isinstance(loop, cst.For) and isinstance(loop.target, cst.Name) and \
+                _constant_list(loop.iter, module) and passed & _made_from(loop, loop.target.value):
             return True
     return False
+
+
+def _constant_list(node, module: cst.Module) -> bool:
+    """A literal list or tuple of constants, or a module-level name bound once to one."""
+    if isinstance(node, cst.Name):
+        bound = [statement.value for line in module.body if isinstance(line, cst.SimpleStatementLine)
+                 for statement in line.body if isinstance(statement, (cst.Assign, cst.AnnAssign, cst.AugAssign))
+                 and node.value in _target_names(statement)]
+        if len(bound) != 1 or any(node.value in _bound_in(line) for line in module.body
+                                  if not isinstance(line, cst.SimpleStatementLine)):
+            return False
+        node = bound[0]
+    return isinstance(node, (cst.List, cst.Tuple)) and bool(node.elements) and \
+        all(_literal(e.value) for e in node.elements)
+
+
+def _target_names(statement) -> set:
+    targets = [t.target for t in statement.targets] if isinstance(statement, cst.Assign) else [statement.target]
+    return {t.value for t in targets if isinstance(t, cst.Name)}
+
+
+def _bound_in(statement) -> frozenset:
+    changes = Changes()
+    collect_changes(changes, [statement])
+    return frozenset(changes.bound)
+
+
+def _made_from(loop: cst.For, target: str) -> set:
+    """The loop's target and the names its body binds, by a plain assignment, from it or from such a
+    name (``layout = make_layout(blocks)``; ``cfg = Config(n=blocks)``)."""
+    made = {target}
+    assignments = []
+    stack = [loop.body]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, cst.Assign) and len(item.targets) == 1 and isinstance(item.targets[0].target, cst.Name):
+            assignments.append((item.targets[0].target.value, names_read(item.value)))
+        elif isinstance(item, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        stack.extend(code_parts(item))
+    grew = True
+    while grew:
+        grew = False
+        for name, reads in assignments:
+            if name not in made and reads & made:
+                made.add(name)
+                grew = True
+    return made
 
 
 def _literal(node) -> bool:
@@ -91,7 +141,7 @@ class PinnedAllocInLoop(Rule):
                 loop = event.loops[-1]
                 if not site.via and _size_steps_with(event.node, loop):
                     continue  # a size sweep (`for n in sizes`, `size *= 2`): no one buffer to hoist
-                if site.via and _configurations(event.node, event.loops):
+                if site.via and _configurations(event.node, event.loops, facts.module):
                     continue  # `for fp8 in [True, False]: export(..., fp8=fp8)`: a run per configuration
                 # (an allocation inside a comprehension cannot be hoisted by a rewrite of its statement)
                 plan = ctx.plan(hoist_allocation, event, loop) if event.type is EventType.ALLOC and not site.via \
