@@ -120,3 +120,45 @@ def upload(n, stream):
     return xs
 """
     assert rows(src, "PIN001") == [row_of(src, "d.set(xs[i]")]
+
+
+# ------------------------------------------------------------------ double buffering (rotating slots)
+DOUBLE_BUFFER = """
+import numpy as np
+import cupy as cp
+
+
+def staging(n):
+    mem = cp.cuda.alloc_pinned_memory(n * 4)
+    return np.frombuffer(mem, np.float32, n)
+
+
+def upload(data, n):
+    streams = [cp.cuda.Stream() for _ in range(2)]
+    host = [staging(n) for _ in range(2)]
+    dev = [cp.empty(n, dtype=cp.float32) for _ in range(2)]
+    done = [None, None]
+    for k, start in enumerate(range(0, len(data), n)):
+        {slot}
+        with streams[s] as st:
+            {wait}
+            host[s][:] = data[start:start + n]  # write
+            dev[s].set(host[s])
+            done[s] = st.record()
+    cp.cuda.Device().synchronize()
+"""
+
+
+@pytest.mark.parametrize("slot, wait, reported", [
+    # Py-Boost (survey 23): each slot's event is waited on before the slot is written again
+    ("s = k % 2", "if k >= 2:\n                done[s].synchronize()", False),
+    ("s = k % 2", "done[s].synchronize() if k >= 2 else None", False),
+    # no wait per slot: the copy of two iterations ago may still read the slot
+    ("s = k % 2", "pass", True),
+    ("s = k % 2", "if k >= 2:\n                done[0].synchronize()", True),
+    # `s` is rebound in the body: not one slot per iteration
+    ("s = k % 2\n        s = 0", "if k >= 2:\n                done[s].synchronize()", True),
+])
+def test_double_buffering_that_waits_on_each_slot_is_no_race(slot, wait, reported):
+    src = DOUBLE_BUFFER.format(slot=slot, wait=wait)
+    assert (rows(src, "PIN006") == [row_of(src, "# write")]) is reported, src

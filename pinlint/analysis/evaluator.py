@@ -643,9 +643,17 @@ class Evaluator:
         if not isinstance(base, Host):
             # host[n_in + i] (one buffer per binding after the inputs) follows i as host[i] does.
             for index in _index_expressions(node):
-                for loop in self._stepping(index):
+                for loop in self._stepping(index) or self._rotating(index):
                     element = varying_in(element, loop)
         return element
+
+    def _rotating(self, index) -> tuple:
+        """The innermost loop in which ``index`` picks a double buffer's slot (analysis/slots.py)."""
+        if not self.loops:
+            return ()
+        from .slots import rotating_slot
+        loop = self.loops[-1]
+        return (loop,) if rotating_slot(loop, index, self.module.project.rotating_slots) else ()
 
     def _subscript(self, base: Value, node: cst.Subscript, indexes: list) -> Value:
         all_slices = all(isinstance(e.slice, cst.Slice) for e in node.slice)

@@ -286,6 +286,7 @@ class Project:
         self.runs_per_call: dict = {}    # function node -> interproc._body_runs_per_call's answer
         self.changes: dict = {}          # loop or function node -> what it binds or stores (invariance)
         self.slot_reads: dict = {}       # loop node -> reads of list slots it has not replaced yet (slots)
+        self.rotating_slots: dict = {}   # loop node -> the double-buffer slot indexes it waits on (slots)
         self.root = root.resolve() if root is not None else None
         # Folders outside the root that hold checked files: their modules are the checked tree too.
         self.trees = tuple(Path(t).resolve() for t in trees)

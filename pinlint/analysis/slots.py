@@ -169,3 +169,73 @@ def _collect_reads(node, name: str, index: str, reads: set) -> None:
         if _is_slot(item, name, index):
             reads.add(id(item))
         stack.extend(code_parts(item))
+
+
+# ------------------------------------------------------------------------------ rotating slots
+_WAITS = frozenset({"synchronize", "wait", "query"})
+
+
+def rotating_slot(loop, index, cache: dict) -> bool:
+    """``bufs[s]`` with ``s = k % m`` (or ``bufs[k % m]``), ``k`` the loop's counter, in a loop whose
+    body also waits on something kept per slot (``done[s].synchronize()``): double buffering with a
+    wait before a slot is reused. The copy still in flight when this iteration writes its slot is
+    then the previous iteration's, of another slot (the wait covers the slot's own earlier copy, on
+    the iterations that need it). Without such a wait a slot comes round again with its copy maybe
+    still running, and stays one buffer for the race rules."""
+    if not isinstance(loop, cst.For):
+        return False
+    slots = cache.get(loop)
+    if slots is None:
+        slots = cache[loop] = _rotating_slots(loop)
+    if isinstance(index, cst.Name):
+        return index.value in slots[0]
+    return any(index.deep_equals(expression) for expression in slots[1])
+
+
+def _rotating_slots(loop: cst.For) -> tuple:
+    """(names bound once to ``counter % m`` in the body, ``counter % m`` expressions), of those the
+    body also waits on per slot; ((), ()) when none."""
+    counters = _counters(loop)
+    if not counters:
+        return frozenset(), ()
+    named: dict = {}
+    bindings: dict = {}
+    waited_names: set = set()
+    waited: list = []
+    stack = [loop.body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        if isinstance(node, cst.Assign):
+            for target in node.targets:
+                if isinstance(target.target, cst.Name):
+                    bindings[target.target.value] = bindings.get(target.target.value, 0) + 1
+                    if _modulo_of(node.value, counters):
+                        named[target.target.value] = node.value
+        elif isinstance(node, (cst.AugAssign, cst.AnnAssign)) and isinstance(node.target, cst.Name):
+            bindings[node.target.value] = bindings.get(node.target.value, 0) + 2
+        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and \
+                node.func.attr.value in _WAITS and isinstance(node.func.value, cst.Subscript) and \
+                len(node.func.value.slice) == 1 and isinstance(node.func.value.slice[0].slice, cst.Index):
+            slot = node.func.value.slice[0].slice.value
+            if isinstance(slot, cst.Name):
+                waited_names.add(slot.value)
+            elif _modulo_of(slot, counters):
+                waited.append(slot)
+        stack.extend(code_parts(node))
+    names = frozenset(n for n in named if bindings.get(n) == 1 and n in waited_names)
+    return names, tuple(waited)
+
+
+def _counters(loop: cst.For) -> frozenset:
+    """The loop's variables that count iterations: ``k`` of ``for k in range(..)`` or
+    ``for k, x in enumerate(..)``."""
+    index = _distinct_index(loop)
+    return frozenset([index]) if index is not None else frozenset()
+
+
+def _modulo_of(node, counters: frozenset) -> bool:
+    return isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Modulo) and \
+        isinstance(node.left, cst.Name) and node.left.value in counters and \
+        isinstance(node.right, (cst.Integer, cst.Name))
