@@ -407,7 +407,15 @@ class Evaluator:
         return self.expr(node.expression)
 
     def _expr_Lambda(self, node: cst.Lambda) -> Value:
-        return UNKNOWN
+        """A lambda that calls something is a function of the checked code (``timed(lambda:
+        d.copy_to_host(h, s))``): called, its body runs with what it captured. One that only computes
+        (a sort key) stays unknown: nothing in it can copy or allocate."""
+        if not _calls_something(node.body):
+            return UNKNOWN
+        from .transfer import captured_values
+        fn = self.module.lambda_value(node, self.scope)
+        captured = captured_values(self, fn.node)
+        return replace(fn, captured=captured) if captured else fn
 
     def _expr_UnaryOperation(self, node: cst.UnaryOperation) -> Value:
         value = self.expr(node.expression)
@@ -1020,3 +1028,14 @@ def _iteration_element(iterable: Value, loop) -> Value:
 
 
 iteration_element = _iteration_element
+
+
+def _calls_something(node) -> bool:
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if type(item) is cst.Call:
+            return True
+        if type(item) is not cst.Lambda:
+            stack.extend(code_parts(item))
+    return False

@@ -99,6 +99,77 @@ def body_bindings(function: cst.FunctionDef) -> frozenset:
 _BINDINGS: dict = {}
 
 
+def bound_once(function: cst.FunctionDef) -> frozenset:
+    """Names a function's body binds exactly once, by a plain assignment outside any loop, and that
+    no nested function declares ``nonlocal``: a closure made after that assignment reads that value
+    whenever it runs (``buf = torch.empty(..., pin_memory=True)``; ``hook = lambda m, x: buf.copy_(x)``)."""
+    found = _ONCE.get(function)
+    if found is not None:
+        return found
+    counts: dict = {}
+    stack = [(function.body, False)]
+    while stack:
+        node, in_loop = stack.pop()
+        names: list = []
+        if isinstance(node, cst.Assign):
+            targets = [t.target for t in node.targets]
+            weight = 2 if in_loop else 1
+            names = [(n, weight) for target in targets for n in _plain_names(target)]
+            if any(not isinstance(t, cst.Name) for t in targets):
+                names = [(n, 2) for n, _ in names]  # unpacking: leave it to the plain case
+        elif isinstance(node, (cst.AnnAssign, cst.AugAssign, cst.For, cst.CompFor, cst.NamedExpr, cst.AsName,
+                               cst.Del)):
+            target = node.name if isinstance(node, cst.AsName) else node.target
+            names = [(n, 2) for n in _plain_names(target)]
+        elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            names = [(node.name.value, 2)]
+            # what a nested definition binds is its own, but `nonlocal x` there rebinds ours
+            for inner in _nonlocals(node):
+                counts[inner] = counts.get(inner, 0) + 2
+            continue
+        elif isinstance(node, (cst.Global, cst.Nonlocal, cst.Import, cst.ImportFrom)):
+            names = [(n, 2) for n in _declared(node)]
+        for name, weight in names:
+            counts[name] = counts.get(name, 0) + weight
+        loop = in_loop or isinstance(node, (cst.For, cst.While))
+        stack.extend((part, loop) for part in code_parts(node))
+    found = _ONCE[function] = frozenset(name for name, count in counts.items() if count == 1)
+    return found
+
+
+_ONCE: dict = {}
+
+
+def _plain_names(target) -> list:
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for element in target.elements for n in _plain_names(element.value)]
+    if isinstance(target, cst.StarredElement):
+        return _plain_names(target.value)
+    return []
+
+
+def _nonlocals(definition) -> list:
+    found = []
+    stack = [definition]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Nonlocal):
+            found.extend(item.name.value for item in node.names)
+        stack.extend(code_parts(node))
+    return found
+
+
+def _declared(node) -> list:
+    if isinstance(node, (cst.Global, cst.Nonlocal)):
+        return [item.name.value for item in node.names]
+    if isinstance(node.names, cst.ImportStar):
+        return []
+    return [((dotted(a.asname.name) if a.asname is not None else dotted(a.name)) or "").split(".")[0]
+            for a in node.names]
+
+
 def collect_changes(changes: Changes, stack: list) -> None:
     """Add what the nodes in ``stack`` (and their parts) bind, mutate or store to ``changes``."""
     while stack:

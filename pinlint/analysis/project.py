@@ -262,6 +262,20 @@ class ModuleContext:
             self._functions[key] = found
         return found
 
+    def lambda_value(self, node: cst.Lambda, scope: str) -> Function:
+        """A lambda as a function: ``def lambda_(params): return body``, the body the lambda's own
+        expression (its events are at the lambda's calls and accesses, where the file's positions are)."""
+        key = (node, scope)
+        found = self._functions.get(key)
+        if found is None:
+            definition = cst.FunctionDef(
+                name=cst.Name("lambda_"), params=node.params,
+                body=cst.IndentedBlock([cst.SimpleStatementLine([cst.Return(node.body)])]))
+            name = "<lambda>" if scope == "<module>" else f"{scope}.<locals>.<lambda>"
+            found = Function(node=definition, module=self, name=name)
+            self._functions[key] = found
+        return found
+
     def class_value(self, node: cst.ClassDef, prefix: str = "") -> ClassRef:
         found = self._classes.get(node)
         if found is None:

@@ -408,28 +408,35 @@ def _handler(ev, element) -> None:
 def _def(ev, element) -> None:
     node = element.node
     fn = ev.module.function_value(node, ev.scope)
-    captured = _captured_constants(ev, node)
+    captured = captured_values(ev, node)
     ev.bind(node.name.value, replace(fn, captured=captured) if captured else fn)
 
 
-def _captured_constants(ev, node) -> tuple:
-    """The constants a nested function reads from its enclosing function's parameters, as they are
-    in this analysis of it: the function made by ``make_worker(pin_memory=False)`` and returned runs
-    with ``pin_memory`` False wherever it is called. Only parameters the enclosing function never
-    rebinds: the closure reads the variable when it runs, and that is then still this value."""
-    from .domain import ANYTHING
+def captured_values(ev, node) -> tuple:
+    """What a nested function (or lambda) reads from its enclosing function, as it is in this analysis
+    of it, wherever it is later called: the constants and functions of parameters the enclosing
+    function never rebinds (the function made by ``make_worker(pin_memory=False)`` runs with
+    ``pin_memory`` False), and the buffers, objects and constants of its variables bound once, before
+    this point (``buf = torch.empty(n, pin_memory=True)``; ``timed(lambda: d.copy_to_host(buf, s))``).
+    The closure reads a variable when it runs, and that is then still this value."""
+    from .domain import ANYTHING, interesting
     from .interproc import free_names
-    from .invariance import body_bindings
+    from .invariance import body_bindings, bound_once
     outer = ev.invocation.function
     if outer is None or not isinstance(outer.node, cst.FunctionDef):
         return ()
     params = outer.node.params
     names = {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
-    wanted = (free_names(node) & names) - body_bindings(outer.node)
+    free = free_names(node)
+    wanted = (free & names) - body_bindings(outer.node)
+    locals_ = (free & bound_once(outer.node)) - names
     found = []
-    for name in sorted(wanted):
+    for name in sorted(wanted | locals_):
         value = ev.state.env.get(name)
-        if isinstance(value, Const) and ANYTHING not in value.values or isinstance(value, Function):
+        if value is None:
+            continue
+        if isinstance(value, Const) and ANYTHING not in value.values or isinstance(value, Function) or \
+                name in locals_ and interesting(value):
             found.append((name, value))
     return tuple(found)
 
