@@ -542,3 +542,29 @@ def test_a_blocking_read_back_of_an_unknown_tensor_covers_the_previous_rounds_co
     assert rows(src.replace("{readback}", "torch.topk(scores, k=8).indices.cpu()"), "PIN006") == []
     raced = src.replace("{readback}", "torch.topk(scores, k=8).indices")
     assert rows(raced, "PIN006") == [row_of(raced, "# write")]
+
+
+@pytest.mark.parametrize("store, reported", [
+    # Pointcept (survey 24): the batch's entries replaced by their GPU copies, a dict store
+    ("batch[name] = batch[name].cuda(non_blocking=True)", False),
+    ("batch[name] = batch[name].float()", False),
+    ('batch["coord"] = dev', False),
+    ("batch[0] = dev", False),
+    # a store into the elements of a tensor batch writes its memory
+    ("batch[:, 0] = 0", True),
+    ("batch[..., 1] = 1", True),
+])
+def test_replacing_an_entry_of_a_loader_batch_writes_no_memory(store, reported):
+    src = f"""
+import torch
+from torch.utils.data import DataLoader
+
+def run(dataset, model):
+    loader = DataLoader(dataset, batch_size=4, pin_memory=True)
+    for batch in loader:
+        dev = batch.cuda(non_blocking=True)
+        for name in list(model.keys):
+            {store}  # store
+        model(dev)
+"""
+    assert (rows(src, "PIN006") == [row_of(src, "# store")]) is reported, src

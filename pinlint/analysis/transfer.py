@@ -222,6 +222,10 @@ def store_item(ev, target: cst.Subscript, value: Value) -> None:
     if isinstance(base, (Host, Device, Tensor)) and isinstance(value, Host):
         ev.event(EventType.READ, target, value)  # `out[i:j] = h` copies h's bytes into the array
     if isinstance(base, Host):
+        if base.batch and not _writes_elements(target):
+            # `batch["image"] = batch["image"].cuda(non_blocking=True)`: a loader's batch is most often a
+            # dict or a list of tensors, and such a store replaces an entry; no byte of a tensor is written.
+            return
         ev.event(EventType.WRITE, target, base)
         return
     ev.escape(target, [value])  # stored in a container: it may outlive the statement
@@ -239,6 +243,15 @@ def store_item(ev, target: cst.Subscript, value: Value) -> None:
         updated = add_element(base, value)
         _changed(ev, target.value, updated)
         _remember_item(ev, target, updated, value)
+
+
+def _writes_elements(target: cst.Subscript) -> bool:
+    """``x[a:b] = ...``, ``x[..., 0] = ...``, ``x[i, j] = ...``: a store only an array takes, into its
+    elements (a dict or list entry is one key or position)."""
+    if len(target.slice) != 1:
+        return True
+    part = target.slice[0].slice
+    return isinstance(part, cst.Slice) or isinstance(part.value, (cst.Ellipsis, cst.Tuple))
 
 
 def _remember_item(ev, target: cst.Subscript, container: Value, value: Value) -> None:
