@@ -2373,3 +2373,24 @@ def test_made_like_a_tensor_that_may_be_on_the_gpu_is_placed_nowhere_known():
     assert rows(src, "PIN001") == []
     host_only = src.replace("            if flag:\n                w = w.to(dev)\n", "")
     assert rows(host_only, "PIN001") == [row_of(host_only, "# copy")]
+
+
+@pytest.mark.parametrize("made, reported", [
+    ("np.pad(img, 2, mode='reflect')", True),          # mantidimaging (survey 24)
+    ("np.append(img, img)", True),
+    ("np.fft.fft(img)", True),
+    ("np.nan_to_num(img)", True),
+    ("np.pad(cp.zeros((8, 8)), 2)", False),              # of a CuPy array: CuPy's pad (NEP-18)
+    ("np.pad(cp.asarray(img), 2)", False),               # cupy.asarray of anything is a CuPy array
+])
+def test_numpy_functions_that_always_make_a_new_array(made, reported):
+    src = f"""
+import numpy as np
+import cupy as cp
+
+def upload(img, s):
+    d = cp.empty(img.shape)
+    h = {made}
+    d.set(h, stream=s)  # copy
+"""
+    assert (rows(src, "PIN001") == [row_of(src, "# copy")]) is reported

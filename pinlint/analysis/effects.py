@@ -867,8 +867,9 @@ def _copy(ev, api: Api, node, receiver, args: Args) -> Value:
         site = ev.site(node, Kind.PAGEABLE, "numpy", api.name, variant="from-sequence")
         host = Host(frozenset([site]), "numpy")
     if api.opt("staged") and not isinstance(host, Host):
-        # cupy.asarray of a device array or a Python list: no host buffer to speak of.
-        return Device(api.opt("library", api.library)) if isinstance(host, (Device, Items, Const)) else UNKNOWN
+        # cupy.asarray of a device array, a Python list or a value nothing explains: the library's device
+        # array, with no host buffer of the checked code's to speak of.
+        return Device(api.opt("library", api.library))
     asynchronous, stream = is_async(ev, api, receiver, args)
     dest_allocated = False
     if api.opt("returns") == "host-dest":
