@@ -1001,3 +1001,29 @@ def solve(niter):
     return psi
 """
     assert rows(src, "PIN007") == [row_of(src, "# forward")]
+
+
+@pytest.mark.parametrize("alloc, arg, in_loop, reported", [
+    # pycuda-euler (survey 24): the launch copies what drv.In/InOut/Out wrap, on every launch
+    ("np.zeros(1 << 20, dtype=np.uint32)", "drv.In(labels)", True, True),
+    ("np.zeros(1 << 20, dtype=np.uint32)", "drv.InOut(labels)", True, True),
+    ("np.zeros(1 << 20, dtype=np.uint32)", "drv.Out(labels)", True, True),
+    ("np.zeros(1 << 20, dtype=np.uint32)", "drv.In(labels)", False, False),     # launched once
+    ("drv.pagelocked_zeros(1 << 20, dtype=np.uint32)", "drv.In(labels)", True, False),
+])
+def test_pycuda_kernel_argument_wrappers_copy_at_each_launch(alloc, arg, in_loop, reported):
+    launch = f"touch({arg}, block=(256, 1, 1), grid=(4096, 1))  # launch"
+    body = f"for _ in range(100):\n        {launch}" if in_loop else launch
+    src = f"""
+import numpy as np
+import pycuda.autoinit
+import pycuda.driver as drv
+from pycuda.compiler import SourceModule
+
+touch = SourceModule("__global__ void touch(unsigned int *a) {{}}").get_function("touch")
+
+def run():
+    labels = {alloc}
+    {body}
+"""
+    assert (rows(src, "PIN007") == [row_of(src, "# launch")]) is reported, src
