@@ -1027,3 +1027,37 @@ def run():
     {body}
 """
     assert (rows(src, "PIN007") == [row_of(src, "# launch")]) is reported, src
+
+
+@pytest.mark.parametrize("index, reported", [
+    ("ids", False),        # node ids nothing explains: a row, or rows gathered into a new tensor each time
+    ("batch.ids", False),
+    ("0", True),           # the same row on every iteration
+])
+def test_rows_picked_by_an_index_nothing_explains_may_be_a_new_gather(index, reported):
+    # inference_helper (survey 25): features of the previous layer gathered by a loader's node ids
+    src = f"""
+import torch
+
+def layer(loader, dev, n):
+    feats = torch.zeros(n, 256)
+    out = []
+    for batch in loader:
+        ids = batch.ids
+        out.append(feats[{index}].to("cuda"))  # copy
+    return out
+"""
+    assert (rows(src, "PIN007") == [row_of(src, "# copy")]) is reported
+
+
+def test_a_gather_or_a_row_of_a_pageable_tensor_is_pageable_either_way():
+    src = """
+import torch
+
+def layer(loader, dev, n):
+    feats = torch.zeros(n, 256)
+    for batch in loader:
+        x = feats[batch.ids].to(dev, non_blocking=True)  # copy
+        yield x
+"""
+    assert rows(src, "PIN001") == [row_of(src, "# copy")]

@@ -706,8 +706,16 @@ class Evaluator:
             if len(node.slice) == 1 and (base.dimensions() or 0) >= 2:
                 row = replace(base, ndim=base.dimensions() - 1)  # A[0] of a 2-D array: a row, a view
                 # A[i] in `for i in range(len(A))`: another row on each iteration.
-                for loop in self._stepping(node.slice[0].slice.value):
+                stepped = self._stepping(node.slice[0].slice.value)
+                for loop in stepped:
                     row = varying_in(row, loop)
+                if not stepped and not _integer(indexes[0]):
+                    # A[ids] of an index nothing explains (node ids from a graph library): a row, or
+                    # an array of indices that gathers the rows into a new pageable array on each
+                    # use. Either way the memory kind of a pageable A; not for sure the same buffer.
+                    self.event(EventType.READ, node, base)
+                    gathered = self.site(node, Kind.PAGEABLE, base.library, "advanced indexing")
+                    return replace(row, sites=row.sites | {gathered})
                 return row
             if len(indexes) == 1 and isinstance(indexes[0], Const) and isinstance(indexes[0].single, str):
                 return replace(base, ndim=NDIM_UNKNOWN)  # h["x"]: a field of a structured array (or an npz member)
