@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from helpers import codes, col_of, findings, only, row_of, rows
+from helpers import codes, col_of, findings, only, row_of, rows, write
 
 # (imports, statements run each iteration -- the first line holds the allocation call --,
 #  the text at which the finding starts, the api named in the message, pooled). PyTorch's
@@ -1526,3 +1526,69 @@ def bench(batches):
         torch.empty(host.shape, device="cuda").copy_(host, non_blocking=True)
 """
     assert (rows(src, "PIN002") == [row_of(src, "# call")]) is reported, src
+
+
+
+_COORDINATOR = """
+import torch
+
+def make_chunks(numel, count):
+    return [torch.empty(numel, dtype=torch.float16, pin_memory=True) for _ in range(count)]
+
+def make_blocks(numel, count):
+    if numel == 0:
+        return [torch.empty(0, pin_memory=True) for _ in range(count)]
+    return make_chunks(numel, count)
+
+class Coordinator:
+    def __init__(self):
+        self._ready = False
+
+    def setup(self, like):
+        if self._ready:
+            return
+        self._ready = True
+        self.host_ckpt = make_blocks(like.numel(), 4)
+
+class Eager(Coordinator):
+    def __init__(self):
+        super().__init__()
+        self.host_ckpt = make_chunks(1 << 20, 4)
+
+_COORD = Coordinator()
+_LAZY = None
+
+def get_coordinator():
+    {getter}
+"""
+
+_BENCH = """
+{imports}
+def bench(step, iters):
+    for _ in range(iters):
+        out = step()
+        get_coordinator().setup(out)  # call
+"""
+
+
+@pytest.mark.parametrize("getter, reported", [
+    # FlexTrain (survey 25): the module's one coordinator, whose set-up pinned its buffers once
+    ("return _COORD", False),
+    ("global _LAZY\n    if _LAZY is None:\n        _LAZY = Eager()\n    return _LAZY", False),
+    # a new coordinator per call, pinning in its constructor: per iteration
+    ("return Eager()", True),
+])
+@pytest.mark.parametrize("modules", [1, 2])
+def test_a_getter_of_a_module_level_object_allocates_nothing(tmp_path, getter, reported, modules):
+    from test_interprocedural import _run_in_order
+    library = _COORDINATOR.format(getter=getter)
+    if modules == 1:
+        src = library + _BENCH.format(imports="")
+        path = write(tmp_path, "bench.py", src)
+    else:
+        write(tmp_path, "coord.py", library)
+        src = _BENCH.format(imports="from coord import get_coordinator")
+        path = write(tmp_path, "bench.py", src)
+    found = [row for code, row in _run_in_order(tmp_path, [path])["bench.py"] if code == "PIN002"]
+    call = path.read_text().splitlines().index("        get_coordinator().setup(out)  # call") + 1
+    assert (found == [call]) is reported

@@ -723,9 +723,55 @@ def _announce_allocations(ev, node, returned: Value, outcome: Outcome, fn: Funct
     DataLoader it returns allocates nothing there: its batches are made as it is iterated (and
     `pin_memory=True` pins them in its own thread), so building one is no pinned allocation."""
     loaders = frozenset(v.site for v in flatten([returned]) if isinstance(v, Loader))
-    for site in all_sites(returned) - loaders:
-        if site.node is node and site.variant == "call" and not _deep_in_an_object(site):
-            ev.event(EventType.ALLOC, node, Host(frozenset([site]), site.library), api=site.api)
+    fresh = [site for site in all_sites(returned) - loaders
+             if site.node is node and site.variant == "call" and not _deep_in_an_object(site)]
+    if fresh and _returns_shared(fn):
+        return  # `get_coordinator()` handing back the module's one object: what it holds is not made here
+    for site in fresh:
+        ev.event(EventType.ALLOC, node, Host(frozenset([site]), site.library), api=site.api)
+
+
+_SHARED: dict = {}
+
+
+def _returns_shared(fn: Function) -> bool:
+    """Every ``return`` of the function hands back an object that outlives the call and is the same on
+    every call: a module-level name (``return _COORD``) or an attribute of one or of the class
+    (``return cls._instance``, a lazily made singleton), never a local or a parameter."""
+    found = _SHARED.get(fn.node)
+    if found is None:
+        found = _SHARED[fn.node] = _shared_returns(fn.node)
+    return found
+
+
+def _shared_returns(node: cst.FunctionDef) -> bool:
+    params = node.params
+    names = [p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)]
+    classmethod_ = any(isinstance(d.decorator, cst.Name) and d.decorator.value == "classmethod"
+                       for d in node.decorators)
+    returns, declared = [], set()
+    todo = [node.body]
+    while todo:
+        item = todo.pop()
+        if isinstance(item, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        if isinstance(item, cst.Return):
+            returns.append(item.value)
+        elif isinstance(item, cst.Global):
+            declared.update(n.name.value for n in item.names)  # `global _INSTANCE`: the module's
+        todo.extend(code_parts(item))
+    local = (body_bindings(node) - declared) | frozenset(names)
+    if not returns:
+        return False
+    for value in returns:
+        root = value
+        while isinstance(root, cst.Attribute):
+            root = root.value
+        if not isinstance(root, cst.Name):
+            return False
+        if root.value in local and not (classmethod_ and names and root.value == names[0] and root is not value):
+            return False
+    return True
 
 
 def _deep_in_an_object(site: Site) -> bool:
