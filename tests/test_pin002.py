@@ -1592,3 +1592,45 @@ def test_a_getter_of_a_module_level_object_allocates_nothing(tmp_path, getter, r
     found = [row for code, row in _run_in_order(tmp_path, [path])["bench.py"] if code == "PIN002"]
     call = path.read_text().splitlines().index("        get_coordinator().setup(out)  # call") + 1
     assert (found == [call]) is reported
+
+
+_SWAP = """
+import numpy as np
+import pycuda.autoinit
+import pycuda.driver as drv
+import pycuda.gpuarray as gpuarray
+
+class Bench:
+    def swap(self, n, n_stack=5):
+        stream = drv.Stream()
+        bufs = []
+        for j in range(n_stack):
+            bufs.append(drv.pagelocked_empty((16, n, n), np.complex64))
+            bufs[-1][:] = 1
+        dev = gpuarray.empty((16, n, n), np.complex64)
+        for j in range(n_stack):
+            drv.memcpy_htod_async(dev.gpudata, bufs[j], stream=stream)
+        {end}
+
+def main(bench):
+    bench = Bench()
+    for k in range(4):
+        bench.swap(1024)  # call
+"""
+
+
+@pytest.mark.parametrize("end, pin002", [
+    # PyNX (survey 25): five page-locked buffers collected in a local list, dropped at the return
+    ("stream.synchronize()", True),
+    ("pass", True),
+    # returned, and dropped by the caller: allocated by the call, per iteration
+    ("return bufs", True),
+    # kept on the object: outliving the call (a cache the next call replaces)
+    ("self.bufs = bufs", False),
+])
+def test_buffers_a_callee_collects_in_a_local_list_die_with_the_call(end, pin002):
+    src = _SWAP.format(end=end)
+    assert (rows(src, "PIN002") == [row_of(src, "# call")]) is pin002
+    if end != "self.bufs = bufs":
+        # each call writes buffers it has just allocated: no copy of an earlier call can be reading them
+        assert "PIN006" not in codes(src)

@@ -827,15 +827,23 @@ def _pinned_inside(ev, fn: Function, node, outcome: Outcome) -> None:
     """Pinned memory the callee allocates and drops on every call: each call pays for it."""
     if not _body_runs_per_call(ev.module.project, fn):
         return
+    from .project import local_containers, stored_into
     internal = _internal(outcome)
     returned = all_sites(outcome.returned)
-    escaped = outcome.kept | frozenset(s for e in outcome.events if e.type is EventType.ESCAPE for s in e.sites)
+    local = local_containers(fn.node)
+    # Stored into a list or dict the call made and drops when it returns (`bufs.append(h)`): that is
+    # no escape; it is where a set-up loop of the callee (which its own analysis leaves alone) puts them.
+    escapes = [e for e in outcome.events if e.type is EventType.ESCAPE]
+    escaped = outcome.kept | frozenset(s for e in escapes if stored_into(e.node) not in local for s in e.sites)
+    collected = frozenset(s for e in escapes if not e.handed and stored_into(e.node) in local for s in e.sites)
     owned = _owned_by_the_new_object(fn, outcome)
     rename = _renamer(ev, fn, node, outcome) if owned and ev.loops else None
     short = fn.name.rsplit(".", 1)[-1]
     for event in outcome.events:
-        if event.type not in (EventType.ALLOC, EventType.REGISTER) or event.loops:
+        if event.type not in (EventType.ALLOC, EventType.REGISTER):
             continue
+        if event.loops and not (event.sites and event.sites <= collected):
+            continue  # a loop of the callee's own: its PIN002, or a set-up whose buffers it keeps
         if event.branch and not _every_call_takes(ev, fn, event.branch):
             continue
         if owned and event.definitely(lambda s: s.kind.is_pinned and s in owned):

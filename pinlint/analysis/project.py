@@ -616,9 +616,9 @@ class Project:
         # handed to unknown calls.
         # A store into a container the scope made itself (`out = {}`; `out[n] = t`, `outs.append(t)`)
         # keeps nothing beyond the run: that container goes where the scope sends it (returned).
-        local = _local_containers(node) if isinstance(node, cst.FunctionDef) else frozenset()
+        local = local_containers(node) if isinstance(node, cst.FunctionDef) else frozenset()
         kept = frozenset(s for e in events if e.type.value == "escape" and not e.handed and
-                         not isinstance(e.node, cst.Return) and _stored_into(e.node) not in local for s in e.sites)
+                         not isinstance(e.node, cst.Return) and stored_into(e.node) not in local for s in e.sites)
         inputs, own = _inputs(node, env, pending)
         returned = exit_state.env.get(RETURN, Const.of(None))
         if isinstance(returned, Instance):
@@ -1011,7 +1011,7 @@ def single_assigned_globals(module: cst.Module) -> set:
     return {name for name, count in counts.items() if count == 1 and name not in declared_global}
 
 
-def _stored_into(node) -> Optional[str]:
+def stored_into(node) -> Optional[str]:
     """The name a store is rooted at: ``out`` of ``out[n] = t``, ``out.append(t)``, ``out.x = t``."""
     if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
         node = node.func.value
@@ -1023,9 +1023,10 @@ def _stored_into(node) -> Optional[str]:
 _LOCAL_CONTAINERS: dict = {}
 
 
-def _local_containers(function: cst.FunctionDef) -> frozenset:
-    """Names the function binds itself to a literal container (``out = {}``, ``outs = []``), never
-    declared global or nonlocal: what is stored in them lives as long as they do."""
+def local_containers(function: cst.FunctionDef) -> frozenset:
+    """Names the function binds once, to a literal container (``out = {}``, ``outs = []``), never
+    declared global or nonlocal: what is stored in them lives as long as they do, and where a
+    container goes (returned, stored on ``self``, handed to a call) its own escape says."""
     found = _LOCAL_CONTAINERS.get(function)
     if found is None:
         found = _LOCAL_CONTAINERS[function] = _find_local_containers(function)
@@ -1034,24 +1035,21 @@ def _local_containers(function: cst.FunctionDef) -> frozenset:
 
 def _find_local_containers(function: cst.FunctionDef) -> frozenset:
     from ..walk import small_statements
-    from .invariance import body_bindings
+    from .invariance import bound_once
     params = {p.name.value for p in (*function.params.posonly_params, *function.params.params,
                                      *function.params.kwonly_params)}
     outer = {n.name.value for small in small_statements(function.body.body, into_definitions=False)
              if isinstance(small, (cst.Global, cst.Nonlocal)) for n in small.names}
-    made, returned = set(), set()
+    made = set()
     for small in small_statements(function.body.body):
         if isinstance(small, cst.Assign) and isinstance(small.value, (cst.Dict, cst.List, cst.Tuple, cst.DictComp,
                                                                        cst.ListComp)):
             for target in small.targets:
                 if isinstance(target.target, cst.Name):
                     made.add(target.target.value)
-        elif isinstance(small, cst.Return) and isinstance(small.value, cst.Name):
-            returned.add(small.value.value)
-    # Only containers the function returns: what it stores in one it keeps to itself or hands on
-    # elsewhere is found kept (or not) by that other store.
-    return frozenset(name for name in made & returned if name not in params and name not in outer) & \
-        body_bindings(function)
+    # Bound once: a name later rebound to another container (`bufs = self.bufs`) holds that one's
+    # contents, which live as long as it does.
+    return frozenset(name for name in made if name not in params and name not in outer) & bound_once(function)
 
 
 def none_slots(module: cst.Module) -> frozenset:
