@@ -8,6 +8,7 @@ analysis features PIN001 leans on (views, conversions, branches, class attribute
 from __future__ import annotations
 
 import functools
+import re
 
 import textwrap
 
@@ -2394,3 +2395,32 @@ def upload(img, s):
     d.set(h, stream=s)  # copy
 """
     assert (rows(src, "PIN001") == [row_of(src, "# copy")]) is reported
+
+
+@pytest.mark.parametrize("register", [
+    # ChatLearn (survey 21 tree): PyTorch's own binding of the CUDA runtime, on the tensor's address
+    "torch.cuda.cudart().cudaHostRegister(t.data_ptr(), t.numel() * t.element_size(), 0)",
+    "cudart = torch.cuda.cudart()\n    cudart.cudaHostRegister(t.data_ptr(), t.nbytes, 0)",
+    "runtime.cudaHostRegister(t.data_ptr(), t.nbytes, 0)",
+])
+@pytest.mark.parametrize("through_a_helper", [False, True])
+def test_a_tensor_registered_in_place_is_pinned_for_its_callers_too(register, through_a_helper):
+    body = "_pin(store)" if through_a_helper else re.sub(r"\bt\.", "store.", register)
+    src = f"""
+import torch
+from cuda.bindings import runtime
+
+def _pin(t):
+    {register}
+
+def offload(n):
+    gpu = torch.zeros(n, device="cuda")
+    store = torch.empty(n, device="cpu")
+    {body}
+    store.copy_(gpu, non_blocking=True)  # copy
+    torch.cuda.synchronize()
+    return store
+"""
+    assert "PIN001" not in codes(src), src
+    unregistered = src.replace(f"    {body}\n", "")
+    assert rows(unregistered, "PIN001") == [row_of(unregistered, "# copy")]

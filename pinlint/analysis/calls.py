@@ -163,6 +163,10 @@ class Calls:
             return effects.apply(ev, api, node, None, self.arguments(node))
         if qualified in _IMPORTERS:
             return self._import_module(node)
+        module = ev.tables.python.get("library_modules", {}).get(qualified) if qualified else None
+        if module is not None:
+            self.arguments(node)
+            return LibraryRef(module)  # torch.cuda.cudart(): PyTorch's CUDA runtime module
         kind = ev.tables.type_predicates.get(qualified) if qualified else None
         if kind is not None:
             args = self.arguments(node)

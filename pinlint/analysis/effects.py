@@ -21,7 +21,7 @@ from .domain import (ANYTHING, NDIM_UNKNOWN, ON_GPU, UNKNOWN, Const, Context, De
                      Tensor, Value, element_of, flatten, join, unknown_host, Function, Instance, Mapping, rebuild,
                      true_in_gpu_runs)
 from .dtypes import canonical_dtype, common, element_count, has_float, item_size, range_length, transposed
-from .state import CAPTURING, STREAM
+from .state import CAPTURING, MUTATED, STREAM
 
 _TRANSPOSING = frozenset({"T", "mT", "transpose", "swapaxes", "permute", "moveaxis"})
 
@@ -636,6 +636,7 @@ def _register(ev, api: Api, node, receiver, args: Args) -> Value:
         return Context(registered=tuple(registered))
     for root, new_value in registered:
         ev.store(root, new_value)  # registration pins the existing buffer in place
+        ev.state.env[MUTATED + root.split(".")[0]] = Const.of(True)  # a caller's buffer given to it, too
     if api.opt("returns") == "view":
         return registered[0][1] if registered else UNKNOWN
     return UNKNOWN
@@ -669,7 +670,8 @@ def _registered_host(ev, api: Api, node, kind: Kind, value: Host, variant: str) 
 
 
 def _root_key(node) -> Optional[str]:
-    """``h`` for ``h``, ``h.ctypes.data``, ``h[:n]``; ``self.buf`` for ``self.buf.ctypes.data``."""
+    """``h`` for ``h``, ``h.ctypes.data``, ``h[:n]``, ``t.data_ptr()``; ``self.buf`` for
+    ``self.buf.ctypes.data``."""
     while True:
         if isinstance(node, cst.Name):
             return node.value
@@ -679,6 +681,8 @@ def _root_key(node) -> Optional[str]:
             node = node.value
         elif isinstance(node, cst.Subscript):
             node = node.value
+        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+            node = node.func.value  # the address of the receiver's memory
         else:
             return None
 
