@@ -451,3 +451,38 @@ def test_a_pinned_copy_is_as_large_as_the_tensor_it_copies():
         """
     assert rows(src, "PIN008") == [row_of(src, "# large")]
     assert "256.0 MiB" in only(src, "PIN008").message or "256 MiB (" in only(src, "PIN008").message
+
+
+@pytest.mark.parametrize("element", [
+    'table["unk"]',                  # a table of numbers the caller built, given to the helper
+    'lookup(int(c), table)',         # looked up by another helper
+])
+def test_an_array_of_numbers_looked_up_in_a_table_of_numbers_is_small(element):
+    # FunASR (survey 21): per-frame label ids from a dict of ints the tree builds
+    src = f"""
+        import numpy as np
+        import torch
+
+        def build_table(codes):
+            table = {{"code2id": {{}}, "unk": len(codes)}}
+            for idx, code in enumerate(sorted(codes)):
+                table["code2id"][code] = idx
+            return table
+
+        def lookup(code, table):
+            if code in table["code2id"]:
+                return table["code2id"][code]
+            return table["unk"]
+
+        def frame_ids(activity, table):
+            ids = np.array([{element} for c in activity.sum(axis=1)])
+            return torch.from_numpy(ids)
+
+        def targets(activities, device, codes):
+            table = build_table(codes)
+            return [frame_ids(a.cpu().numpy(), table).to(device, non_blocking=True) for a in activities]
+
+        def data(activities, device, n):
+            return [torch.from_numpy(np.zeros(n)).to(device, non_blocking=True) for a in activities]  # data
+        """
+    assert rows(src, "PIN001") == [row_of(src, "# data")]

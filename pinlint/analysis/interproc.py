@@ -258,6 +258,8 @@ def _invoke(ev, fn: Function, env: dict, node) -> Optional[Outcome]:
         contextual = True
     if not contextual and _sizes_what_it_returns(fn, env, baseline):
         contextual = True
+    if not contextual and _looks_up_numbers(env, baseline):
+        contextual = True
     if not contextual and _decides_a_test(fn, env):
         # Leaving arms aside helps only a callee that does something the analysis follows: one whose
         # baseline has no event and gives back nothing of interest gives nothing more on fewer paths
@@ -289,11 +291,47 @@ def _sizes_what_it_returns(fn: Function, env: dict, baseline: Optional[Outcome])
     if baseline is None:
         return False
     constants = {name for name, v in env.items() if isinstance(v, Const) and isinstance(v.single, int)
-                 and not isinstance(v.single, bool)}
+                 and not isinstance(v.single, bool) or _numbers(v)}
     if not constants or not constants & _body_names(fn):
         return False
     kept = [baseline.returned] + [value for _, value in baseline.params]  # returned, or kept in `self`
     return any(site.nbytes is None and not site.via for value in kept for site in all_sites(value))
+
+
+def _looks_up_numbers(env: dict, baseline: Optional[Outcome]) -> bool:
+    """A table of numbers given to a helper that, for callers at large, returns something unknown
+    (``lookup(code, table)`` returning ``table["code2id"][code]``): with the table, it returns a
+    number, and an array built of such numbers is one of Python numbers (small, whatever its count)."""
+    return baseline is not None and baseline.returned is UNKNOWN and \
+        any(isinstance(v, (Mapping, Items, Seq)) and _numbers(v) for v in env.values())
+
+
+def _numbers(value) -> bool:
+    """A number nothing pins down (``len(codes)``) or a container of numbers (a lookup table
+    ``{"unk": len(codes), "code2id": {...}}``): what a callee builds from it is made of Python numbers."""
+    if isinstance(value, Scalar):
+        return True
+    if isinstance(value, (Mapping, Items, Seq)):
+        leaves = [leaf for leaf in _leaves_of(value)]
+        return bool(leaves) and all(isinstance(leaf, Scalar) or isinstance(leaf, Const) and leaf.values and
+                                    all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in leaf.values)
+                                    for leaf in leaves)
+    return False
+
+
+def _leaves_of(value):
+    if isinstance(value, Mapping):
+        for _, item in value.entries:
+            yield from _leaves_of(item)
+        if value.rest is not None:
+            yield from _leaves_of(value.rest)
+    elif isinstance(value, Items):
+        for item in value.items:
+            yield from _leaves_of(item)
+    elif isinstance(value, Seq):
+        yield from _leaves_of(value.element)
+    else:
+        yield value
 
 
 def _does_nothing(outcome: Outcome) -> bool:
