@@ -2424,3 +2424,22 @@ def offload(n):
     assert "PIN001" not in codes(src), src
     unregistered = src.replace(f"    {body}\n", "")
     assert rows(unregistered, "PIN001") == [row_of(unregistered, "# copy")]
+
+
+@pytest.mark.parametrize("options, reported", [
+    ("batch_size=32", True),
+    ("batch_size=32, **cfg.dataloader", False),     # diffusion_policy: pin_memory may be in the config
+    ("**{'batch_size': 32}", True),                 # a mapping the code spells out, without it
+    ("pin_memory=False, **cfg.dataloader", True),
+])
+def test_dataloader_options_from_a_mapping_may_pin(options, reported):
+    src = f"""
+import torch
+from torch.utils.data import DataLoader
+
+def train(ds, cfg, device):
+    loader = DataLoader(ds, {options})
+    for batch in loader:
+        x = batch.to(device, non_blocking=True)  # copy
+"""
+    assert (rows(src, "PIN001") == [row_of(src, "# copy")]) is reported

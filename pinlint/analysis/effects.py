@@ -688,6 +688,8 @@ def _root_key(node) -> Optional[str]:
 
 
 def _loader(ev, api: Api, node, receiver, args: Args) -> Value:
+    if args.unsure(api.opt("pin_kw")):
+        return UNKNOWN  # `DataLoader(ds, **cfg.dataloader)`: pin_memory may be among the options
     pin = args.keywords.get(api.opt("pin_kw"))
     if pin is None or pin[1] == Const.of(False):
         kind = Kind.PAGEABLE
