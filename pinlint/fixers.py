@@ -15,6 +15,7 @@ from .analysis import FileFacts, ScopeFacts
 from .apitables import Tables
 from .fixes import SAFE, UNSAFE, Namer, Plan, expression, statement
 from .model import Event, Site
+from .walk import target_names
 
 
 class FixContext:
@@ -188,38 +189,30 @@ def _assigned_in(loop: cst.CSTNode, count: bool = False):
             pass
 
         def visit_AssignTarget(self, node) -> None:
-            names.extend(_target_names(node.target))
+            names.extend(target_names(node.target))
 
         def visit_AugAssign(self, node) -> None:
-            names.extend(_target_names(node.target))
+            names.extend(target_names(node.target))
 
         def visit_AnnAssign(self, node) -> None:
-            names.extend(_target_names(node.target))
+            names.extend(target_names(node.target))
 
         def visit_For(self, node) -> None:
-            names.extend(_target_names(node.target))
+            names.extend(target_names(node.target))
 
         def visit_NamedExpr(self, node) -> None:
-            names.extend(_target_names(node.target))
+            names.extend(target_names(node.target))
 
         def visit_AsName(self, node) -> None:
-            names.extend(_target_names(node.name))
+            names.extend(target_names(node.name))
 
         def visit_CompFor(self, node) -> None:
-            names.extend(_target_names(node.target))
+            names.extend(target_names(node.target))
 
     loop.visit(Visitor())
     return names if count else set(names)
 
 
-def _target_names(target) -> list:
-    if isinstance(target, cst.Name):
-        return [target.value]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [n for e in target.elements for n in _target_names(e.value)]
-    if isinstance(target, cst.StarredElement):
-        return _target_names(target.value)
-    return []
 
 
 def _names_in(node: cst.CSTNode) -> set:

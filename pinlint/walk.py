@@ -103,3 +103,14 @@ def is_node(value) -> bool:
     if found is None:
         found = _NODE_TYPES[kind] = issubclass(kind, cst.CSTNode)
     return found
+
+
+def target_names(target) -> list:
+    """The names an assignment target binds: ``a``, ``a, (b, *c)``; none for ``x.attr`` or ``x[i]``."""
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for element in target.elements for n in target_names(element.value)]
+    if isinstance(target, cst.StarredElement):
+        return target_names(target.value)
+    return []

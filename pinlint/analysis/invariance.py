@@ -19,7 +19,7 @@ from typing import Callable, Optional
 import libcst as cst
 
 from ..imports import dotted
-from ..walk import code_parts
+from ..walk import code_parts, target_names
 
 
 class Changes:
@@ -114,13 +114,13 @@ def bound_once(function: cst.FunctionDef) -> frozenset:
         if isinstance(node, cst.Assign):
             targets = [t.target for t in node.targets]
             weight = 2 if in_loop else 1
-            names = [(n, weight) for target in targets for n in _plain_names(target)]
+            names = [(n, weight) for target in targets for n in target_names(target)]
             if any(not isinstance(t, cst.Name) for t in targets):
                 names = [(n, 2) for n, _ in names]  # unpacking: leave it to the plain case
         elif isinstance(node, (cst.AnnAssign, cst.AugAssign, cst.For, cst.CompFor, cst.NamedExpr, cst.AsName,
                                cst.Del)):
             target = node.name if isinstance(node, cst.AsName) else node.target
-            names = [(n, 2) for n in _plain_names(target)]
+            names = [(n, 2) for n in target_names(target)]
         elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
             names = [(node.name.value, 2)]
             # what a nested definition binds is its own, but `nonlocal x` there rebinds ours
@@ -140,14 +140,6 @@ def bound_once(function: cst.FunctionDef) -> frozenset:
 _ONCE: dict = {}
 
 
-def _plain_names(target) -> list:
-    if isinstance(target, cst.Name):
-        return [target.value]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [n for element in target.elements for n in _plain_names(element.value)]
-    if isinstance(target, cst.StarredElement):
-        return _plain_names(target.value)
-    return []
 
 
 def _nonlocals(definition) -> list:

@@ -20,7 +20,7 @@ import libcst as cst
 
 from ..imports import ImportMap, collect_imports, dotted
 from ..modulefiles import _EXCLUDED_PARTS, is_file, module_files, search_folders  # noqa: F401
-from ..walk import class_body_small, suite_body
+from ..walk import class_body_small, suite_body, target_names
 from . import cfg
 from .domain import UNKNOWN, Alternatives, ClassRef, Const, Function, Instance, LibraryRef, ModuleRef, Value, module_stand_in
 from .fields import FieldSolver
@@ -990,7 +990,7 @@ def single_assigned_globals(module: cst.Module) -> set:
                     for small in small_statements(suite_body(node.body))}
     for node in statements(module.body):
         if isinstance(node, cst.For):
-            for name in _target_names(node.target):
+            for name in target_names(node.target):
                 counts[name] = counts.get(name, 0) + 2  # rebound every iteration
     for small in small_statements(module.body):
         if id(small) in checker_only:
@@ -1004,7 +1004,7 @@ def single_assigned_globals(module: cst.Module) -> set:
         elif isinstance(small, cst.AugAssign):
             targets, weight = [small.target], 2
         for target in targets:
-            for name in _target_names(target):
+            for name in target_names(target):
                 counts[name] = counts.get(name, 0) + weight
     declared_global = {name.name.value for small in small_statements(module.body, into_definitions=True)
                        if isinstance(small, cst.Global) for name in small.names}
@@ -1059,28 +1059,20 @@ def none_slots(module: cst.Module) -> frozenset:
     for small in small_statements(module.body):
         if isinstance(small, cst.Assign):
             for target in small.targets:
-                for name in _target_names(target.target):
+                for name in target_names(target.target):
                     none = isinstance(small.value, cst.Name) and small.value.value == "None" and \
                         isinstance(target.target, cst.Name)
                     seen[name] = seen.get(name, True) and none
         elif isinstance(small, cst.AnnAssign):  # `_client: Optional[Client] = None`
             none = isinstance(small.value, cst.Name) and small.value.value == "None"
-            for name in _target_names(small.target):
+            for name in target_names(small.target):
                 seen[name] = seen.get(name, True) and none
         elif isinstance(small, cst.AugAssign):
-            for name in _target_names(small.target):
+            for name in target_names(small.target):
                 seen[name] = False
     return frozenset(name for name, only_none in seen.items() if only_none)
 
 
-def _target_names(target) -> list:
-    if isinstance(target, cst.Name):
-        return [target.value]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [n for e in target.elements for n in _target_names(e.value)]
-    if isinstance(target, cst.StarredElement):
-        return _target_names(target.value)
-    return []
 
 
 __all__ = ["ClassInfo", "Member", "ModuleContext", "ModuleInfo", "Project", "single_assigned_globals", "field"]

@@ -52,7 +52,7 @@ def _constant_list(node, module: cst.Module) -> bool:
     if isinstance(node, cst.Name):
         bound = [statement.value for line in module.body if isinstance(line, cst.SimpleStatementLine)
                  for statement in line.body if isinstance(statement, (cst.Assign, cst.AnnAssign, cst.AugAssign))
-                 and node.value in _target_names(statement)]
+                 and node.value in _statement_targets(statement)]
         if len(bound) != 1 or any(node.value in _bound_in(line) for line in module.body
                                   if not isinstance(line, cst.SimpleStatementLine)):
             return False
@@ -61,7 +61,8 @@ def _constant_list(node, module: cst.Module) -> bool:
         all(_literal(e.value) for e in node.elements)
 
 
-def _target_names(statement) -> set:
+def _statement_targets(statement) -> set:
+    """The plain names an assignment statement binds (``A = B = [...]``, ``A: list = [...]``)."""
     targets = [t.target for t in statement.targets] if isinstance(statement, cst.Assign) else [statement.target]
     return {t.value for t in targets if isinstance(t, cst.Name)}
 
