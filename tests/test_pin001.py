@@ -2443,3 +2443,28 @@ def train(ds, cfg, device):
         x = batch.to(device, non_blocking=True)  # copy
 """
     assert (rows(src, "PIN001") == [row_of(src, "# copy")]) is reported
+
+
+@pytest.mark.parametrize("default, reported", [
+    # makani (survey 26): a staging buffer on the parameter's default device, the CPU
+    ('torch.device("cpu")', False),
+    ('"cpu"', False),
+    ('torch.device("cuda")', True),
+    ('torch.device("cuda", 0)', True),
+])
+def test_a_device_parameter_left_at_its_default(default, reported):
+    src = f"""
+import torch
+
+class TileStore:
+    def __init__(self, n, buffer_device={default}):
+        self.staging = torch.zeros((n, 3, 64, 64), device=buffer_device)
+
+    def put(self, pred):
+        self.staging[:2].copy_(pred * 2, non_blocking=True)  # copy
+
+def run():
+    store = TileStore(8)
+    store.put(torch.zeros(2, 3, 64, 64))  # call
+"""
+    assert ("PIN001" in codes(src)) is reported

@@ -1634,3 +1634,40 @@ def test_buffers_a_callee_collects_in_a_local_list_die_with_the_call(end, pin002
     if end != "self.bufs = bufs":
         # each call writes buffers it has just allocated: no copy of an earlier call can be reading them
         assert "PIN006" not in codes(src)
+
+
+@pytest.mark.parametrize("wrap", [
+    "{}",
+    "nn.Parameter({}.requires_grad_(True))",        # CLM (survey 26): the new parameter's storage
+    "torch.nn.Parameter({})",
+])
+def test_a_pinned_tensor_kept_as_an_optimizer_parameter_outlives_the_loop(wrap):
+    pinned = wrap.format('group["params"][0][keep].pin_memory()')
+    src = f"""
+import torch
+from torch import nn
+
+def shrink(opt, keep):
+    kept = {{}}
+    for group in opt.param_groups:
+        group["params"][0] = {pinned}
+        kept[group["name"]] = group["params"][0]
+    return kept
+"""
+    assert "PIN002" not in codes(src), src
+    dropped = src.replace('group["params"][0] = ', "tmp = ").replace('kept[group["name"]] = group["params"][0]', "print(tmp.shape)")
+    assert rows(dropped, "PIN002") == [row_of(dropped, "tmp = ")], dropped
+
+
+def test_a_parameter_of_a_gpu_tensor_is_on_the_gpu():
+    src = """
+import torch
+from torch import nn
+
+def init(n):
+    w = nn.Parameter(torch.zeros(n, device="cuda"))
+    h = torch.empty(n, pin_memory=True)
+    h.copy_(w, non_blocking=True)
+    print(h.sum())  # read
+"""
+    assert rows(src, "PIN005") == [row_of(src, "# read")]

@@ -713,3 +713,25 @@ cudart.cudaEventRecord(done, stream)
 total = host.sum()  # read
 """
     assert rows(src, "PIN005") == ([] if synced else [row_of(src, "# read")])
+
+
+@pytest.mark.parametrize("use, reported", [
+    # InfLLM (survey 26): the offloaded pair kept as a tuple, read only after a synchronize
+    ("tuple(x.to('cpu', non_blocking=True) for x in pair)", False),
+    ("list([x.to('cpu', non_blocking=True) for x in pair])", False),
+    # adding them up reads every element
+    ("sum(x.to('cpu', non_blocking=True) for x in pair)", True),
+    # a tuple of an array's elements reads them
+    ("tuple(pair[0].to('cpu', non_blocking=True))", True),
+])
+def test_collecting_copies_in_flight_into_a_tuple_reads_nothing(use, reported):
+    src = f"""
+import torch
+
+def offload(k, v):
+    pair = (k.cuda(), v.cuda())
+    host = {use}  # use
+    torch.cuda.synchronize()
+    return host
+"""
+    assert (rows(src, "PIN005") == [row_of(src, "# use")]) is reported

@@ -29,6 +29,7 @@ from .effects import Args
 
 _BUILTINS = frozenset(dir(builtins))
 _IMPORTERS = frozenset({"importlib.import_module"})  # load a module named by a string
+_COLLECTING = frozenset({"list", "tuple", "set", "frozenset"})  # builtins that only collect what they iterate
 # Start a callable later, on another thread, with the arguments they are given: (callable, args, kwargs).
 _STARTERS = {"threading.Thread": (ArgSpec(1, "target"), ArgSpec(3, "args"), ArgSpec(4, "kwargs")),
              "threading.Timer": (ArgSpec(1, "function"), ArgSpec(2, "args"), ArgSpec(3, "kwargs"))}
@@ -403,7 +404,12 @@ class Calls:
         ev = self.ev
         python = ev.tables.python
         if name in python.get("reading_builtins", ()):
-            ev.read_hosts(node, [v for _, v in args.positional])
+            positional = [v for _, v in args.positional]
+            if name in _COLLECTING:
+                # tuple(h) iterates an array's elements; tuple(x.cpu() for x in pair) only collects
+                # references to the buffers a container or generator holds.
+                positional = [v for v in positional if isinstance(v, Host)]
+            ev.read_hosts(node, positional)
             addresses = python.get("device_address_libraries", ()) if name == "int" else ()
             if any(isinstance(v, Tensor) or isinstance(v, Device) and v.library not in addresses
                    for _, v in args.positional):

@@ -444,8 +444,9 @@ def _view(ev, api: Api, node, receiver, args: Args) -> Value:
             result = transposed(result)
         elif result.contiguous is False and api.name.split(".")[-1] not in _KEEPING_STRIDES:
             result = replace(result, contiguous=None)  # reshape of a transpose may copy
-    elif isinstance(source, (Device, Tensor)) and api.arg("arg") is not None and api.arg("arg").is_self:
-        result = source
+    elif isinstance(source, (Device, Tensor)) and api.arg("arg") is not None and \
+            (api.arg("arg").is_self or api.library == "torch"):
+        result = source  # a view of a GPU tensor (nn.Parameter(d), torch.as_tensor(d)) is on the GPU
     elif api.opt("otherwise") == "pageable" and not isinstance(source, (Device, Tensor)) and \
             (isinstance(source, (Items, Seq, Const)) or api.library == "torch"):
         flavour = api.opt("library") if api.opt("library") in ("torch",) else "numpy"

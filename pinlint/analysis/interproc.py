@@ -489,7 +489,7 @@ def bind_parameters(ev, fn: Function, args, receiver_expr) -> tuple[dict, dict]:
         elif args.star:
             env[name] = UNKNOWN
         else:
-            env[name] = literal(param.default) if param.default is not None else UNKNOWN
+            env[name] = default_value(fn, param.default) if param.default is not None else UNKNOWN
     extra = positional[len(ordered):]
     if isinstance(params.star_arg, cst.Param):
         env[params.star_arg.name.value] = Seq(UNKNOWN) if args.star else Items(tuple(v for _, v in extra))
@@ -498,7 +498,8 @@ def bind_parameters(ev, fn: Function, args, receiver_expr) -> tuple[dict, dict]:
         if name in args.keywords:
             exprs[name], env[name] = args.keywords[name]
         else:
-            env[name] = UNKNOWN if args.star else (literal(param.default) if param.default is not None else UNKNOWN)
+            env[name] = UNKNOWN if args.star else \
+                (default_value(fn, param.default) if param.default is not None else UNKNOWN)
     if isinstance(params.star_kwarg, cst.Param):
         taken = set(env)
         rest = {k: v for k, (_, v) in args.keywords.items() if k not in taken}
@@ -563,6 +564,23 @@ def literal(node) -> Value:
     if isinstance(node, cst.Name) and node.value in ("True", "False", "None"):
         return Const.of({"True": True, "False": False, "None": None}[node.value])
     return UNKNOWN
+
+
+def default_value(fn: Function, default) -> Value:
+    """A parameter's default, where a call leaves it out: a literal, or a device the library names
+    (``buffer_device=torch.device("cpu")``), read in the function's own module."""
+    constant = literal(default)
+    if constant is not UNKNOWN or not isinstance(default, cst.Call) or not default.args:
+        return constant
+    module = fn.module
+    qualified = module.imports.qualify(default.func) if module is not None else None
+    api = module.project.tables.functions.get(qualified) if qualified else None
+    if api is None or api.effect != "device-spec" or default.args[0].keyword is not None:
+        return UNKNOWN
+    from .effects import device_of
+    named = literal(default.args[0].value)
+    cuda = device_of(named, module.project.tables) if isinstance(named, Const) else None
+    return DeviceSpec(cuda) if cuda is not None else UNKNOWN
 
 
 def context_free_env(project, fn: Function, with_receiver: bool = True) -> dict:
