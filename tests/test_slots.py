@@ -162,3 +162,32 @@ def upload(data, n):
 def test_double_buffering_that_waits_on_each_slot_is_no_race(slot, wait, reported):
     src = DOUBLE_BUFFER.format(slot=slot, wait=wait)
     assert (rows(src, "PIN006") == [row_of(src, "# write")]) is reported, src
+
+
+# ------------------------------------------------------------------ a slot replaced at a constant index
+@pytest.mark.parametrize("make", [
+    "[cuda.pagelocked_empty(n, np.float32), cuda.pagelocked_empty(n, np.float32)]",   # a literal list
+    "pinned_list(n)",                                                                  # built by a helper
+])
+def test_a_pinned_slot_replaced_by_a_pageable_array_before_the_copy(make):
+    # smart-social-distancing (survey 26): slot 0 of the TensorRT host buffers replaced per frame
+    src = f"""
+import numpy as np
+import pycuda.driver as cuda
+
+def pinned_list(n):
+    hosts = []
+    for _ in range(2):
+        hosts.append(cuda.pagelocked_empty(n, np.float32))
+    return hosts
+
+def run(frame, n, dev, stream):
+    hosts = {make}
+    hosts[0] = np.ravel(np.zeros_like(frame, dtype=np.float32))
+    cuda.memcpy_htod_async(dev, hosts[0], stream)  # copy
+    stream.synchronize()
+"""
+    assert rows(src, "PIN001") == [row_of(src, "# copy")]
+    assert "PIN008" not in codes(src)  # the pinned buffer of slot 0 is never copied
+    kept = src.replace("    hosts[0] = np.ravel(np.zeros_like(frame, dtype=np.float32))\n", "")
+    assert "PIN001" not in codes(kept)

@@ -932,6 +932,10 @@ def item_keys(node: cst.Subscript) -> Optional[tuple]:
     if container is None or len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
         return None
     index = node.slice[0].slice.value
+    if isinstance(index, (cst.Integer, cst.SimpleString)):
+        # `slots[0] = h`, `batch["x"] = h`: until the container changes again (the holder check) or
+        # its name is rebound (the keys start with it)
+        return f"{container}.$item[{index.value}]", f"{container}.$item-holder[{index.value}]"
     if not isinstance(index, cst.Name):
         return None
     return f"{index.value}.$item:{container}", f"{index.value}.$item-holder:{container}"

@@ -240,7 +240,14 @@ def store_item(ev, target: cst.Subscript, value: Value) -> None:
             _remember_item(ev, target, updated, value)
         _changed(ev, target.value, updated)
     elif isinstance(base, (Items, Seq)):
-        updated = add_element(base, value)
+        position = index.single if isinstance(index, Const) else None
+        if isinstance(base, Items) and isinstance(position, int) and not isinstance(position, bool) and \
+                -len(base.items) <= position < len(base.items):
+            items = list(base.items)
+            items[position] = value  # `slots[0] = h` of a list of known length: that item only
+            updated: Value = Items(tuple(items))
+        else:
+            updated = add_element(base, value)
         _changed(ev, target.value, updated)
         _remember_item(ev, target, updated, value)
 
