@@ -84,7 +84,7 @@ EFFECTS: dict[str, EffectSchema] = {
                                              "each": _is_bool, "pieces": _is_bool},
                          "the same memory as its argument, seen another way (with `each`: a tuple, one view "
                          "of each argument)"),
-    "convert": EffectSchema(frozenset({"dtype", "copy"}), {"targets": _is_str_dict, "copies": _is_bool,
+    "convert": EffectSchema(frozenset({"dtype", "copy", "source"}), {"targets": _is_str_dict, "copies": _is_bool,
                                                           "in_place": _is_bool},
                             "a dtype conversion: new pageable memory unless nothing changes"),
     "contiguous": EffectSchema(frozenset({"arg"}), {}, "a view when contiguous already, else a pageable copy"),

@@ -2468,3 +2468,23 @@ def run():
     store.put(torch.zeros(2, 3, 64, 64))  # call
 """
     assert ("PIN001" in codes(src)) is reported
+
+
+@pytest.mark.parametrize("convert, reported", [
+    ("np.float32(frame)", True),                 # RetinaFace-TensorRT-Python (survey 26)
+    ("np.uint8(frame)", True),
+    ("np.float32(cuda.pagelocked_empty(n, np.uint8))", True),   # a converted copy of pinned memory is pageable
+    ("np.float32(1.5)", False),                  # a number
+])
+def test_numpy_scalar_types_called_on_an_array_convert_it(convert, reported):
+    src = f"""
+import numpy as np
+import pycuda.driver as cuda
+
+def upload(n, dev, stream):
+    frame = np.zeros((n, n, 3), dtype=np.uint8)
+    x = {convert}
+    cuda.memcpy_htod_async(dev, x, stream)  # copy
+    stream.synchronize()
+"""
+    assert (rows(src, "PIN001") == [row_of(src, "# copy")]) is reported

@@ -518,6 +518,8 @@ def _converted_size(ev, source: Host, target: Optional[str]) -> Optional[int]:
 
 
 def _convert(ev, api: Api, node, receiver, args: Args) -> Value:
+    if api.arg("source") is not None:
+        receiver = args.value(api.arg("source"))  # np.float32(img): the function form
     if isinstance(receiver, (Device, Tensor)):
         return receiver
     if not isinstance(receiver, Host):
