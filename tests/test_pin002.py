@@ -1671,3 +1671,29 @@ def init(n):
     print(h.sum())  # read
 """
     assert rows(src, "PIN005") == [row_of(src, "# read")]
+
+
+@pytest.mark.parametrize("other, reported", [
+    # lanenet_torch_onnx_trt (survey 26): the video loop's `if ret: ... else: break`
+    ("else:\n            break", True),
+    ("else:\n            print('done')\n            return", True),
+    ("else:\n            raise StopIteration", True),
+    # the iterations that skip the arm go on: it may be a set-up
+    ("else:\n            continue", False),
+    ("", False),
+])
+def test_an_if_whose_other_arm_leaves_the_loop_runs_on_every_iteration(other, reported):
+    src = f"""
+import numpy as np
+import pycuda.driver as cuda
+
+def frames(cap, n, dev):
+    while cap.isOpened():
+        ok, img = cap.read()
+        if ok:
+            res = cuda.pagelocked_empty(n, np.float32)  # pin
+            cuda.memcpy_dtoh(res, dev)
+            print(float(res.max()))
+        {other}
+"""
+    assert (rows(src, "PIN002") == [row_of(src, "# pin")]) is reported

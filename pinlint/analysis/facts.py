@@ -128,8 +128,9 @@ class FileFacts:
             return True
         changes = loop_changes(loop, self.project.changes if self.project is not None else None)
         is_library = self.context.names_library if self.context is not None else (lambda name: False)
-        return not all(isinstance(owner, cst.If) and invariant(owner.test, changes, is_library)
-                       for owner, _ in inner)
+        return not all(isinstance(owner, cst.If) and (invariant(owner.test, changes, is_library) or
+                                                      _others_leave(owner, arm))
+                       for owner, arm in inner)
 
     def scope(self, name: str) -> Optional[ScopeFacts]:
         return next((s for s in self.scopes if s.name == name), None)
@@ -137,3 +138,29 @@ class FileFacts:
     @property
     def info(self):
         return self.context.info if self.context is not None else None
+
+
+_LEAVES = (cst.Break, cst.Return, cst.Raise)
+
+
+def _others_leave(owner: cst.If, arm: int) -> bool:
+    """Every other arm of the ``if`` leaves the loop (``if ok: ... else: break``, the video-reading
+    loop): each iteration that goes on takes this arm, so what it allocates is allocated on every one."""
+    bodies, current = [], owner
+    while isinstance(current, cst.If):
+        bodies.append(current.body)
+        current = current.orelse
+    if not isinstance(current, cst.Else):
+        return False  # no else: the iterations that skip the arm go on
+    bodies.append(current.body)
+    return all(_ends_by_leaving(body) for index, body in enumerate(bodies) if index != arm)
+
+
+def _ends_by_leaving(body) -> bool:
+    statements = list(body.body) if isinstance(body, cst.IndentedBlock) else [body]
+    if not statements:
+        return False
+    last = statements[-1]
+    smalls = last.body if isinstance(last, cst.SimpleStatementLine) else \
+        (last.body if isinstance(last, cst.SimpleStatementSuite) else [])
+    return bool(smalls) and isinstance(smalls[-1], _LEAVES)
