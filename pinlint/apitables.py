@@ -103,6 +103,16 @@ class Tables:
     device_strings: dict = field(default_factory=dict)
 
     @functools.cached_property
+    def module_paths(self) -> frozenset:
+        """The library modules the tables' functions live in (`cuda.cudart`, `cupy.cuda.runtime`):
+        a name bound to one (`rt = cudart`, `self._rt = cudart`) is that module."""
+        paths = set()
+        for name in self.functions:
+            parts = name.split(".")
+            paths.update(".".join(parts[:end]) for end in range(1, len(parts)))
+        return frozenset(paths)
+
+    @functools.cached_property
     def call_pattern(self) -> "re.Pattern":
         """Bytes regex for a call of any API a finding needs (``to_device(``, ``.set(``, ``empty_pinned(``).
         A finding in a file's own code comes from such a call written in it (or from

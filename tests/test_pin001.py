@@ -2488,3 +2488,31 @@ def upload(n, dev, stream):
     stream.synchronize()
 """
     assert (rows(src, "PIN001") == [row_of(src, "# copy")]) is reported
+
+
+@pytest.mark.parametrize("bind, rt", [
+    ("rt = cudart", "rt"),                      # a local name for the runtime module
+    ("self._rt = cudart", "self._rt"),          # kept on the object (survey 26)
+    ("self._rt = runtime", "self._rt"),
+])
+def test_a_library_module_bound_to_a_name_is_that_module(bind, rt):
+    src = f"""
+import numpy as np
+from cuda import cudart
+from cuda.bindings import runtime
+
+class Uploader:
+    def __init__(self):
+        {bind}
+
+    def upload(self, host):
+        {"rt = cudart" if rt == "rt" else ""}
+        _, stream = {rt}.cudaStreamCreate()
+        _, dev = {rt}.cudaMalloc(host.nbytes)
+        {rt}.cudaMemcpyAsync(dev, host.ctypes.data, host.nbytes,
+                             {rt}.cudaMemcpyKind.cudaMemcpyHostToDevice, stream)  # copy
+
+def run():
+    Uploader().upload(np.zeros(1 << 20, dtype=np.float32))  # call
+"""
+    assert rows(src, "PIN001") == [row_of(src, "# call")], src
