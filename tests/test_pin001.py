@@ -2516,3 +2516,21 @@ def run():
     Uploader().upload(np.zeros(1 << 20, dtype=np.float32))  # call
 """
     assert rows(src, "PIN001") == [row_of(src, "# call")], src
+
+
+@pytest.mark.parametrize("move, pinned", [
+    ("tuple(t.to(dev, non_blocking=True) for t in batch)", False),     # CLIP4Clip (survey 26)
+    ("[t.cuda(non_blocking=True) for t in batch]", False),
+    ("tuple(t.to(dev, non_blocking=True) for t in batch)", True),
+])
+def test_the_tensors_of_a_batch_iterated_one_by_one(move, pinned):
+    src = f"""
+import torch
+from torch.utils.data import DataLoader
+
+def train(ds, dev):
+    loader = DataLoader(ds, batch_size=16, pin_memory={pinned})
+    for batch in loader:
+        moved = {move}  # copy
+"""
+    assert (rows(src, "PIN001") == [row_of(src, "# copy")]) is (not pinned)

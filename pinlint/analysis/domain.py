@@ -599,6 +599,8 @@ def element_of(value: Optional[Value]) -> Value:
         for other in value.items[1:]:
             element = join(element, other)
         return element
+    if isinstance(value, Host) and value.batch:
+        return value  # `for t in batch`: the batch's tensors (or a tensor batch's rows), as `batch[0]` is
     if isinstance(value, Host) and not value.pointer and value.sites and (value.dimensions() or 0) >= 2:
         # The rows of a 2-D (or more) array: views of the same memory.
         return replace(value, ndim=value.dimensions() - 1)
