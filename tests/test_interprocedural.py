@@ -706,3 +706,31 @@ def test_sizes_a_test_states_reach_a_constructor_three_calls_down(tmp_path, nx, 
     test = write(tmp_path, "test_scheme.py", _SCHEME_TEST.format(nx=nx))
     found = _run_in_order(tmp_path, [test])["test_scheme.py"]
     assert found == ([("PIN001", row_of(_SCHEME_TEST.format(nx=nx), "# construct"))] if reported else [])
+
+
+def test_a_class_from_a_star_import_of_a_project_module_is_followed(tmp_path):
+    # torch-ngp (survey 26): `from sdf.utils import *` then `Trainer(...)`; a library's star import
+    # (`from numpy import *`) gives nothing of the project's
+    write(tmp_path, "sdf/__init__.py", "")
+    write(tmp_path, "sdf/utils.py", """
+import torch
+
+class Trainer:
+    def __init__(self):
+        self.dev = torch.device("cuda")
+
+    def fit(self, loader):
+        for data in loader:
+            for k, v in data.items():
+                data[k] = v.to(self.dev, non_blocking=True)
+""")
+    main = write(tmp_path, "main.py", """
+from torch.utils.data import DataLoader
+from sdf.utils import *
+
+def run(ds):
+    loader = DataLoader(ds, batch_size=1)
+    Trainer().fit(loader)  # call
+""")
+    found = _run_in_order(tmp_path, [main])["main.py"]
+    assert found == [("PIN001", main.read_text().splitlines().index("    Trainer().fit(loader)  # call") + 1)]

@@ -166,7 +166,23 @@ class Evaluator:
             return found
         if node.value in self.tables.dtypes.get("python", {}) and self.module.imports.lookup(node.value) is None:
             return Const.of("pytype:" + node.value)  # `dtype=float`
-        return self.qualified_value(node)
+        value = self.qualified_value(node)
+        if value is UNKNOWN and not node.value.startswith("_") and self.module.star_sources and \
+                self.module.imports.lookup(node.value) is None:
+            return self._from_star_imports(node.value)
+        return value
+
+    def _from_star_imports(self, name: str) -> Value:
+        """A name the module neither binds nor imports by name, from a project module it imports
+        everything from (``from sdf.utils import *`` then ``Trainer(...)``)."""
+        project = self.module.project
+        for source in self.module.star_sources:
+            if self.tables.library_of(source) is not None:
+                continue
+            found = project.resolve(f"{source}.{name}", self.module)
+            if found is not UNKNOWN:
+                return found
+        return UNKNOWN
 
     def qualified_value(self, node: cst.BaseExpression) -> Value:
         """The value of an imported name: a library constant or stream, a dtype, or a definition of
