@@ -2534,3 +2534,26 @@ def train(ds, dev):
         moved = {move}  # copy
 """
     assert (rows(src, "PIN001") == [row_of(src, "# copy")]) is (not pinned)
+
+
+def test_a_loader_batch_is_never_a_numpy_array():
+    # torch-ngp (survey 26): a to-device helper's ndarray branch never runs for a loader's batch
+    src = """
+import numpy as np
+import torch
+from torch.utils.data import DataLoader
+
+def to_dev(data, dev):
+    if isinstance(data, np.ndarray):
+        data = torch.from_numpy(data).to(dev, non_blocking=True)  # ndarray
+    else:
+        data = data.to(dev, non_blocking=True)  # tensor
+    return data
+
+def fit(ds):
+    for data in DataLoader(ds, batch_size=1):
+        data = to_dev(data, torch.device("cuda"))  # call
+"""
+    [finding] = [f for f in findings(src) if f.code == "PIN001"]
+    assert finding.location.row == row_of(src, "# call")
+    assert f"(line {row_of(src, '# tensor')})" in finding.message  # via the tensor branch, not the ndarray one

@@ -675,6 +675,8 @@ def instance_of(value: Value, kind: str) -> Optional[bool]:
     if isinstance(value, (Const, Items, Seq, Mapping)):
         return False
     if isinstance(value, Host):
+        if value.batch and value.library == "torch" and kind == "host":
+            return False  # a loader's batch holds tensors (a tensor, a dict or a list of them), never an ndarray
         if value.pointer or value.batch:
             return None
         if kind == "host":
