@@ -734,3 +734,28 @@ def run(ds):
 """)
     found = _run_in_order(tmp_path, [main])["main.py"]
     assert found == [("PIN001", main.read_text().splitlines().index("    Trainer().fit(loader)  # call") + 1)]
+
+
+@pytest.mark.parametrize("table, call", [
+    # CLIP4Clip (survey 26): loader factories kept in a dict of dicts, filled at the module's top level
+    ('FACTORIES = {}\nFACTORIES["msrvtt"] = {"train": make_loader}', 'FACTORIES["msrvtt"]["train"](8)'),
+    ('FACTORIES = [make_loader]', 'FACTORIES[0](8)'),
+])
+def test_a_function_kept_in_a_container_is_called(table, call):
+    src = f"""
+import torch
+from torch.utils.data import DataLoader
+
+def make_loader(bs):
+    return DataLoader(range(64), batch_size=bs)
+
+{table}
+
+def consume(loader, dev):
+    for batch in loader:
+        batch.to(dev, non_blocking=True)
+
+def run():
+    consume({call}, torch.device("cuda"))  # call
+"""
+    assert rows(src, "PIN001") == [row_of(src, "# call")]

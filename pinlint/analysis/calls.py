@@ -119,7 +119,10 @@ class Calls:
                 return array
         if isinstance(func, cst.Subscript):
             callee = ev.expr(func.value)  # kernel[grid, block](...)
-            ev.slices(func)
+            indexes = ev.slices(func)
+            if isinstance(callee, (Mapping, Items, Seq)):
+                # FACTORIES["one"]["train"](8): a function kept in a dict or list, called
+                callee = ev.subscript(callee, func, indexes)
         else:
             callee = ev.expr(func)
         return self.call_value(callee, node, self.arguments(node))
