@@ -486,3 +486,34 @@ def test_an_array_of_numbers_looked_up_in_a_table_of_numbers_is_small(element):
             return [torch.from_numpy(np.zeros(n)).to(device, non_blocking=True) for a in activities]  # data
         """
     assert rows(src, "PIN001") == [row_of(src, "# data")]
+
+
+def test_a_table_of_numbers_given_on_through_two_helpers_keeps_the_array_small():
+    # FunASR (e2e_diar_eend_ola.py:207): create_powerlabel -> dec_trans -> np.array of lookups
+    src = """
+        import numpy as np
+        import torch
+
+        def make_table(kinds):
+            table = {"ids": {}, "oov": 0}
+            for i, kind in enumerate(sorted(kinds)):
+                table["ids"][kind] = i
+            table["oov"] = len(kinds)
+            return table
+
+        def lookup(code, table):
+            if code in table["ids"]:
+                return table["ids"][code]
+            return table["oov"]
+
+        def codes_to_ids(x, n, table):
+            return np.array([lookup(c, table) for c in x.sum(axis=1)])
+
+        def to_labels(x, table, n):
+            return torch.from_numpy(codes_to_ids(x, n, table))
+
+        def run(labels, dev):
+            table = make_table([1, 2, 4, 8])
+            return [to_labels(l.cpu().numpy(), table, 4).to(dev, non_blocking=True) for l in labels]
+        """
+    assert rows(src, "PIN001") == []
