@@ -759,3 +759,46 @@ def run():
     consume({call}, torch.device("cuda"))  # call
 """
     assert rows(src, "PIN001") == [row_of(src, "# call")]
+
+
+@pytest.mark.parametrize("make", [
+    "Speaker().cuda()",                     # tacotron2 (survey 27): nn.Module.cuda() returns the module
+    "Speaker().to('cuda').train()",
+    "wrap(Speaker())",                      # a helper that hands its module back
+])
+def test_a_module_handed_back_keeps_its_methods(make):
+    src = f"""
+import torch
+from torch.utils.data import DataLoader
+
+class Speaker(torch.nn.Module):
+    def unpack(self, batch):
+        return batch.cuda(non_blocking=True)
+
+def wrap(module):
+    module.ready = True
+    return module
+
+def train(ds):
+    net = {make}
+    for batch in DataLoader(ds, batch_size=16):
+        net.unpack(batch)  # copy
+"""
+    assert rows(src, "PIN001") == [row_of(src, "# copy")]
+
+
+def test_a_method_of_a_plain_class_is_not_taken_to_return_itself():
+    src = """
+import torch
+from torch.utils.data import DataLoader
+
+class Speaker:
+    def unpack(self, batch):
+        return batch.cuda(non_blocking=True)
+
+def train(ds):
+    net = Speaker().cuda()   # not an nn.Module: nothing says what this returns
+    for batch in DataLoader(ds, batch_size=16):
+        net.unpack(batch)
+"""
+    assert rows(src, "PIN001") == []

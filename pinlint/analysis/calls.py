@@ -277,6 +277,8 @@ class Calls:
             args = self.arguments(node)
             if isinstance(member, (Function, ClassRef)) or _callables(member) or self._called_object(member, node):
                 return self.call_value(member, node, args, receiver_expr)
+            if isinstance(receiver, Instance) and member is UNKNOWN and self._returns_itself(receiver, name):
+                return receiver  # `Model(cfg).cuda()`: nn.Module's method hands the module back
             ev.escape(node, args.values())
             return UNKNOWN
         args = self.arguments(node)
@@ -317,6 +319,15 @@ class Calls:
         if name not in ev.tables.python.get("copying_methods", ()):
             ev.escape(node, args.values(), handed=True)
         return gpu_result(args.values() + [receiver])
+
+    def _returns_itself(self, receiver: Instance, name: str) -> bool:
+        """A method of a library base class that returns the object itself (python.toml's
+        `returns_self`: `torch.nn.Module`'s `cuda`, `to`, `train`, `eval`, ...)."""
+        table = self.ev.tables.python.get("returns_self", {})
+        if not table:
+            return False
+        info = self.ev.module.project.class_info(receiver.klass)
+        return info is not None and any(name in table.get(base, ()) for base in info.library_classes())
 
     def _with_stored_fields(self, receiver: Instance, receiver_expr) -> Instance:
         """``self.loader = iter(loader)`` then ``self.preload()`` in ``__init__``: the method runs on the

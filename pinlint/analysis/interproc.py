@@ -260,6 +260,8 @@ def _invoke(ev, fn: Function, env: dict, node) -> Optional[Outcome]:
         contextual = True
     if not contextual and _looks_up_numbers(env, baseline):
         contextual = True
+    if not contextual and any(isinstance(env.get(name), Instance) for name in _returned_parameters(fn)):
+        contextual = True  # `net = wrap_for_ddp(net)`: hands back the object it was given
     if not contextual and _decides_a_test(fn, env):
         # Leaving arms aside helps only a callee that does something the analysis follows: one whose
         # baseline has no event and gives back nothing of interest gives nothing more on fewer paths
@@ -299,6 +301,29 @@ def _sizes_what_it_returns(fn: Function, env: dict, baseline: Optional[Outcome])
     # away) is sized by the same numbers, given on: its calls are followed with them too.
     return any(site.nbytes is None and (not site.via or site.from_values and not site.python_numbers)
                for value in kept for site in all_sites(value))
+
+
+_RETURNED_PARAMETERS: dict = {}
+
+
+def _returned_parameters(fn: Function) -> frozenset:
+    """Parameters the function returns as they are (`return module`), never rebinding them: what a
+    caller gives is what it gets back, which the analysis for callers at large cannot know."""
+    found = _RETURNED_PARAMETERS.get(fn.node)
+    if found is None:
+        params = fn.node.params
+        names = {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
+        returned = set()
+        todo = [fn.node.body]
+        while todo:
+            item = todo.pop()
+            if isinstance(item, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+                continue
+            if isinstance(item, cst.Return) and isinstance(item.value, cst.Name) and item.value.value in names:
+                returned.add(item.value.value)
+            todo.extend(code_parts(item))
+        found = _RETURNED_PARAMETERS[fn.node] = frozenset(returned - body_bindings(fn.node))
+    return found
 
 
 def _looks_up_numbers(env: dict, baseline: Optional[Outcome]) -> bool:

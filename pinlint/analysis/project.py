@@ -92,8 +92,21 @@ class ClassInfo:
     fields: Optional[list] = None   # a dataclass's / NamedTuple's fields, in order
     project: object = None
     test_case: bool = False         # a base is unittest's TestCase
+    library_bases: tuple = ()       # the library classes among its bases, qualified (`torch.nn.Module`)
 
     _mro: Optional[list] = field(default=None, repr=False)
+
+    def library_classes(self) -> frozenset:
+        """The library classes it derives from, through its bases of the checked code too."""
+        found, todo, seen = set(), [self], set()
+        while todo:
+            info = todo.pop()
+            if id(info) in seen:
+                continue
+            seen.add(id(info))
+            found.update(info.library_bases)
+            todo.extend(b for b in (self.project.class_info(base) for base in info.bases) if b is not None)
+        return frozenset(found)
 
     def lookup(self, attr: str, after_self: bool = False, record: bool = True) -> Optional[Member]:
         if record and not after_self and self.project._observing:
@@ -800,20 +813,24 @@ class Project:
                 members[statement.name.value] = Member(statement, "nested-class", cls,
                                                        f"{cls.name}.{statement.name.value}", nested=nested)
         bases = []
+        library_bases = []
         test_case = False
         for base in node.bases:
             value = _base_value(ctx, base.value)
             if isinstance(value, ClassRef):
                 bases.append(value)
-            elif _is_record_base(ctx, base.value):
+                continue
+            qualified = ctx.imports.qualify(base.value) if isinstance(base.value, (cst.Name, cst.Attribute)) else None
+            if qualified and self.tables.library_of(qualified) is not None:
+                library_bases.append(qualified)
+            if _is_record_base(ctx, base.value):
                 fields = fields or []
-            elif isinstance(base.value, (cst.Name, cst.Attribute)) and \
-                    ctx.imports.qualify(base.value) in ("unittest.TestCase", "unittest.case.TestCase"):
+            elif qualified in ("unittest.TestCase", "unittest.case.TestCase"):
                 test_case = True
         if _is_dataclass(ctx, node) or fields is not None:
             fields = [s.target.value for s in class_body_small(node)
                       if isinstance(s, cst.AnnAssign) and isinstance(s.target, cst.Name)]
-        info = ClassInfo(cls, members, bases, fields, self, test_case)
+        info = ClassInfo(cls, members, bases, fields, self, test_case, tuple(library_bases))
         self._classes[cls] = info
         return info
 
