@@ -2557,3 +2557,26 @@ def fit(ds):
     [finding] = [f for f in findings(src) if f.code == "PIN001"]
     assert finding.location.row == row_of(src, "# call")
     assert f"(line {row_of(src, '# tensor')})" in finding.message  # via the tensor branch, not the ndarray one
+
+
+@pytest.mark.parametrize("second, reported", [
+    ("DataLoader(ds, batch_size=256)", True),                    # pageable either way (survey 27 probe)
+    ("DataLoader(ds, batch_size=256, pin_memory=True)", False),  # pinned on one path: unknown
+])
+def test_a_loader_made_on_two_branches(second, reported):
+    src = f"""
+import torch
+from torch.utils.data import DataLoader
+
+def pick(kind, ds):
+    if kind == "cifar":
+        ld = DataLoader(ds, batch_size=64)
+    else:
+        ld = {second}
+    return ld
+
+def train(net, kind, ds):
+    for x, y in pick(kind, ds):
+        net(x.cuda(non_blocking=True))  # copy
+"""
+    assert (rows(src, "PIN001") == [row_of(src, "# copy")]) is reported

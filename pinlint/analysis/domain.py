@@ -527,6 +527,9 @@ def join(a: Value, b: Value) -> Value:
         return b
     if _definition(a) and _definition(b):
         return alternatives(a, b)
+    if isinstance(a, Loader) and isinstance(b, Loader):
+        # `ld = DataLoader(a, ...) if cifar else DataLoader(b, ...)`: either; a batch is either's batch
+        return alternatives(a, b)
     if _definition(a) and isinstance(b, Loader) or _definition(b) and isinstance(a, Loader):
         # `if use_prefetcher: loader = PrefetchLoader(loader)`: the DataLoader or the object of the
         # checked code wrapping it; iterating either runs what each does.
