@@ -1697,3 +1697,24 @@ def frames(cap, n, dev):
         {other}
 """
     assert (rows(src, "PIN002") == [row_of(src, "# pin")]) is reported
+
+
+@pytest.mark.parametrize("loop, reported", [
+    # makani (survey 26 tree): a test run once per (file, mode) pair
+    ("for path, streaming in [(out_a, True), (out_b, False)]:", False),
+    ("for path, streaming in pairs:", True),          # what the loop goes over is not a list of settings
+])
+def test_a_helper_run_once_per_tuple_of_settings(loop, reported):
+    src = f"""
+import torch
+
+def make_buffer(path, streaming):
+    store = torch.zeros(1 << 20, pin_memory=True)
+    store.copy_(torch.ones(1 << 20, device="cuda"), non_blocking=True)
+    return store.sum()
+
+def test(out_a, out_b, pairs):
+    {loop}
+        total = make_buffer(path, streaming)  # call
+"""
+    assert (rows(src, "PIN002") == [row_of(src, "# call")]) is reported

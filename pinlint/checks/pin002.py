@@ -9,7 +9,7 @@ import libcst as cst
 from ..analysis import FileFacts
 from ..analysis.invariance import Changes, arithmetic_names, collect_changes, names_read, stepped_names
 from ..model import EventType
-from ..walk import code_parts
+from ..walk import code_parts, target_names
 from ..fixers import hoist_allocation
 from .base import CheckContext, Report, Rule
 
@@ -41,8 +41,11 @@ def _configurations(node, loops, module: cst.Module) -> bool:
         return False
     passed = {arg.value.value for arg in node.args if isinstance(arg.value, cst.Name)}
     for loop in loops:
-        if isinstance(loop, cst.For) and isinstance(loop.target, cst.Name) and \
-                _constant_list(loop.iter, module) and passed & _made_from(loop, loop.target.value):
+        if not isinstance(loop, cst.For) or not isinstance(loop.target, (cst.Name, cst.Tuple, cst.List)) or \
+                not _constant_list(loop.iter, module):
+            continue
+        # `for path, streaming in [(out_a, True), (out_b, False)]:` too: one run per settings tuple
+        if any(passed & _made_from(loop, target) for target in target_names(loop.target)):
             return True
     return False
 
@@ -58,7 +61,13 @@ def _constant_list(node, module: cst.Module) -> bool:
             return False
         node = bound[0]
     return isinstance(node, (cst.List, cst.Tuple)) and bool(node.elements) and \
-        all(_literal(e.value) for e in node.elements)
+        all(_literal(e.value) or _settings(e.value) for e in node.elements)
+
+
+def _settings(node) -> bool:
+    """A tuple of settings: constants and names (`(out_streaming, True)`)."""
+    return isinstance(node, cst.Tuple) and bool(node.elements) and \
+        all(_literal(e.value) or isinstance(e.value, cst.Name) for e in node.elements)
 
 
 def _statement_targets(statement) -> set:
