@@ -735,3 +735,22 @@ def offload(k, v):
     return host
 """
     assert (rows(src, "PIN005") == [row_of(src, "# use")]) is reported
+
+
+def test_a_module_parameter_may_have_been_moved_to_the_gpu():
+    # SimpleTuner (survey 21 tree): `temb.to(device=self.table.device, non_blocking=True)` where the
+    # table is an nn.Parameter made on the CPU: the module is moved with `.to(device)` before use
+    src = """
+import torch
+from torch import nn
+
+class Block(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.table = nn.Parameter(torch.randn(1, 6, dim) / dim ** 0.5)
+
+    def forward(self, temb):
+        temb = temb.to(device=self.table.device, non_blocking=True)
+        return self.table + temb
+"""
+    assert "PIN005" not in codes(src)

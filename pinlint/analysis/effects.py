@@ -440,6 +440,10 @@ def _view(ev, api: Api, node, receiver, args: Args) -> Value:
                              (1 if isinstance(shape, Const) else NDIM_UNKNOWN))
         if not api.opt("shape_args") and api.name.split(".")[-1] not in _KEEPING_NDIM:
             result = replace(result, ndim=NDIM_UNKNOWN)  # ravel, squeeze, expand_dims, atleast_2d: another ndim
+        if api.opt("movable"):
+            # A module's parameter: `model.cuda()` / `model.to(device)` moves it, wherever it was made
+            # (its stores and escapes still follow these buffers; where it lives is not known).
+            result = replace(result, maybe_unknown=True)
         if api.name.split(".")[-1] in _TRANSPOSING:
             result = transposed(result)
         elif result.contiguous is False and api.name.split(".")[-1] not in _KEEPING_STRIDES:

@@ -900,7 +900,8 @@ def _device_attribute(base: Value, attr: str) -> Optional[Value]:
     tensor a CUDA device; ``.type`` of a device is "cpu" or "cuda", ``t.is_cuda`` False or True
     (``if t.device.type == "cpu":`` in a move helper is decided for the tensor a caller passes)."""
     cuda = None
-    if isinstance(base, Host) and not base.pointer and (base.library == "torch" or attr == "device"):
+    if isinstance(base, Host) and not base.pointer and not base.maybe_unknown and \
+            (base.library == "torch" or attr == "device"):
         cuda = False  # a CPU tensor; a NumPy array's `.device` (NumPy 2) is "cpu" too
     elif isinstance(base, Device) and base.library == "torch":
         cuda = True
