@@ -226,8 +226,8 @@ def add_noqa_text(text: str, findings: list) -> tuple:
 
 
 def _add_noqa(job: Job, data: bytes) -> JobResult:
-    if not passes_prefilter(data):
-        return JobResult()  # no finding can be suppressed there
+    if not might_report(data, job.name):
+        return JobResult()  # the check would skip the file: no finding to suppress there
     from .engine import read_source
     from .parsing import syntax_error
     result = lint_bytes(data, job.name, job.settings)

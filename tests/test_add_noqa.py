@@ -64,3 +64,31 @@ def test_add_noqa_through_the_command_line(tmp_path, monkeypatch, capsys):
     assert fixed.endswith('stream=s); doc = """x\ny"""  # noqa: PIN001\n')
     code, out, _ = run_in_process(monkeypatch, capsys, tmp_path, "check", "--no-cache", "a.py")
     assert code == 0 and "All checks passed!" in out
+
+
+def test_add_noqa_reaches_a_finding_that_comes_through_a_helper_of_the_tree(tmp_path, monkeypatch, capsys):
+    """A file that calls no GPU API itself but a helper of the tree that copies its buffer: the check
+    reports it there, so --add-noqa must suppress it there (it used to skip such files)."""
+    write(tmp_path, "helpers.py", """
+import numpy as np
+from numba import cuda
+
+def upload(h):
+    s = cuda.stream()
+    return cuda.to_device(h, stream=s)
+""")
+    write(tmp_path, "main.py", """
+import numpy as np
+from helpers import upload
+
+def run():
+    h = np.zeros(1 << 20)
+    return upload(h)
+""")
+    code, out, err = run_in_process(monkeypatch, capsys, tmp_path, "check", "--no-cache", "--jobs", "1", "main.py")
+    assert code == 1 and "main.py:7" in out
+    code, out, err = run_in_process(monkeypatch, capsys, tmp_path, "check", "--add-noqa", "--no-cache", "--jobs", "1", ".")
+    assert code == 0 and "main.py" not in err
+    assert "upload(h)  # noqa: PIN001" in (tmp_path / "main.py").read_text()
+    code, out, _ = run_in_process(monkeypatch, capsys, tmp_path, "check", "--no-cache", "--jobs", "1", ".")
+    assert code == 0 and "All checks passed!" in out
