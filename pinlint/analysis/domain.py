@@ -645,6 +645,12 @@ def varying_in(value: Value, loop) -> Value:
     return value
 
 
+def leaves(value) -> tuple:
+    """The plain values a container or object holds, looked through to the bottom; a plain value is its
+    own one leaf."""
+    return _leaves(value) if type(value) in _COMPOSITES else (value,)
+
+
 def _leaves(value) -> tuple:
     """The plain values inside a container or object, in order, kept on it (values are frozen, and
     an object's fields are looked through for nearly every call: recomputing them was a third of a

@@ -20,9 +20,9 @@ import libcst as cst
 
 from ..imports import dotted
 from ..model import Event, EventType, Kind, PendingCopy, Site, TraceStep
-from ..walk import code_parts
+from ..walk import code_parts, small_statements, suite_body
 from .domain import (ANYTHING, UNKNOWN, ClassRef, Const, Device, DeviceSpec, Function, GpuFlag, Host, Instance, Items, Loader, Mapping,
-                     ModuleRef, Scalar, Seq, Stream, Super, Tensor, Value, interesting, map_sites, all_sites,
+                     ModuleRef, Scalar, Seq, Stream, Super, Tensor, Value, interesting, leaves, map_sites, all_sites,
                      mapping, unknown_host, flatten)
 from .invariance import body_bindings, function_changes, same_on_every_call
 from .state import STREAM, merge_pending
@@ -211,7 +211,6 @@ def _stored_parameters(init: cst.FunctionDef, self_name: str) -> dict:
     rebound = body_bindings(init)
     counts: dict = {}
     direct: dict = {}
-    from ..walk import small_statements, suite_body
     for small in small_statements(suite_body(init.body), into_definitions=True):
         targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else \
             [small.target] if isinstance(small, (cst.AnnAssign, cst.AugAssign)) else []
@@ -313,17 +312,14 @@ def _returned_parameters(fn: Function) -> frozenset:
     if found is None:
         params = fn.node.params
         names = {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
-        returned = set()
-        todo = [fn.node.body]
-        while todo:
-            item = todo.pop()
-            if isinstance(item, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-                continue
-            if isinstance(item, cst.Return) and isinstance(item.value, cst.Name) and item.value.value in names:
-                returned.add(item.value.value)
-            todo.extend(code_parts(item))
+        returned = {r.value.value for r in _returns(fn.node) if isinstance(r.value, cst.Name)} & names
         found = _RETURNED_PARAMETERS[fn.node] = frozenset(returned - body_bindings(fn.node))
     return found
+
+
+def _returns(node: cst.FunctionDef) -> list:
+    """The function's own ``return`` statements (not its nested definitions')."""
+    return [small for small in small_statements(suite_body(node.body)) if isinstance(small, cst.Return)]
 
 
 def _looks_up_numbers(env: dict, baseline: Optional[Outcome]) -> bool:
@@ -340,26 +336,11 @@ def _numbers(value) -> bool:
     if isinstance(value, Scalar):
         return True
     if isinstance(value, (Mapping, Items, Seq)):
-        leaves = [leaf for leaf in _leaves_of(value)]
-        return bool(leaves) and all(isinstance(leaf, Scalar) or isinstance(leaf, Const) and leaf.values and
-                                    all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in leaf.values)
-                                    for leaf in leaves)
+        found = leaves(value)
+        return bool(found) and all(isinstance(leaf, Scalar) or isinstance(leaf, Const) and leaf.values and
+                                   all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in leaf.values)
+                                   for leaf in found)
     return False
-
-
-def _leaves_of(value):
-    if isinstance(value, Mapping):
-        for _, item in value.entries:
-            yield from _leaves_of(item)
-        if value.rest is not None:
-            yield from _leaves_of(value.rest)
-    elif isinstance(value, Items):
-        for item in value.items:
-            yield from _leaves_of(item)
-    elif isinstance(value, Seq):
-        yield from _leaves_of(value.element)
-    else:
-        yield value
 
 
 def _does_nothing(outcome: Outcome) -> bool:
@@ -833,17 +814,9 @@ def _shared_returns(node: cst.FunctionDef) -> bool:
     names = [p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)]
     classmethod_ = any(isinstance(d.decorator, cst.Name) and d.decorator.value == "classmethod"
                        for d in node.decorators)
-    returns, declared = [], set()
-    todo = [node.body]
-    while todo:
-        item = todo.pop()
-        if isinstance(item, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            continue
-        if isinstance(item, cst.Return):
-            returns.append(item.value)
-        elif isinstance(item, cst.Global):
-            declared.update(n.name.value for n in item.names)  # `global _INSTANCE`: the module's
-        todo.extend(code_parts(item))
+    returns = [r.value for r in _returns(node)]
+    declared = {n.name.value for small in small_statements(suite_body(node.body)) if isinstance(small, cst.Global)
+                for n in small.names}  # `global _INSTANCE`: the module's
     local = (body_bindings(node) - declared) | frozenset(names)
     if not returns:
         return False

@@ -98,15 +98,7 @@ class ClassInfo:
 
     def library_classes(self) -> frozenset:
         """The library classes it derives from, through its bases of the checked code too."""
-        found, todo, seen = set(), [self], set()
-        while todo:
-            info = todo.pop()
-            if id(info) in seen:
-                continue
-            seen.add(id(info))
-            found.update(info.library_bases)
-            todo.extend(b for b in (self.project.class_info(base) for base in info.bases) if b is not None)
-        return frozenset(found)
+        return frozenset(base for info in self.mro() for base in info.library_bases)
 
     def lookup(self, attr: str, after_self: bool = False, record: bool = True) -> Optional[Member]:
         if record and not after_self and self.project._observing:

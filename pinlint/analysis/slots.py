@@ -195,8 +195,8 @@ def rotating_slot(loop, index, cache: dict) -> bool:
 def _rotating_slots(loop: cst.For) -> tuple:
     """(names bound once to ``counter % m`` in the body, ``counter % m`` expressions), of those the
     body also waits on per slot; ((), ()) when none."""
-    counters = _counters(loop)
-    if not counters:
+    counter = _distinct_index(loop)  # `k` of `for k in range(..)` / `for k, x in enumerate(..)`
+    if counter is None:
         return frozenset(), ()
     named: dict = {}
     bindings: dict = {}
@@ -211,7 +211,7 @@ def _rotating_slots(loop: cst.For) -> tuple:
             for target in node.targets:
                 if isinstance(target.target, cst.Name):
                     bindings[target.target.value] = bindings.get(target.target.value, 0) + 1
-                    if _modulo_of(node.value, counters):
+                    if _modulo_of(node.value, counter):
                         named[target.target.value] = node.value
         elif isinstance(node, (cst.AugAssign, cst.AnnAssign)) and isinstance(node.target, cst.Name):
             bindings[node.target.value] = bindings.get(node.target.value, 0) + 2
@@ -221,21 +221,14 @@ def _rotating_slots(loop: cst.For) -> tuple:
             slot = node.func.value.slice[0].slice.value
             if isinstance(slot, cst.Name):
                 waited_names.add(slot.value)
-            elif _modulo_of(slot, counters):
+            elif _modulo_of(slot, counter):
                 waited.append(slot)
         stack.extend(code_parts(node))
     names = frozenset(n for n in named if bindings.get(n) == 1 and n in waited_names)
     return names, tuple(waited)
 
 
-def _counters(loop: cst.For) -> frozenset:
-    """The loop's variables that count iterations: ``k`` of ``for k in range(..)`` or
-    ``for k, x in enumerate(..)``."""
-    index = _distinct_index(loop)
-    return frozenset([index]) if index is not None else frozenset()
-
-
-def _modulo_of(node, counters: frozenset) -> bool:
+def _modulo_of(node, counter: str) -> bool:
     return isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Modulo) and \
-        isinstance(node.left, cst.Name) and node.left.value in counters and \
+        isinstance(node.left, cst.Name) and node.left.value == counter and \
         isinstance(node.right, (cst.Integer, cst.Name))
