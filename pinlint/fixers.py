@@ -14,7 +14,7 @@ import libcst as cst
 from .analysis import FileFacts, ScopeFacts
 from .apitables import Tables
 from .fixes import SAFE, UNSAFE, Namer, Plan, expression, statement
-from .model import Event, Site
+from .model import Event, Site, first_site
 from .walk import target_names
 
 
@@ -150,7 +150,7 @@ def hoist_allocation(event: Event, loop_node: cst.CSTNode, fx: FixContext) -> Op
         return None  # freed or deleted every iteration: hoisting would free it again and again
     # Reusing the buffer is the same program when it starts uninitialized anyway and no async copy
     # of it can still be running when the next iteration touches it.
-    site = next(iter(event.sites))
+    site = first_site(event.sites)
     safe = site.uninitialized and _async_uses_are_synchronized(site, fx)
     return Plan(SAFE if safe else UNSAFE,
                 "Allocate it once, before the loop (the buffer is then reused across iterations)",

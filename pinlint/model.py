@@ -94,6 +94,27 @@ class Site:
         return all(s.pooled and not s.copies_data for s in self.origins())
 
 
+def first_site(sites) -> Site:
+    """One site of several, the same on every run: the first in the code (a set's own first member
+    changes with the hash seed and the interpreter's addresses, and so did the site a finding's
+    message named, the loops PIN002 compared and the path a helper's depth was counted along)."""
+    if len(sites) == 1:
+        return next(iter(sites))
+    return min(sites, key=_site_order)
+
+
+def _site_order(site: Site) -> tuple:
+    module = site.module
+    place = (0, 0)
+    if hasattr(module, "position"):
+        try:
+            start = module.position(site.node).start
+            place = (start.line, start.column)
+        except KeyError:
+            pass  # a node made by the analysis (a lambda's stand-in), not one of the file
+    return (str(getattr(module, "filename", "")), place, site.api, site.variant, site.kind.value, repr(site))
+
+
 @dataclass(frozen=True)
 class TraceStep:
     """One step of an interprocedural path: a node of some module, and what happens there."""

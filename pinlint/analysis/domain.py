@@ -355,8 +355,26 @@ def ordered(options) -> list:
     out: list = []
     for key in sorted(groups):
         group = groups[key]
-        out.extend(group if len(group) == 1 else sorted(group, key=repr))
+        out.extend(group if len(group) == 1 else sorted(group, key=_tie_key))
     return out
+
+
+def _tie_key(value: Value) -> tuple:
+    """Among options of one kind and name: where their code is, then their text. (Two lambdas of one
+    function share a name, and their text leaves out the node: set order decided which ran first, and
+    with it which analyses a budget cut, so a run's findings came and went with the hash seed.)"""
+    node, module = getattr(value, "node", None), getattr(value, "module", None)
+    module = getattr(module, "info", module)  # a ModuleContext's file
+    place = (0, 0)
+    if node is not None and hasattr(module, "position"):
+        if getattr(getattr(node, "name", None), "value", "") == "lambda_":
+            node = node.body.body[0].body[0].value  # a lambda's stand-in def: the lambda's own body
+        try:
+            start = module.position(node).start
+            place = (start.line, start.column)
+        except KeyError:
+            pass
+    return place, repr(value)
 
 
 def _order_key(value: Value) -> tuple:

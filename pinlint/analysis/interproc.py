@@ -19,7 +19,7 @@ from typing import Optional
 import libcst as cst
 
 from ..imports import dotted
-from ..model import Event, EventType, Kind, PendingCopy, Site, TraceStep
+from ..model import Event, EventType, Kind, PendingCopy, Site, TraceStep, first_site
 from ..walk import code_parts, small_statements, suite_body
 from .domain import (ANYTHING, UNKNOWN, ClassRef, Const, Device, DeviceSpec, Function, GpuFlag, Host, Instance, Items, Loader, Mapping,
                      ModuleRef, Scalar, Seq, Stream, Super, Tensor, Value, interesting, leaves, map_sites, all_sites,
@@ -763,7 +763,7 @@ _VIA_LIMIT = 4  # a buffer returned through this many calls is named by the inne
 def _via_depth(site: Site) -> int:
     depth = 0
     while site.via and depth < _VIA_LIMIT:
-        site = next(iter(site.via))
+        site = first_site(site.via)
         depth += 1
     return depth
 
@@ -911,7 +911,7 @@ def _pinned_inside(ev, fn: Function, node, outcome: Outcome) -> None:
             if rename is None:
                 continue
             sites = frozenset(rename(s) for s in event.sites)
-            ev.event(event.type, node, Host(sites, next(iter(event.sites)).library), api=f"{short}()")
+            ev.event(event.type, node, Host(sites, first_site(event.sites).library), api=f"{short}()")
             continue
         if not event.definitely(lambda s: s.kind.is_pinned and internal(s) and s not in escaped and
                                 s not in returned):

@@ -99,12 +99,29 @@ def merge_pending(pending: frozenset) -> frozenset:
     been copying are joined, so the set stays as small as the code, through loops and calls."""
     if len(pending) < 2:
         return pending
-    merged: dict = {}
+    groups: dict = {}
     for copy in pending:
         key = (copy.node, copy.direction, copy.stream, copy.hypothetical, copy.api, copy.captured)
-        found = merged.get(key)
-        merged[key] = copy if found is None else replace(found, sites=found.sites | copy.sites)
-    return frozenset(merged.values()) if len(merged) < len(pending) else pending
+        groups.setdefault(key, []).append(copy)
+    if len(groups) == len(pending):
+        return pending
+    return frozenset(group[0] if len(group) == 1 else _merged(group) for group in groups.values())
+
+
+def _merged(copies: list) -> PendingCopy:
+    """One copy for several entries of it, the same whatever order the set gave them in (the entry
+    kept used to be the first one met, so which loops its buffer varied in, and which path a
+    finding named, came and went with the hash seed): the buffers of all, the loops in which every
+    one of them varies, and the shortest path to it, the first of those in text order."""
+    first = min(copies, key=_trace_order)
+    sites = frozenset().union(*(c.sites for c in copies))
+    varies = frozenset.intersection(*(c.varies for c in copies))
+    return replace(first, sites=sites, varies=varies)
+
+
+def _trace_order(copy: PendingCopy) -> tuple:
+    return (len(copy.trace), len(copy.loops),
+            tuple((getattr(step.module, "filename", ""), step.function, step.message) for step in copy.trace))
 
 
 def _same_stream(a, b) -> bool:

@@ -8,7 +8,7 @@ import libcst as cst
 
 from ..analysis import FileFacts
 from ..analysis.invariance import Changes, arithmetic_names, collect_changes, names_read, stepped_names
-from ..model import EventType
+from ..model import EventType, first_site
 from ..walk import code_parts, target_names
 from ..fixers import hoist_allocation
 from .base import CheckContext, Report, Rule
@@ -145,7 +145,7 @@ class PinnedAllocInLoop(Rule):
                 # Buffers that outlive the iteration (appended, stored, returned) are set-up, not waste.
                 if any(site in escaped for site in event.sites):
                     continue
-                site = next(iter(event.sites))
+                site = first_site(event.sites)
                 if any(loop not in site.loops for loop in event.loops):
                     continue  # allocated before the loop; this event is a use of it
                 loop = event.loops[-1]
@@ -161,7 +161,7 @@ class PinnedAllocInLoop(Rule):
     @staticmethod
     def _message(event, site, ctx) -> str:
         what = "registration" if event.type is EventType.REGISTER else "allocation"
-        via = f" (it allocates with `{next(iter(site.via)).api}`)" if site.via else ctx.via(event.trace)
+        via = f" (it allocates with `{first_site(site.via).api}`)" if site.via else ctx.via(event.trace)
         if site.pooled:
             cost = ("pooled, so it avoids cudaHostAlloc, but every iteration still takes and returns a "
                     "pool block and the pool grows to the largest request")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from ..analysis import FileFacts
-from ..model import EventType
+from ..model import EventType, first_site
 from ..fixers import drop_write_combined
 from .base import CheckContext, Report, Rule, origins, local_site
 
@@ -19,7 +19,7 @@ class WriteCombinedCpuRead(Rule):
         for event in facts.events():
             if event.type is EventType.READ and event.definitely(lambda s: s.kind.is_write_combined):
                 sources = origins(event.sites, ctx)
-                site = next(iter(event.sites))
+                site = first_site(event.sites)
                 yield Report(event.node,
                              f"CPU read of write-combined memory{ctx.via(event.trace)} (allocated by {sources}): "
                              f"write-combined memory is uncached for the CPU, so reads can be very slow; drop the "

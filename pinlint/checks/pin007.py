@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from ..analysis import FileFacts
-from ..model import Event, Site
+from ..model import Event, Site, first_site
 from ..fixers import pin_allocation
 from .base import CheckContext, Report, Rule, below, origins, is_pageable_async_copy, local_site, pageable
 
@@ -56,7 +56,7 @@ class PageableTransferInLoop(Rule):
                 continue  # small constant-size transfers are latency-bound; pinning buys little
             direction = "host-to-device" if copy.direction == "h2d" else "device-to-host"
             sources = origins(copy.sites, ctx)
-            site = next(iter(copy.sites))
+            site = first_site(copy.sites)
             loop = _which_loop(copy, ctx)
             inside = "inside a loop" if loop == "the loop" else "inside that loop"
             yield Report(copy.node,
