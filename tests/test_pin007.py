@@ -1061,3 +1061,42 @@ def layer(loader, dev, n):
         yield x
 """
     assert rows(src, "PIN001") == [row_of(src, "# copy")]
+
+
+@pytest.mark.parametrize("fetch, reported", [
+    ("groups[k]", False),
+    ("groups.get(k)", False),         # the loop's own entry, as with a subscript
+    ("groups.get(k, [])", False),
+    ("groups.pop(k)", False),
+    ("groups.get('first')", True),   # one entry, the same on every iteration
+])
+def test_a_dict_entry_fetched_by_the_loops_key_is_another_buffer_each_iteration(fetch, reported):
+    """A fresh receive buffer cut into parts, filed per kind in lists, each kind's parts uploaded once
+    (graphlearn-for-pytorch): no byte crosses the bus twice, whether the loop fetches its kind's list
+    with a subscript or with `.get`/`.pop`."""
+    src = f"""
+    import torch
+
+    def split(kinds):
+        inbox = torch.zeros((len(kinds) * 4096, 256))
+        groups = {{}}
+        for k in kinds:
+            groups[k] = []
+        for j, k in enumerate(kinds):
+            groups[k].append(inbox[j * 4096:(j + 1) * 4096])
+        return groups
+
+    def upload(parts):
+        out = None
+        for part in parts:
+            out = part.to("cuda")
+        return out
+
+    def run(kinds):
+        groups = split(kinds)
+        done = {{}}
+        for k in kinds:
+            done[k] = upload({fetch})
+        return done
+    """
+    assert ("PIN007" in codes(src)) == reported

@@ -601,12 +601,17 @@ class Calls:
             if found is not None:
                 return found
             candidates = receiver.values()
-            return join(element_of(Items(tuple(candidates))), default) if candidates else default
+            # `by_kind.get(k)` in `for k in kinds`: each iteration's own entry, as `by_kind[k]` is.
+            found = ev.keyed_by(node.args[0].value, element_of(Items(tuple(candidates)))) if candidates else None
+            return join(found, default) if found is not None else default
         if name in ("pop", "popleft", "popitem") and isinstance(receiver, (Seq, Items, Mapping)):
             if isinstance(receiver, Mapping):
                 key = values[0] if values else UNKNOWN
                 found = receiver.get(key.single) if isinstance(key, Const) and key.single is not None else None
-                return found if found is not None else element_of(Items(tuple(receiver.values())))
+                if found is not None:
+                    return found
+                element = element_of(Items(tuple(receiver.values())))
+                return ev.keyed_by(node.args[0].value, element) if values else element
             return element_of(receiver)
         if name == "copy":
             return receiver

@@ -667,8 +667,14 @@ class Evaluator:
         if not isinstance(base, Host):
             # host[n_in + i] (one buffer per binding after the inputs) follows i as host[i] does.
             for index in _index_expressions(node):
-                for loop in self._stepping(index) or self._rotating(index):
-                    element = varying_in(element, loop)
+                element = self.keyed_by(index, element)
+        return element
+
+    def keyed_by(self, key, element: Value) -> Value:
+        """The element a container gives for ``key`` (an index, a dict's key): where ``key`` follows a
+        loop's variable, a different element on each iteration of that loop."""
+        for loop in self._stepping(key) or self._rotating(key):
+            element = varying_in(element, loop)
         return element
 
     def _rotating(self, index) -> tuple:
