@@ -1718,3 +1718,32 @@ def test(out_a, out_b, pairs):
         total = make_buffer(path, streaming)  # call
 """
     assert (rows(src, "PIN002") == [row_of(src, "# call")]) is reported
+
+
+
+_ONCE = """
+import numpy as np
+from numba import cuda
+
+pairs = [np.full(1 << 16, k, np.float32) for k in range(16)]
+for k in range(len(pairs)):
+    left = pairs[k]
+{skip}    with cuda.pinned(left):
+        back = cuda.to_device(left).copy_to_host()
+{tail}"""
+
+
+@pytest.mark.parametrize("skip, tail, reported", [
+    ("", "    break\n", False),                                  # one batch: the body never comes round
+    ("", "    raise SystemExit(0)\n", False),
+    ("", "    if k > 2:\n        break\n", True),                 # leaves only sometimes
+    ("    if k == 0:\n        continue\n", "    break\n", True),  # a `continue` goes round again
+    ("    for j in range(2):\n        continue\n", "    break\n", False),  # an inner loop's own
+    ("", "", True),
+])
+def test_a_loop_whose_body_always_leaves_runs_it_once(skip, tail, reported):
+    """A smoke test that registers one batch and breaks (a notebook of cosine-similarity): the
+    registration happens once, as in straight-line code. A `continue` that goes back to the head
+    makes it a loop again."""
+    src = _ONCE.format(skip=skip, tail=tail)
+    assert ("PIN002" in codes(src)) == reported, src

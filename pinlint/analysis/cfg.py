@@ -289,7 +289,11 @@ class Builder:
                 # The loop ends when its test is false (a `break` leaves by another edge): `while
                 # cudaEventQuery(e)[0] == cudaErrorNotReady:` ends with the event complete.
                 head.conditions[orelse] = ((node.test, False),)
-        self.loops.append(node)
+        # A body that always leaves (`...; break` after one batch, a search that returns) runs once:
+        # what it does is no more repeated than straight-line code, so it is in no loop.
+        repeats = comes_round(node)
+        if repeats:
+            self.loops.append(node)
         self.loop_targets.append(_Loop(head, after, len(self.frames)))
         self.current = body
         body_setup()
@@ -297,7 +301,8 @@ class Builder:
         if self.current is not None:
             self.current.link(head)
         self.loop_targets.pop()
-        self.loops.pop()
+        if repeats:
+            self.loops.pop()
         self.current = orelse
         if node.orelse is not None:
             self.statements(suite_body(node.orelse.body))
@@ -386,3 +391,42 @@ def build(body: Sequence[cst.CSTNode], function: bool) -> Graph:
             builder.add("return-none", body[-1] if body else cst.Pass())
         builder.current.link(builder.exit)
     return Graph(builder.blocks, entry, builder.exit, builder.raise_exit, builder.loop_branch_depth)
+
+
+def comes_round(loop) -> bool:
+    """Whether a loop's body can run a second time: not when its last statement always leaves
+    (`break`, `return`, `raise`) and no `continue` of its own goes back to the head."""
+    body = suite_body(loop.body)
+    if not body:
+        return True
+    last = body[-1]
+    if not (isinstance(last, cst.SimpleStatementLine) and
+            isinstance(last.body[-1], (cst.Break, cst.Return, cst.Raise))):
+        return True
+    return _has_own_continue(loop.body)
+
+
+def _has_own_continue(node) -> bool:
+    """A `continue` in ``node`` that is not inside a nested loop, function or class."""
+    class Find(cst.CSTVisitor):
+        found = False
+
+        def visit_Continue(self, node) -> None:
+            self.found = True
+
+        def visit_For(self, node) -> bool:
+            node.orelse and node.orelse.visit(self)  # an inner loop's else runs in the outer one
+            return False
+
+        def visit_While(self, node) -> bool:
+            node.orelse and node.orelse.visit(self)
+            return False
+
+        def visit_FunctionDef(self, node) -> bool:
+            return False
+
+        def visit_ClassDef(self, node) -> bool:
+            return False
+    finder = Find()
+    node.visit(finder)
+    return finder.found
