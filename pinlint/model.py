@@ -115,6 +115,14 @@ def _site_order(site: Site) -> tuple:
     return (str(getattr(module, "filename", "")), place, site.api, site.variant, site.kind.value, repr(site))
 
 
+def scoped_registration(site: Site) -> bool:
+    """A registration that ends with its ``with`` block (``cuda.pinned(buf)``), directly or in a
+    callee: the buffer is page-locked for that block only."""
+    if site.via:
+        return all(scoped_registration(inner) for inner in site.via)
+    return site.variant.startswith("with-")
+
+
 @dataclass(frozen=True)
 class TraceStep:
     """One step of an interprocedural path: a node of some module, and what happens there."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from helpers import codes, col_of, findings, only, row_of, rows, write
+from helpers import codes, col_of, findings, only, row_of, rows, source, write
 
 # (imports, statements run each iteration -- the first line holds the allocation call --,
 #  the text at which the finding starts, the api named in the message, pooled). PyTorch's
@@ -1747,3 +1747,60 @@ def test_a_loop_whose_body_always_leaves_runs_it_once(skip, tail, reported):
     makes it a loop again."""
     src = _ONCE.format(skip=skip, tail=tail)
     assert ("PIN002" in codes(src)) == reported, src
+
+
+_EACH_OF_A_LIST = """
+import numpy as np
+from numba import cuda
+import pycuda.driver as drv
+
+def upload_all(bufs):
+    for buf in bufs:
+        {register}
+            d = cuda.to_device(buf)
+
+bufs = [np.random.rand(50000, 3).astype(np.float32) for _ in range(4)]
+{caller}
+"""
+
+
+@pytest.mark.parametrize("register, caller, reported", [
+    # Page-locked for one iteration each, on every call: at the call (the callee alone does not know
+    # `bufs`), whether the call is in a loop or not.
+    ("with cuda.pinned(buf):", "for frame in range(200):\n    upload_all(bufs)", True),
+    ("with cuda.pinned(buf):", "upload_all(bufs)", True),
+    ("with cuda.pinned(buf):", "for group in [bufs[:2], bufs[2:]]:\n    upload_all(group)", True),
+    # Registered once each and kept registered: a set-up.
+    ("drv.register_host_memory(buf)\n        if True:", "upload_all(bufs)", False),
+    ("drv.register_host_memory(buf)\n        if True:", "for frame in range(200):\n    upload_all(bufs)", False),
+])
+def test_a_helper_that_registers_each_buffer_of_a_list_for_one_iteration(register, caller, reported):
+    """simulib's frame loop calls a helper that does `with cuda.pinned(pts):` for each array of the
+    same list: the arrays are page-locked and unlocked again on every call. The registration's
+    argument follows the loop, as a size sweep's size does, which hid it."""
+    src = _EACH_OF_A_LIST.format(register=register, caller=caller)
+    found = findings(src)
+    pin002 = [f for f in found if f.code == "PIN002"]
+    assert bool(pin002) == reported, src
+    if reported:
+        calls = [i + 1 for i, line in enumerate(source(src).splitlines()) if "upload_all(" in line and "def " not in line]
+        assert [f.location.row for f in pin002] == calls
+        assert "register it once before the loop" in pin002[0].message
+
+
+def test_a_with_block_registration_of_each_buffer_in_a_loop_is_reported_where_it_is():
+    src = """
+    import numpy as np
+    from numba import cuda
+
+    BUFS = [np.random.rand(50000, 3).astype(np.float32) for _ in range(4)]
+
+    def upload_all():
+        for buf in BUFS:
+            with cuda.pinned(buf):
+                d = cuda.to_device(buf)
+
+    for frame in range(3):
+        upload_all()
+    """
+    assert rows(src, "PIN002") == [row_of(src, "with cuda.pinned(buf)")]

@@ -634,8 +634,11 @@ def _register(ev, api: Api, node, receiver, args: Args) -> Value:
             if root is not None and not api.opt("context"):
                 ev.store(root, UNKNOWN)  # pinned now, but what it holds is not known
             continue
-        site = ev.site(node, kind, value.library, api.name, variant=f"reg{index}")
-        new_value = Host(frozenset([site]), value.library)
+        # A `with` block's registration ends with the block (``model.scoped_registration``).
+        variant = f"with-reg{index}" if api.opt("context") else f"reg{index}"
+        site = ev.site(node, kind, value.library, api.name, variant=variant)
+        # The same buffers, pinned: another one on each iteration of the loops they varied in.
+        new_value = Host(frozenset([site]), value.library, varies=value.varies)
         ev.event(EventType.REGISTER, node, new_value, api=api.name)
         if root is not None:
             registered.append((root, new_value))
@@ -670,7 +673,7 @@ def _register_unpacked(ev, api: Api, node, kind: Kind) -> list:
 
 
 def _registered_host(ev, api: Api, node, kind: Kind, value: Host, variant: str) -> Host:
-    site = ev.site(node, kind, value.library, api.name, variant=variant)
+    site = ev.site(node, kind, value.library, api.name, variant="with-" + variant)
     registered = Host(frozenset([site]), value.library)
     ev.event(EventType.REGISTER, node, registered, api=api.name)
     return registered

@@ -19,7 +19,7 @@ from typing import Optional
 import libcst as cst
 
 from ..imports import dotted
-from ..model import Event, EventType, Kind, PendingCopy, Site, TraceStep, first_site
+from ..model import Event, EventType, Kind, PendingCopy, Site, TraceStep, first_site, scoped_registration
 from ..walk import code_parts, small_statements, suite_body
 from .domain import (ANYTHING, UNKNOWN, ClassRef, Const, Device, DeviceSpec, Function, GpuFlag, Host, Instance, Items, Loader, Mapping,
                      ModuleRef, Scalar, Seq, Stream, Super, Tensor, Value, interesting, leaves, map_sites, all_sites,
@@ -899,8 +899,15 @@ def _pinned_inside(ev, fn: Function, node, outcome: Outcome) -> None:
     for event in outcome.events:
         if event.type not in (EventType.ALLOC, EventType.REGISTER):
             continue
+        # A loop of the callee's own: its PIN002, or a set-up whose buffers it keeps. Unless the
+        # callee registers in its loop buffers only its callers explain (`for buf in bufs: with
+        # cuda.pinned(buf):`, `bufs` a parameter): its own analysis does not see them, this call does.
+        inner_loops = ()
         if event.loops and not (event.sites and event.sites <= collected):
-            continue  # a loop of the callee's own: its PIN002, or a set-up whose buffers it keeps
+            if event.type is not EventType.REGISTER or _registers_alone(ev, fn, event.node) or \
+                    not all(scoped_registration(s) for s in event.sites):
+                continue
+            inner_loops = event.loops
         if event.branch and not _every_call_takes(ev, fn, event.branch):
             continue
         if owned and event.definitely(lambda s: s.kind.is_pinned and s in owned):
@@ -917,10 +924,23 @@ def _pinned_inside(ev, fn: Function, node, outcome: Outcome) -> None:
                                 s not in returned):
             continue
         for inner in event.sites:
-            site = Site(kind=inner.kind, library=inner.library, api=f"{short}()", node=node, loops=ev.loops,
-                        nbytes=inner.nbytes, pooled=inner.pooled, scope=ev.scope, via=frozenset([inner]),
-                        variant="call-inside", module=ev.module.info)
-            ev.event(EventType.ALLOC, node, Host(frozenset([site]), inner.library), api=site.api)
+            site = Site(kind=inner.kind, library=inner.library, api=f"{short}()", node=node,
+                        loops=ev.loops + inner_loops, nbytes=inner.nbytes, pooled=inner.pooled, scope=ev.scope,
+                        via=frozenset([inner]), variant="call-inside", module=ev.module.info)
+            if inner_loops:
+                ev.events.append(Event(type=EventType.REGISTER, node=node, loops=ev.loops + inner_loops,
+                                       branch=ev.branch, sites=frozenset([site]), api=site.api, scope=ev.scope,
+                                       varies_in=event.varies_in,
+                                       trace=(TraceStep(event.module, event.node, describe(event), fn.name),),
+                                       module=ev.module.info))
+            else:
+                ev.event(EventType.ALLOC, node, Host(frozenset([site]), inner.library), api=site.api)
+
+
+def _registers_alone(ev, fn: Function, node) -> bool:
+    """Whether the callee's analysis with nothing known of its callers registers at ``node`` too."""
+    baseline = ev.module.project.baseline(fn, ev.invocation)
+    return baseline is None or any(e.type is EventType.REGISTER and e.node is node for e in baseline.events)
 
 
 def _every_call_takes(ev, fn: Function, branch: tuple) -> bool:

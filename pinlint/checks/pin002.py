@@ -8,7 +8,7 @@ import libcst as cst
 
 from ..analysis import FileFacts
 from ..analysis.invariance import Changes, arithmetic_names, collect_changes, names_read, stepped_names
-from ..model import EventType, first_site
+from ..model import EventType, first_site, scoped_registration
 from ..walk import code_parts, target_names
 from ..fixers import hoist_allocation
 from .base import CheckContext, Report, Rule
@@ -149,8 +149,14 @@ class PinnedAllocInLoop(Rule):
                 if any(loop not in site.loops for loop in event.loops):
                     continue  # allocated before the loop; this event is a use of it
                 loop = event.loops[-1]
-                if not site.via and _size_steps_with(event.node, loop):
-                    continue  # a size sweep (`for n in sizes`, `size *= 2`): no one buffer to hoist
+                if event.type is EventType.REGISTER and not scoped_registration(site) and \
+                        (loop in event.varies_in or _size_steps_with(event.node, loop)):
+                    continue  # each buffer of a list registered once, and kept registered: a set-up
+                if event.type is EventType.ALLOC and not site.via and _size_steps_with(event.node, loop):
+                    # A size sweep (`for n in sizes`, `size *= 2`): no one buffer to hoist. (A
+                    # registration's arguments are the buffers, not sizes: `for buf in bufs: with
+                    # cuda.pinned(buf):` page-locks each for one iteration, and again on every call.)
+                    continue
                 if site.via and _configurations(event.node, event.loops, facts.module):
                     continue  # `for fp8 in [True, False]: export(..., fp8=fp8)`: a run per configuration
                 # (an allocation inside a comprehension cannot be hoisted by a rewrite of its statement)
@@ -161,15 +167,17 @@ class PinnedAllocInLoop(Rule):
     @staticmethod
     def _message(event, site, ctx) -> str:
         what = "registration" if event.type is EventType.REGISTER else "allocation"
-        via = f" (it allocates with `{first_site(site.via).api}`)" if site.via else ctx.via(event.trace)
+        verb = "registers" if event.type is EventType.REGISTER else "allocates"
+        via = f" (it {verb} with `{first_site(site.via).api}`)" if site.via else ctx.via(event.trace)
         if site.pooled:
             cost = ("pooled, so it avoids cudaHostAlloc, but every iteration still takes and returns a "
                     "pool block and the pool grows to the largest request")
         else:
             cost = ("page-locking memory is slow: allocating and freeing 64 MiB took 52 ms with cudaHostAlloc "
                     "against 15 ms for pageable memory on an H200")
-        return (f"Pinned {what} `{event.api}`{via} inside a loop, used for one iteration only: {cost}; "
-                f"allocate it once before the loop and reuse it")
+        advice = "register it once before the loop and keep it registered" if event.type is EventType.REGISTER \
+            else "allocate it once before the loop and reuse it"
+        return f"Pinned {what} `{event.api}`{via} inside a loop, used for one iteration only: {cost}; {advice}"
 
     VALID = (
         # Allocated once, before the loop.
