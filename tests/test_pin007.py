@@ -1100,3 +1100,49 @@ def test_a_dict_entry_fetched_by_the_loops_key_is_another_buffer_each_iteration(
         return done
     """
     assert ("PIN007" in codes(src)) == reported
+
+
+@pytest.mark.parametrize("receivers, reported", [
+    ("[track.astype(np.float32)]", False),             # one receiver: each array is copied once
+    ("[track, track.astype(np.float32)]", True),         # two: the transmitters go up twice
+])
+def test_a_helpers_loop_over_the_one_item_list_its_caller_gives_runs_once(receivers, reported):
+    """simulib: range profiles for a list of receivers and a list of transmitters; the transmitter
+    arrays are copied inside the receiver loop. Called with one receiver, that loop runs once."""
+    src = f"""
+    import numpy as np
+    from numba import cuda
+
+    def profiles(tx_list, rx_list, n):
+        outs = [[np.zeros(n, np.float32) for _ in tx_list] for _ in rx_list]
+        for rx, row in zip(rx_list, outs):
+            d_rx = cuda.to_device(rx)
+            for tx, out in zip(tx_list, row):
+                d_tx = cuda.to_device(tx)
+                d_tx.copy_to_host(out)
+        return outs
+
+    def main(source):
+        track = np.ascontiguousarray(source(), dtype=np.float32)
+        return profiles([track.astype(np.float32)], {receivers}, 2048)
+    """
+    assert ("PIN007" in codes(src)) == reported
+
+
+@pytest.mark.parametrize("loop, reported", [
+    ("for rx in [h]:", False),
+    ("for i in range(1):", False),
+    ("for i, rx in enumerate([h]):", False),
+    ("for rx in [h, h]:", True),
+])
+def test_a_loop_over_one_element_is_no_loop(loop, reported):
+    src = f"""
+    import numpy as np
+    import cupy as cp
+    h = np.zeros({BIG}, dtype=np.float32)
+    for k in range(1):
+        pass
+    {loop}
+        d = cp.asarray(h)
+    """
+    assert ("PIN007" in codes(src)) == reported

@@ -436,7 +436,7 @@ class Calls:
             ev.escape(node, args.values())
         first = args.positional[0][1] if args.positional else UNKNOWN
         if name == "enumerate" and args.positional:
-            return Iteration(Items((Scalar("int"), element_of(first))))
+            return Iteration(Items((Scalar("int"), element_of(first))), _count(first))
         if name == "range":
             # `for i in range(n)`: i is an int (h[:, i, :] is a view)
             return Iteration(Scalar("int"), range_length([v for _, v in args.positional])
@@ -444,7 +444,8 @@ class Calls:
         if name == "zip":
             if not args.positional and len(args.starred) == 1 and not args.keywords:
                 return _transposed(args.starred[0])  # zip(*pairs)
-            return Iteration(Items(tuple(element_of(v) for _, v in args.positional)))
+            lengths = [n for n in (_count(v) for _, v in args.positional) if n is not None]
+            return Iteration(Items(tuple(element_of(v) for _, v in args.positional)), min(lengths) if lengths else None)
         if name == "iter" and isinstance(first, Instance):
             return self.iterate(first, node)
         if name in ("iter", "reversed"):
@@ -782,3 +783,10 @@ def _empty(value: Value) -> bool:
 
 
 __all__ = ["Calls", "receiver_types"]
+
+
+def _count(value: Value) -> Optional[int]:
+    """How many steps iterating ``value`` takes, where the code states it."""
+    if isinstance(value, Items):
+        return len(value.items)
+    return value.length if isinstance(value, Iteration) else None

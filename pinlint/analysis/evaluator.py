@@ -54,6 +54,12 @@ class Evaluator:
         if self.detached:
             return ()  # a thread's target runs beside the loops (statements or comprehensions) around its start
         outer = self.element.loops if self.element is not None else ()
+        if outer:
+            # A loop over one element (`for rx in [track]`, a helper's loop over the one-item list
+            # its caller gave it) runs its body once: what the body does is in no loop.
+            env = self.state.env
+            if any(_single_pass(env.get(f"$iter:{id(loop)}")) for loop in outer):
+                outer = tuple(loop for loop in outer if not _single_pass(env.get(f"$iter:{id(loop)}")))
         return outer + tuple(self.inner_loops) if self.inner_loops else outer
 
     @property
@@ -1047,6 +1053,13 @@ def _element(base: Host, indexes: list) -> Value:
         else:
             return Const(frozenset(found))
     return UNKNOWN
+
+
+def _single_pass(iterable: Optional[Value]) -> bool:
+    """Whether a for loop's iterable (as its header evaluated it) has at most one element."""
+    if isinstance(iterable, Items):
+        return len(iterable.items) <= 1
+    return isinstance(iterable, Iteration) and iterable.length is not None and iterable.length <= 1
 
 
 def _iteration_element(iterable: Value, loop) -> Value:
