@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import tokenize
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -260,6 +260,8 @@ def _check_module(module: cst.Module, text: str, filename: str, settings: Settin
 
 # Rules whose finding is about a copy and its buffer, wherever it is reached from.
 _ONE_PER_COPY_AND_BUFFER = frozenset({"PIN001"})
+# Rules whose finding is about a buffer copied again and again, whichever copy of a callee does it.
+_ONE_PER_CALL_AND_BUFFER = frozenset({"PIN007"})
 
 
 def _first_of_each_mistake(rules, facts, ctx, position, info) -> list:
@@ -271,10 +273,20 @@ def _first_of_each_mistake(rules, facts, ctx, position, info) -> list:
     mistakes and keep their own reports, and so do the calls of other functions."""
     out = []
     first: dict = {}
+    at_call: dict = {}  # PIN007 through a call: (place, buffers) -> [index in out, copies]
     for rule in rules:
         for report in rule.check(facts, ctx):
             span = position(report.node)
             key = None
+            if rule.code in _ONE_PER_CALL_AND_BUFFER and report.trace and report.sites:
+                # A helper whose loop copies the caller's buffer at several places (up, back, to
+                # three kernels' inputs): one mistake at the call, one buffer to pin.
+                origins = tuple(sorted(_site_order(o, position, info) for s in report.sites for o in s.origins()))
+                group = (rule.code, span.start.line, span.start.column, origins)
+                if group in at_call:
+                    at_call[group][1].append(report)
+                    continue
+                at_call[group] = [len(out), []]
             if rule.code in _ONE_PER_COPY_AND_BUFFER and report.trace and report.sites:
                 last = report.trace[-1]
                 origins = sorted(_site_order(o, position, info) for s in report.sites for o in s.origins())
@@ -287,6 +299,14 @@ def _first_of_each_mistake(rules, facts, ctx, position, info) -> list:
                     out[first[key][1]] = None
                 first[key] = (place, len(out))
             out.append((rule, report, span))
+    for index, others in at_call.values():
+        if others and out[index] is not None:
+            rule, report, span = out[index]
+            more = f" (and {len(others)} more cop{'y' if len(others) == 1 else 'ies'} of it through this call)"
+            # Where the others are, as related locations: the last step of each one's path.
+            also = tuple((other.trace[-1].node, other.trace[-1].module, "also " + other.trace[-1].message)
+                         for other in others)
+            out[index] = (rule, replace(report, message=report.message + more, related=report.related + also), span)
     return [entry for entry in out if entry is not None]
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from helpers import codes, col_of, findings, only, row_of, rows
+from helpers import codes, col_of, findings, only, row_of, rows, source
 from pinlint.settings import Settings
 
 BIG = "1 << 20"  # 4 MiB of float32: over the 64 KiB threshold
@@ -1146,3 +1146,38 @@ def test_a_loop_over_one_element_is_no_loop(loop, reported):
         d = cp.asarray(h)
     """
     assert ("PIN007" in codes(src)) == reported
+
+
+def test_a_helper_that_copies_the_callers_buffer_at_several_places_is_one_finding_per_buffer():
+    """pycuda-euler: a helper's loop uploads and reads back the caller's arrays at a dozen places;
+    31 findings stood at one call. One per buffer: the buffer to pin; the helper's other copies
+    of it are related locations."""
+    src = f"""
+    import numpy as np
+    import pycuda.autoinit
+    import pycuda.gpuarray as gpuarray
+
+    def label(parents, ranks, rounds):
+        for r in range(rounds):
+            d_p = gpuarray.to_gpu(parents)
+            d_r = gpuarray.to_gpu(ranks)
+            d_p.get(parents)
+            d_q = gpuarray.to_gpu(parents)
+        return parents
+
+    def main(rounds):
+        parents = np.zeros({BIG}, dtype=np.int32)
+        ranks = np.zeros({BIG}, dtype=np.int32)
+        return label(parents, ranks, rounds)
+    """
+    found = [f for f in findings(src) if f.code == "PIN007"]
+    call = row_of(src, "return label(")
+    assert [f.location.row for f in found] == [call, call]
+    by_buffer = {f.related[0].location.row: f for f in found}
+    parents, ranks = by_buffer[row_of(src, "parents = np.zeros")], by_buffer[row_of(src, "ranks = np.zeros")]
+    assert parents.message.endswith("(and 2 more copies of it through this call)")
+    assert sorted(r.location.row for r in parents.related[1:]) == [row_of(src, "d_p.get(parents)"),
+                                                                    row_of(src, "d_q = gpuarray")]
+    assert "through this call" not in ranks.message and len(ranks.related) == 1
+    noqa = source(src).replace("return label(parents, ranks, rounds)", "return label(parents, ranks, rounds)  # noqa: PIN007")
+    assert "PIN007" not in codes(noqa)
