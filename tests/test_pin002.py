@@ -1804,3 +1804,33 @@ def test_a_with_block_registration_of_each_buffer_in_a_loop_is_reported_where_it
         upload_all()
     """
     assert rows(src, "PIN002") == [row_of(src, "with cuda.pinned(buf)")]
+
+
+@pytest.mark.parametrize("run, reported", [
+    ("asyncio.run(self._gather(rows))", True),     # runs the coroutine to its end, now
+    ("self._gather(rows)", False),                 # a coroutine made and not run here
+])
+def test_a_coroutine_run_to_its_end_allocates_at_the_runner(run, reported):
+    """annbatch: each batch's rows are gathered by a coroutine into a fresh pinned buffer, run at once
+    by a runner; the buffer is uploaded and dropped. As with a plain function, PIN002 at the call."""
+    src = f"""
+    import asyncio
+    import cupy as cp
+    import cupyx
+    import numpy as np
+
+    class Batches:
+        def __init__(self, n):
+            self.n = n
+
+        async def _gather(self, rows):
+            buf = cupyx.empty_pinned((len(rows), 16), np.float32)
+            buf[:] = rows[:, None]
+            return buf
+
+        def __iter__(self):
+            for rows in np.array_split(np.arange(self.n), 32):
+                host = {run}
+                yield cp.asarray(host)
+    """
+    assert (rows(src, "PIN002") == [row_of(src, "host = ")]) == reported

@@ -854,7 +854,16 @@ class Evaluator:
 
     # ------------------------------------------------------------------ calls
     def _expr_Call(self, node: cst.Call) -> Value:
+        if node.args and isinstance(node.args[0].value, cst.Call) and node.args[0].star == "" and \
+                self._runs_coroutine(node.func):
+            # `asyncio.run(self._gather(rows))`: the coroutine runs to its end here, as if awaited.
+            self.awaited.add(node.args[0].value)
+            return self.expr(node.args[0].value)
         return self.calls.call(node)
+
+    def _runs_coroutine(self, func) -> bool:
+        runners = self.tables.python.get("coroutine_runners", ())
+        return bool(runners) and self.is_import_path(func) and self.module.imports.qualify(func) in runners
 
 
 def _index_array(element: cst.SubscriptElement, value: Value) -> bool:
