@@ -20,7 +20,7 @@ from .domain import (module_stand_in, NDIM_UNKNOWN, ON_GPU, UNKNOWN, Alternative
                      mapping, ordered, scalar_kind, sites_of, varying_in)
 from ..walk import code_parts
 from .dtypes import elementwise_size, fold, python_number_operands, transposed
-from .state import CAPTURING, DOTTED, State, put
+from .state import CAPTURING, DOTTED, ELEMENT_OF, State, put
 
 _TRANSPOSING = frozenset({"T", "mT", "transpose", "swapaxes", "permute", "moveaxis"})
 LOOP_VARIABLE = "$loop-variable:"  # env key prefix: this name is the variable of that loop
@@ -80,6 +80,7 @@ class Evaluator:
                 for stale in [k for k in env if k.startswith(prefix)]:
                     del env[stale]
             env.pop(LOOP_VARIABLE + key, None)
+            env.pop(ELEMENT_OF + key, None)
         put(env, key, value)
 
     def store(self, key: str, value: Value) -> None:
@@ -89,6 +90,8 @@ class Evaluator:
         if "." in key:
             from .state import MUTATED
             self.state.env[MUTATED + key.split(".")[0]] = Const.of(True)
+            from .transfer import changed_element
+            changed_element(self, key.split(".")[0])
 
     # ------------------------------------------------------------------ events and sites
     def event(self, type_: EventType, node: cst.CSTNode, value: Value = UNKNOWN, **kw) -> None:

@@ -270,6 +270,8 @@ def _invoke(ev, fn: Function, env: dict, node) -> Optional[Outcome]:
     if not contextual:
         if baseline is None:
             return None
+        if ev.emit:
+            _lift_carried_copies(ev, fn, node, baseline)
         _apply_flow(ev, fn, node, baseline)
         return baseline
     outcome = project.invoke(fn, env, ev.state.pending, stream, ev.invocation)
@@ -1009,24 +1011,58 @@ def _lift(ev, fn: Function, node, outcome: Outcome, baseline: Optional[Outcome])
         # callee's own analysis already: the same copy and access, reported there.
         given = bool(event.sites & passed) or any(p.node not in racing.get((event.type, event.node), ())
                                                   for p in event.pending & outside)
+        if _carried_copy(event, internal):
+            ev.events.append(_lifted(ev, fn, node, event, contextual, frozenset()))
+            continue
         if not given and verdict(event) in known.get((event.type, event.node), ()):
             continue
         if event.type in (EventType.ALLOC, EventType.REGISTER) and all(internal(s) for s in event.sites):
             continue  # the callee's own allocations: see _pinned_inside
-        step = TraceStep(event.module, event.node, describe(event), fn.name)
         pending = event.pending
         if pending and event.type in (EventType.READ, EventType.WRITE):
             # Told where the access is, in the callee's own terms: an access to this iteration's
             # buffer while the copy of an earlier iteration's is in flight is no race.
             from .facts import other_iterations_element
             pending = frozenset(p for p in pending if not other_iterations_element(p, event))
-        ev.events.append(Event(
-            type=event.type, node=node, loops=ev.loops + event.loops, branch=ev.branch,
-            sites=frozenset(contextual(s) for s in event.sites), maybe_unknown=event.maybe_unknown,
-            varies_in=event.varies_in, api=event.api, direction=event.direction, is_async=event.is_async,
-            stream=event.stream, dest_allocated=event.dest_allocated, staged=event.staged, library=event.library,
-            family=event.family, stream_node=None, scope=ev.scope, pending=pending, trace=(step,) + event.trace,
-            module=ev.module.info))
+        ev.events.append(_lifted(ev, fn, node, event, contextual, pending))
+
+
+def _lifted(ev, fn: Function, node, event: Event, contextual, pending: frozenset) -> Event:
+    """The callee's event as the caller's, at the call: in the caller's loops too, with the step into
+    the callee first on its path."""
+    step = TraceStep(event.module, event.node, describe(event), fn.name)
+    return Event(
+        type=event.type, node=node, loops=ev.loops + event.loops, branch=ev.branch,
+        sites=frozenset(contextual(s) for s in event.sites), maybe_unknown=event.maybe_unknown,
+        varies_in=event.varies_in, api=event.api, direction=event.direction, is_async=event.is_async,
+        stream=event.stream, dest_allocated=event.dest_allocated, staged=event.staged, library=event.library,
+        family=event.family, stream_node=None, scope=ev.scope, pending=pending, trace=(step,) + event.trace,
+        module=ev.module.info)
+
+
+def _blocks(copy: Event) -> bool:
+    """A copy that moves a pageable buffer at pageable bandwidth: blocking, or staged by the library
+    (`cupy.asarray`); a truly asynchronous copy of a pageable buffer is PIN001's, at the copy."""
+    return not copy.is_async or copy.staged
+
+
+def _carried_copy(event: Event, internal) -> bool:
+    """A blocking copy, outside any loop of the callee, of a pageable buffer the callee did not make
+    (its object's, a global's, one it was given): a loop around some caller moves that same buffer
+    on every iteration (`sp.upload()` copying `self.pos`, called from a step called in a loop),
+    which neither the callee's own analysis nor one caller alone sees (PIN007). Carried up to each
+    call, as the callee's own events are not; pinned buffers are left out (PIN008 counts their
+    transfers)."""
+    return event.type is EventType.COPY and _blocks(event) and not event.loops and bool(event.sites) and \
+        all(s.kind is Kind.PAGEABLE and not internal(s) for s in event.sites)
+
+
+def _lift_carried_copies(ev, fn: Function, node, baseline: Outcome) -> None:
+    """``_carried_copy`` events of a callee analysed as it is on its own, at this call."""
+    internal = _internal(baseline)
+    for event in baseline.events:
+        if _carried_copy(event, internal):
+            ev.events.append(_lifted(ev, fn, node, event, lambda site: site, frozenset()))
 
 
 # ------------------------------------------------------------------------------ members

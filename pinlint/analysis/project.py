@@ -616,7 +616,7 @@ class Project:
             if key.startswith(MUTATED):
                 name = key[len(MUTATED):]
                 if name in env:
-                    changed.append((name, _folded(exit_state.env, name)))
+                    changed.append((name, folded(exit_state.env, name)))
         # Buffers the scope may keep for a later run of it (a cache): stored, not returned and not only
         # handed to unknown calls.
         # A store into a container the scope made itself (`out = {}`; `out[n] = t`, `outs.append(t)`)
@@ -631,7 +631,7 @@ class Project:
             # object returned holds what the scope set on it.
             for name in env:
                 if exit_state.env.get(name) == returned:
-                    returned = _folded(exit_state.env, name)
+                    returned = folded(exit_state.env, name)
                     break
         return Outcome(returned, exit_state.pending, exit_state.env.get(STREAM),
                        tuple(events), tuple(sorted(changed, key=lambda kv: kv[0])), kept, True, inputs, own)
@@ -858,7 +858,7 @@ def _display(path: Path) -> str:
         return str(path)
 
 
-def _folded(env: dict, name: str) -> Value:
+def folded(env: dict, name: str) -> Value:
     """A parameter's value at the exit, with the attributes the scope set on its object folded in."""
     value = env.get(name, UNKNOWN)
     if isinstance(value, Instance):

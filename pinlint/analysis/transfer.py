@@ -10,6 +10,7 @@ block and undo it on the way out.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Optional
 
 import libcst as cst
 
@@ -17,7 +18,7 @@ from ..imports import dotted
 from ..model import EventType
 from .domain import (UNKNOWN, Const, Context, Function, Device, Host, Instance, Items, Mapping, Seq, Stream, Tensor, Value,
                      add_element, element_of, join, merged)
-from .state import MUTATED, RETURN, STREAM, put
+from .state import ELEMENT_OF, MUTATED, RETURN, STREAM, put
 
 
 def run_element(ev, element) -> None:
@@ -33,6 +34,8 @@ def _stmt(ev, element) -> None:
         value = ev.expr(node.value)
         for target in node.targets:
             assign(ev, target.target, value)
+        if len(node.targets) == 1 and isinstance(node.value, cst.Subscript):
+            _note_element(ev, node.targets[0].target, node.value.value)  # `sp = self.by_name[name]`
     elif isinstance(node, cst.AnnAssign):
         if node.value is not None:
             value = ev.expr(node.value)
@@ -132,6 +135,43 @@ def rebind(ev, target: cst.BaseExpression, value: Value, mutated: bool = True) -
     put(ev.state.env, key, value)
     if mutated:
         ev.state.env[MUTATED + key.split(".")[0]] = Const.of(True)
+        changed_element(ev, key.split(".")[0])
+
+
+# An object taken out of a container (`for sp in species:`, `sp = by_name[name]`) is one of the
+# container's objects: changed in place (`sp.to_cpu()` sets its fields), the container holds the
+# changed object too. Which element it was is not known, so each may be either (a weak update):
+# a later loop over the container no longer sees only the objects as they were before.
+
+
+def _note_element(ev, target, container) -> None:
+    if isinstance(target, cst.Name) and dotted(container) is not None and \
+            dotted(container).split(".")[0] != target.value:
+        ev.state.env[ELEMENT_OF + target.value] = Const.of(container)
+
+
+def changed_element(ev, name: str) -> None:
+    """``name``'s object changed: the container it came from may hold the changed object."""
+    marker = ev.state.env.get(ELEMENT_OF + name)
+    if not isinstance(marker, Const) or marker.single is None:
+        return
+    from .project import folded
+    container_expr = marker.single
+    container = ev.expr(container_expr)
+    updated = _with_element(container, folded(ev.state.env, name))
+    if updated is not None and updated != container:
+        rebind(ev, container_expr, updated)
+
+
+def _with_element(container: Value, element: Value) -> Optional[Value]:
+    if isinstance(container, Seq):
+        return Seq(join(container.element, element))
+    if isinstance(container, Items):
+        return Items(tuple(join(item, element) for item in container.items))
+    if isinstance(container, Mapping):
+        return Mapping(tuple((k, join(v, element)) for k, v in container.entries),
+                       join(container.rest, element) if container.rest is not None else None, container.optional)
+    return None
 
 
 def assign(ev, target: cst.BaseExpression, value: Value) -> None:
@@ -360,6 +400,7 @@ def _bind(ev, element) -> None:
     assign(ev, element.node, iteration_element(iterable, loop))
     for name in _names(element.node):
         ev.state.env[LOOP_VARIABLE + name] = Const.of(loop)
+    _note_element(ev, element.node, loop.iter)  # `for sp in self.species:`
 
 
 def _names(target) -> list:
