@@ -2580,3 +2580,54 @@ def train(net, kind, ds):
         net(x.cuda(non_blocking=True))  # copy
 """
     assert (rows(src, "PIN001") == [row_of(src, "# copy")]) is reported
+
+
+@pytest.mark.parametrize("value, uploaded, reported", [
+    ("-0.125 - (gain * (0.2 - 0.125))", "np.array([offset])", False),   # a number: one float64
+    ("-0.5", "np.array([offset])", False),
+    ("+3", "np.array([offset])", False),
+    ("-0.5", "np.zeros(1 << 20) + offset", True),
+])
+def test_an_array_of_one_module_level_number_is_small(value, uploaded, reported):
+    """CUDA_PCIE_benchmarking uploads `numpy.array([x])` of a module-level float: 8 bytes. A negative
+    literal was no number to the analysis, so the array's size was unknown."""
+    src = f"""
+    import numpy as np
+    from numba import cuda
+
+    gain = 0.8
+    offset = {value}
+    s = cuda.stream()
+    for i in range(4):
+        d = cuda.to_device({uploaded}, stream=s)
+    """
+    # The default threshold (this module's tests otherwise report buffers of any size).
+    assert ("PIN001" in [f.code for f in findings(src, Settings())]) == reported
+
+
+def test_a_call_that_misses_a_required_argument_runs_nothing():
+    """A stale test calls a helper with two of its four required arguments: Python raises TypeError
+    at the call, and the helper's asynchronous copies never run (QuaTrEx)."""
+    src = """
+    import numpy as np
+    import cupy as cp
+
+    def upload_on(src, other, out, streams):
+        dev = cp.empty_like(src)
+        dev.set(src, stream=streams[0])
+        return dev
+
+    def stale():
+        a = np.empty((4096, 1024), dtype=np.complex128)
+        return upload_on(a, a)
+
+    def fixed(streams, out):
+        a = np.empty((4096, 1024), dtype=np.complex128)
+        return upload_on(a, a, out, streams)
+
+    def by_keyword(streams, out):
+        a = np.empty((4096, 1024), dtype=np.complex128)
+        return upload_on(a, a, streams=streams, out=out)
+    """
+    assert rows(src, "PIN001") == [row_of(src, "return upload_on(a, a, out, streams)"),
+                                   row_of(src, "return upload_on(a, a, streams=")]

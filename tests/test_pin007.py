@@ -1181,3 +1181,53 @@ def test_a_helper_that_copies_the_callers_buffer_at_several_places_is_one_findin
     assert "through this call" not in ranks.message and len(ranks.related) == 1
     noqa = source(src).replace("return label(parents, ranks, rounds)", "return label(parents, ranks, rounds)  # noqa: PIN007")
     assert "PIN007" not in codes(noqa)
+
+
+_SPECIES = """
+import numpy as np
+import cupy
+
+
+class Species:
+    def __init__(self, n):
+        self.pos = np.random.rand(n)
+        self.d_pos = None
+
+    def upload(self):
+        self.d_pos = cupy.asarray(self.pos)
+
+    def download(self):
+        self.pos = self.pos.get()
+
+    def to_gpu(self):
+        self.pos = cupy.asarray(self.pos)
+
+    def scale(self):
+        self.pos *= 2.0
+
+{body}
+"""
+
+
+@pytest.mark.parametrize("body, reported", [
+    # A method copies the object's own buffer; a loop calls it: the same buffer every iteration.
+    ("sp = Species(1_000_000)\nfor it in range(100):\n    sp.upload()", True),
+    # ... through a step function and a helper's loop over the objects (fbpic's shape, no round trip).
+    ("def step(species):\n    for sp in species:\n        sp.scale()\n    for sp in species:\n        sp.upload()\n\n"
+     "def run(species, n):\n    for it in range(n):\n        step(species)\n\nrun([Species(1_000_000)], 100)", True),
+    # The buffer is replaced each iteration by what `.get()` allocates, then sent back (fbpic's
+    # diagnostics: species in a list or in a dict): a new buffer each time.
+    ("def dump(species):\n    for sp in species:\n        sp.download()\n    for sp in species:\n        sp.to_gpu()\n\n"
+     "def run(species, n):\n    for sp in species:\n        sp.to_gpu()\n    for it in range(n):\n        dump(species)\n\n"
+     "run([Species(1_000_000)], 100)", False),
+    ("def dump(by_name):\n    for name in by_name:\n        sp = by_name[name]\n        sp.download()\n"
+     "    for name in by_name:\n        sp = by_name[name]\n        sp.to_gpu()\n\n"
+     "def run(sp, by_name, n):\n    sp.to_gpu()\n    for it in range(n):\n        dump(by_name)\n\n"
+     "e = Species(1_000_000)\nrun(e, {'e': e}, 100)", False),
+])
+def test_a_method_that_copies_its_objects_buffer_called_in_a_loop(body, reported):
+    """The callee's own analysis has the copy but no loop; the loop is some caller's, one or more
+    calls up. An object taken out of a list or dict and changed in place (`sp.download()`) is the
+    container's object: the next loop over the container sees the new buffer."""
+    src = _SPECIES.format(body=body)
+    assert ("PIN007" in codes(src)) == reported, src

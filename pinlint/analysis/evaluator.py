@@ -444,10 +444,12 @@ class Evaluator:
 
     def _expr_UnaryOperation(self, node: cst.UnaryOperation) -> Value:
         value = self.expr(node.expression)
-        if isinstance(value, Const) and isinstance(value.single, int) and not isinstance(value.single, bool):
+        if isinstance(value, Const) and isinstance(value.single, (int, float)) and not isinstance(value.single, bool):
             if isinstance(node.operator, cst.Minus):
-                return Const.of(-value.single)
-            if isinstance(node.operator, cst.BitInvert):
+                return Const.of(-value.single)  # `offset = -0.5`: a number, as `0.5` is
+            if isinstance(node.operator, cst.Plus):
+                return value
+            if isinstance(node.operator, cst.BitInvert) and isinstance(value.single, int):
                 return Const.of(~value.single)
         if isinstance(node.operator, cst.Not):
             from .solver import truthiness

@@ -74,6 +74,11 @@ def call(ev, fn: Function, args, node: cst.Call, receiver_expr) -> Value:
             return call(ev, wrapper, args, node, receiver_expr)
         ev.escape(node, args.values(), handed=True)
         return UNKNOWN
+    if _fails_to_bind(fn, args):
+        # `upload(a, b)` of `def upload(src, other, out, streams)`: Python raises TypeError at the
+        # call and the body never runs (a stale test of QuaTrEx): nothing it would do happens.
+        ev.escape(node, args.values(), handed=True)
+        return UNKNOWN
     env, exprs = bind_parameters(ev, fn, args, receiver_expr)
     env.update(_closure(ev, fn, env))
     for name, value in fn.captured:
@@ -479,6 +484,33 @@ def _apply_flow(ev, fn: Function, node, outcome: Outcome) -> None:
 
 
 # ------------------------------------------------------------------------------ parameters
+_SIGNATURE_KEEPING = frozenset({"staticmethod", "classmethod", "property", "abstractmethod", "override"})
+
+
+def _fails_to_bind(fn: Function, args) -> bool:
+    """Whether the call, as written, misses a parameter that has no default (or passes more
+    positional arguments than the function takes): it raises TypeError instead of running the
+    body. Only for calls that spell out every argument, of functions whose decorators keep the
+    signature (a decorator may take or supply arguments)."""
+    if args.star or not isinstance(fn.node, cst.FunctionDef) or fn.undecorated or fn.captured:
+        return False
+    for decorator in fn.node.decorators:
+        expression = decorator.decorator
+        name = expression.attr.value if isinstance(expression, cst.Attribute) else \
+            expression.value if isinstance(expression, cst.Name) else None
+        if name not in _SIGNATURE_KEEPING:
+            return False
+    params = fn.node.params
+    ordered = [*params.posonly_params, *params.params]
+    given = len(args.positional) + (1 if fn.bound is not None and fn.kind in ("method", "class", "property") else 0)
+    if given > len(ordered) and not isinstance(params.star_arg, cst.Param):
+        return True
+    for index, param in enumerate(ordered):
+        if index >= given and param.default is None and param.name.value not in args.keywords:
+            return True
+    return any(param.default is None and param.name.value not in args.keywords for param in params.kwonly_params)
+
+
 def bind_parameters(ev, fn: Function, args, receiver_expr) -> tuple[dict, dict]:
     """Parameter -> value for this call, and parameter -> argument expression (for changes the
     callee makes to its arguments' objects, which the caller sees)."""
