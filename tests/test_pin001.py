@@ -2631,3 +2631,38 @@ def test_a_call_that_misses_a_required_argument_runs_nothing():
     """
     assert rows(src, "PIN001") == [row_of(src, "return upload_on(a, a, out, streams)"),
                                    row_of(src, "return upload_on(a, a, streams=")]
+
+
+@pytest.mark.parametrize("item, batch_size, pin, reported", [
+    ("dense, dense[:, 0]", "None", "False", True),   # each item as the dataset makes it: pageable
+    ("dense", "8", "False", True),                   # a list of such items
+    ("dense, dense[:, 0]", "None", "True", True),    # the loader pins what collate returns, not its input
+    ("dense, dense[:, 0]", "None", "False", False),  # a dataset nothing explains
+])
+def test_a_collate_function_that_uploads_the_datasets_items(item, batch_size, pin, reported):
+    """DLRM: the loader's collate function uploads each batch non-blocking on a prefetch stream, and
+    the dataset's __getitem__ builds the batch in pageable memory: every upload is staged and
+    blocks. Reported at the loader, where the dataset and the collate function meet."""
+    dataset = "Records(100)" if reported else "make_dataset()"
+    src = f"""
+    import numpy as np
+    import torch
+    from torch.utils.data import DataLoader, Dataset
+
+    class Records(Dataset):
+        def __init__(self, count):
+            self.count = count
+
+        def __len__(self):
+            return self.count
+
+        def __getitem__(self, i):
+            dense = torch.from_numpy(np.random.rand(4096, 13).astype(np.float32))
+            return {item}
+
+    def make_loader(make_dataset):
+        def collate(parts):
+            return [p.to("cuda", non_blocking=True) for p in parts]
+        return DataLoader({dataset}, batch_size={batch_size}, pin_memory={pin}, collate_fn=collate)
+    """
+    assert rows(src, "PIN001") == ([row_of(src, "return DataLoader(")] if reported else [])

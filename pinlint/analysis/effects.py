@@ -19,7 +19,7 @@ from ..apitables import Api, ArgSpec
 from ..model import EventType, Kind
 from .domain import (ANYTHING, NDIM_UNKNOWN, ON_GPU, UNKNOWN, Const, Context, Device, DeviceSpec, Host, Items, Iteration, LibraryRef, Loader, Obj, Scalar, Seq, Stream,
                      Tensor, Value, element_of, flatten, join, unknown_host, Function, Instance, Mapping, rebuild,
-                     true_in_gpu_runs)
+                     true_in_gpu_runs, interesting)
 from .dtypes import canonical_dtype, common, element_count, has_float, item_size, range_length, transposed
 from .state import CAPTURING, MUTATED, STREAM
 
@@ -710,20 +710,43 @@ def _loader(ev, api: Api, node, receiver, args: Args) -> Value:
     site = ev.site(node, kind, "torch", api.name, fix=api.opt("fix") if kind is Kind.PAGEABLE else None,
                    fresh_each_iteration=True)
     collate = args.keywords.get(api.opt("collate_kw")) if api.opt("collate_kw") else None
-    return Loader(site, _collated(ev, node, collate[1], site) if collate is not None else None)
+    return Loader(site, _collated(ev, node, collate[1], site, args) if collate is not None else None)
 
 
-def _collated(ev, node, collate: Value, site) -> Optional[Value]:
+def _dataset_items(ev, node, args: Args) -> Value:
+    """What the collate function is given: the items of a dataset of the checked code (its
+    ``__getitem__``'s value), one at a time with ``batch_size=None``, else a list of them."""
+    dataset = args.positional[0][1] if args.positional else \
+        (args.keywords["dataset"][1] if "dataset" in args.keywords else UNKNOWN)
+    if not isinstance(dataset, Instance):
+        return UNKNOWN
+    getter = ev.calls.member(dataset, "__getitem__", node)
+    if not isinstance(getter, Function):
+        return UNKNOWN
+    item = ev.calls.call_value(getter, node, Args(((node, Scalar("int")),), {}, False))
+    batch_size = args.keywords.get("batch_size")
+    return item if batch_size is not None and batch_size[1] == Const.of(None) else Seq(item)
+
+
+def _collated(ev, node, collate: Value, site, args: Args) -> Optional[Value]:
     """What each batch holds when a function of the checked code collates it: the loader pins the
     tensors it returns (in dicts, lists and tuples) when ``pin_memory`` is set, never a NumPy array,
     which stays the collate function's new pageable memory on every batch. None (the loader's own
-    tensors) when it returns no NumPy array the analysis knows."""
+    tensors) when it returns no NumPy array the analysis knows. What the collate function does to a
+    dataset's items it is given (a non-blocking upload of pageable tensors, DLRM's) is reported here,
+    where the loader joins them."""
     if not isinstance(collate, Function) or collate.kernel:
         return None
     state, emit, detached = ev.state.copy(), ev.emit, ev.detached
-    ev.emit, ev.detached = False, True  # it runs per batch, in the loader, not here: no events here
+    ev.emit = False
     try:
-        made = ev.calls.call_value(collate, node, Args(((node, UNKNOWN),), {}, False))
+        items = _dataset_items(ev, node, args)
+    finally:
+        ev.state, ev.emit = state.copy(), emit
+    # It runs per batch, in the loader, not here: no events here, but for what it does to the items.
+    ev.emit, ev.detached = emit and interesting(items), True
+    try:
+        made = ev.calls.call_value(collate, node, Args(((node, items),), {}, False))
     finally:
         ev.state, ev.emit, ev.detached = state, emit, detached
     arrays = []
