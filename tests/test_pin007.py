@@ -543,7 +543,8 @@ def main(n):
 @pytest.mark.parametrize("use, reported", [
     ("scipy.signal.detrend(h, overwrite_data=True)", False),   # a library the tables do not know
     ("log.debug(\"data %s\", h)", False),                      # an unknown object's method
-    ("CACHE[n] = h", True),                                     # kept for later calls: a cache
+    # Stored, but made anew on every call (no `if n not in CACHE:`): another buffer each iteration.
+    ("CACHE[n] = h", False),
 ])
 def test_a_buffer_only_handed_to_unknown_calls_is_new_on_each_call(use, reported):
     """A callee's buffer passed to a call nothing in the tree explains was taken as kept by the
@@ -1231,3 +1232,35 @@ def test_a_method_that_copies_its_objects_buffer_called_in_a_loop(body, reported
     container's object: the next loop over the container sees the new buffer."""
     src = _SPECIES.format(body=body)
     assert ("PIN007" in codes(src)) == reported, src
+
+
+@pytest.mark.parametrize("prepare, reported", [
+    ("self.buf = np.random.rand(n)", False),                                   # a new buffer each call
+    ("if self.buf is None:\n            self.buf = np.random.rand(n)", True),    # made once, a cache
+])
+def test_a_buffer_a_method_stores_on_its_object_each_call_is_new_each_iteration(prepare, reported):
+    """`f.prepare(n)` then a copy of `f.buf` (directly or through `f.upload()`) in a loop: a method
+    that stores a fresh buffer on every call gives a new buffer each iteration; a lazy cache, one
+    buffer for all of them."""
+    for copy in ("d = cupy.asarray(f.buf)", "f.upload()"):
+        src = f"""
+import numpy as np
+import cupy
+
+class Frame:
+    def __init__(self):
+        self.buf = None
+        self.d = None
+
+    def prepare(self, n):
+        {prepare}
+
+    def upload(self):
+        self.d = cupy.asarray(self.buf)
+
+f = Frame()
+for it in range(100):
+    f.prepare(1_000_000)
+    {copy}
+"""
+        assert ("PIN007" in codes(src)) == reported, src

@@ -776,11 +776,17 @@ def _renamer(ev, fn: Function, node, outcome: Outcome):
     short = fn.name.rsplit(".", 1)[-1]
     once = not _body_runs_per_call(ev.module.project, fn)
     owned = _owned_by_the_new_object(fn, outcome)
+    # A buffer the callee keeps (stores on its object) is a cache when it may be made once (`if
+    # self.buf is None:`); made on every call, outside any `if` or loop (`def prepare(self, n):
+    # self.buf = np.random.rand(n)`), it is a new buffer each call like a returned one.
+    every_call = frozenset(s for e in outcome.events if e.type is EventType.ALLOC and not e.branch
+                           and not e.loops for s in e.sites) if outcome.kept else frozenset()
 
     def rename(site: Site) -> Site:
         if site in owned:
             pass  # the new object's own: allocated by this construction (whatever the class's fields say)
-        elif once or not internal(site) or site in outcome.kept or _via_depth(site) >= _VIA_LIMIT:
+        elif once or not internal(site) or (site in outcome.kept and site not in every_call) or \
+                _via_depth(site) >= _VIA_LIMIT:
             return site
         return Site(kind=site.kind, library=site.library, api=f"{short}()", node=node, loops=ev.loops,
                     nbytes=site.nbytes, pooled=site.pooled, fix=None, scope=ev.scope,
