@@ -348,3 +348,41 @@ def test_a_test_of_the_variable_that_placed_a_tensor_places_it_on_the_cpu():
     non_blocking=True)` is a host-to-host copy (LightX2V's rank-0 weight broadcast, survey 17: two
     false PIN001s), even after a loop joined them with what the arm made of them."""
     assert rows(_PLACED, "PIN001") == [row_of(_PLACED, "# to the GPU")]
+
+
+@pytest.mark.parametrize("dst, reported", [
+    ("torch.as_tensor(img)", False),   # a tensor: the torch arm, never CuPy's upload
+    ("other", True),                   # nothing says: every arm
+])
+def test_a_dispatch_on_the_class_of_a_known_value_takes_its_arm(dst, reported):
+    """MONAI converts a helper's array to "the type of" a destination: `isinstance` picks a class,
+    then `issubclass` of that class picks the conversion. The destination is a tensor, so the CuPy
+    arm, a re-upload of the same pageable array on each iteration, never runs."""
+    src = f"""
+    import numpy as np
+    import cupy as cp
+    import torch
+
+    def convert(data, output_type):
+        if issubclass(output_type, torch.Tensor):
+            return torch.as_tensor(data)
+        elif issubclass(output_type, cp.ndarray):
+            return cp.asarray(data)
+        raise ValueError(output_type)
+
+    def like(src, dst):
+        if isinstance(dst, torch.Tensor):
+            kind = torch.Tensor
+        elif isinstance(dst, np.ndarray):
+            kind = np.ndarray
+        else:
+            kind = type(dst)
+        return convert(src, kind)
+
+    def run(keys, img, other, n):
+        t = {dst}
+        pts = np.copy(np.linspace(0, 1, n))
+        for k in keys:
+            like(pts, t)
+    """
+    assert ("PIN007" in [f.code for f in findings(src)]) == reported

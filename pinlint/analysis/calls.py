@@ -468,6 +468,8 @@ class Calls:
             return interproc.super_value(ev)
         if name == "isinstance" and len(args.positional) == 2 and len(node.args) == 2:
             return self.instance_check(first, node.args[1].value)
+        if name == "issubclass" and len(args.positional) == 2 and len(node.args) == 2:
+            return self.subclass_check(first, node.args[1].value)
         if name == "len" and len(args.positional) == 1 and not args.keywords and not args.star:
             length = _length(first, ev.tables)
             if length is not None:
@@ -493,6 +495,20 @@ class Calls:
                 return UNKNOWN
             answers.add(answer)
         return Const.of(True in answers)
+
+    def subclass_check(self, value: Value, class_node) -> Value:
+        """``issubclass(kind, torch.Tensor)`` where ``kind`` is a class the tables know (MONAI's
+        dispatch on `kind = torch.Tensor`): the same class, or classes of different kinds (a torch
+        tensor is no CuPy array), answer; anything else is unknown."""
+        if not isinstance(value, LibraryRef) or isinstance(class_node, (cst.Tuple, cst.List)):
+            return UNKNOWN
+        qualified = self.ev.module.imports.qualify(class_node) if isinstance(class_node, (cst.Name, cst.Attribute)) else None
+        if qualified is not None and qualified == value.name:
+            return Const.of(True)
+        mine, theirs = self.ev.tables.annotations.get(value.name), self.class_kind(class_node)
+        if mine is None or theirs is None:
+            return UNKNOWN
+        return Const.of(False) if mine != theirs else UNKNOWN
 
     _BUILTIN_TYPES = frozenset({"int", "float", "complex", "bool", "str", "bytes", "list", "tuple", "dict", "set",
                                 "frozenset"})

@@ -225,8 +225,10 @@ class Evaluator:
             # stays that function for the call that gets it (``Calls.call_value``).
             # A library's module itself (`return np`, `xp = cupy`) is that module: what its functions
             # do, and `xp is np`, are known for the name that holds it.
+            # A class the tables know (`kind = torch.Tensor`) is that class, for `issubclass(kind, ...)`.
             return LibraryRef(qualified) if keep_library or qualified in tables.functions or \
-                qualified in tables.modules or qualified in tables.module_paths else UNKNOWN
+                qualified in tables.modules or qualified in tables.module_paths or \
+                qualified in tables.annotations else UNKNOWN
         found = self.module.project.resolve(qualified, self.module)
         if isinstance(found, LibraryRef):
             return self.named_value(found.name, keep_library=True)  # re-exported by the checked code
