@@ -93,7 +93,8 @@ EFFECTS: dict[str, EffectSchema] = {
                    "non_blocking", "async_flag", "copy_flag"}),
         {"direction": _one_of(*DIRECTIONS), "async": _one_of(*ASYNC_MODES), "staged": _is_bool,
          "returns": _one_of("device", "host-dest"), "library": _is_str, "dest_kind_when_async": _one_of(*KINDS),
-         "remembers_stream": _is_bool, "needs_device_side": _is_bool, "host_from_sequence": _is_bool},
+         "remembers_stream": _is_bool, "needs_device_side": _is_bool, "host_from_sequence": _is_bool,
+         "device_receiver": _is_bool},
         "a host<->device copy"),
     "sync": EffectSchema(frozenset({"target_arg"}), {"target": _one_of("device", "self", "arg"), "computes": _is_bool},
                          "waits for a stream or the whole device (`computes`: an operation on its receiver "

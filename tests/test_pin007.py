@@ -1264,3 +1264,22 @@ for it in range(100):
     {copy}
 """
         assert ("PIN007" in codes(src)) == reported, src
+
+
+@pytest.mark.parametrize("body, code", [
+    # A clone of a tensor whose device nothing tells is no new pageable array ...
+    ("c = t.clone()\nfor i in range(10):\n    d.copy_(c)", None),
+    ("c = t.clone()\nreturn c.cuda(non_blocking=True)", None),
+    # ... and a blocking copy_ into such a tensor is no upload (pbg's CPU parameter server).
+    ("c = torch.from_numpy(np.zeros(1 << 20))\nfor i in range(10):\n    t.copy_(c)", None),
+    # Asked to be non-blocking, the copy is meant for a GPU.
+    ("c = torch.zeros(1 << 20)\nt.copy_(c, non_blocking=True)", "PIN001"),
+    # A tensor on a known device stays one (control).
+    ("c = torch.from_numpy(np.zeros(1 << 20))\ng = torch.empty(1 << 20, device='cuda')\nfor i in range(10):\n    g.copy_(c)",
+     "PIN007"),
+])
+def test_a_torch_tensor_parameter_is_on_no_known_device(body, code):
+    src = ("import numpy as np\nimport torch\n\n\ndef f(t: torch.Tensor, d: torch.Tensor):\n    "
+           + body.replace("\n", "\n    ") + "\n")
+    found = [f.code for f in findings(src)]
+    assert found == ([code] if code else []), (found, src)

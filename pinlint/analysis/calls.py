@@ -361,6 +361,12 @@ class Calls:
         for on in kinds:
             api = tables.methods.get((on, name))
             if api is not None:
+                if isinstance(receiver, Tensor) and (on == "host" and api.effect == "alloc" or
+                                                     api.opt("device_receiver") and not _non_blocking(api, args)):
+                    # A tensor whose device nothing tells: `t.clone()` is no new pageable array, and
+                    # a blocking `t.copy_(h)` no upload (a CPU tensor's copy_ is neither); asked to be
+                    # non-blocking, the copy is meant for a GPU.
+                    return None
                 return api
         if kinds or not _unexplained(receiver):
             return None
@@ -806,3 +812,9 @@ def _count(value: Value) -> Optional[int]:
     if isinstance(value, Items):
         return len(value.items)
     return value.length if isinstance(value, Iteration) else None
+
+
+def _non_blocking(api, args) -> bool:
+    """Whether the call asks for a non-blocking copy (`non_blocking=True`, or a flag that may be true)."""
+    given = args.get(api.arg("non_blocking"))
+    return given is not None and given[1] != Const.of(False)
