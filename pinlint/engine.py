@@ -278,20 +278,21 @@ def _first_of_each_mistake(rules, facts, ctx, position, info) -> list:
         for report in rule.check(facts, ctx):
             span = position(report.node)
             key = None
-            if rule.code in _ONE_PER_CALL_AND_BUFFER and report.trace and report.sites:
+            grouped = rule.code in _ONE_PER_CALL_AND_BUFFER or rule.code in _ONE_PER_COPY_AND_BUFFER
+            origins = tuple(sorted(_site_order(o, position, info) for s in report.sites for o in s.origins())) \
+                if grouped and report.trace and report.sites else ()
+            if rule.code in _ONE_PER_CALL_AND_BUFFER and origins:
                 # A helper whose loop copies the caller's buffer at several places (up, back, to
                 # three kernels' inputs): one mistake at the call, one buffer to pin.
-                origins = tuple(sorted(_site_order(o, position, info) for s in report.sites for o in s.origins()))
                 group = (rule.code, span.start.line, span.start.column, origins)
                 if group in at_call:
                     at_call[group][1].append(report)
                     continue
                 at_call[group] = [len(out), []]
-            if rule.code in _ONE_PER_COPY_AND_BUFFER and report.trace and report.sites:
+            if rule.code in _ONE_PER_COPY_AND_BUFFER and origins:
                 last = report.trace[-1]
-                origins = sorted(_site_order(o, position, info) for s in report.sites for o in s.origins())
                 key = (rule.code, report.scope, last.module.filename, last.module.position(last.node).start,
-                       report.direction, tuple(origins))
+                       report.direction, origins)
                 place = (span.start.line, span.start.column)
                 if key in first and first[key][0] <= place:
                     continue

@@ -105,14 +105,20 @@ def first_site(sites) -> Site:
 
 def _site_order(site: Site) -> tuple:
     module = site.module
-    place = (0, 0)
-    if hasattr(module, "position"):
-        try:
-            start = module.position(site.node).start
-            place = (start.line, start.column)
-        except KeyError:
-            pass  # a node made by the analysis (a lambda's stand-in), not one of the file
-    return (str(getattr(module, "filename", "")), place, site.api, site.variant, site.kind.value, repr(site))
+    return (str(getattr(module, "filename", "")), node_place(module, site.node), site.api, site.variant,
+            site.kind.value, repr(site))
+
+
+def node_place(module, node) -> tuple:
+    """(line, column) where ``node`` starts in ``module`` (a ModuleInfo); (0, 0) for a node that is
+    not the file's (one the analysis made) or a module that cannot say."""
+    if not hasattr(module, "position"):
+        return (0, 0)
+    try:
+        start = module.position(node).start
+    except KeyError:
+        return (0, 0)
+    return (start.line, start.column)
 
 
 def scoped_registration(site: Site) -> bool:

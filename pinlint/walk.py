@@ -51,6 +51,43 @@ def statements(body: Sequence[cst.CSTNode], into_definitions: bool = False) -> I
             yield from statements(block, into_definitions)
 
 
+_LEAVES = (cst.Break, cst.Return, cst.Raise)
+
+
+def ends_by_leaving(body: Sequence[cst.CSTNode]) -> bool:
+    """Whether a block's last statement always leaves it (`break`, `return`, `raise`)."""
+    last = body[-1] if body else None
+    return isinstance(last, cst.SimpleStatementLine) and isinstance(last.body[-1], _LEAVES)
+
+
+def has_own_continue(body: Sequence[cst.CSTNode]) -> bool:
+    """A `continue` in ``body`` that goes back to the loop ``body`` belongs to: not one inside a
+    nested loop's body (its `else` is the outer loop's), function or class."""
+    for node in body:
+        if isinstance(node, cst.SimpleStatementLine):
+            if any(isinstance(small, cst.Continue) for small in node.body):
+                return True
+        elif isinstance(node, (cst.For, cst.While)):
+            if node.orelse is not None and has_own_continue(suite_body(node.orelse.body)):
+                return True
+        elif not isinstance(node, (cst.FunctionDef, cst.ClassDef)) and \
+                any(has_own_continue(block) for block in child_blocks(node)):
+            return True
+    return False
+
+
+# `lambda x: body` as the analysis runs it: `def lambda_(x): return body` (project.lambda_value).
+LAMBDA_STAND_IN = "lambda_"
+
+
+def code_node(node: cst.CSTNode) -> cst.CSTNode:
+    """The node of the file a definition's position is that of: a lambda's stand-in `def` is no
+    node of the file; its returned expression, the lambda's own body, is."""
+    if isinstance(node, cst.FunctionDef) and node.name.value == LAMBDA_STAND_IN:
+        return node.body.body[0].body[0].value
+    return node
+
+
 def class_body_small(node: cst.ClassDef) -> list:
     """The small statements directly in a class body (``x = None``, ``a: int``)."""
     return [small for statement in suite_body(node.body) if isinstance(statement, cst.SimpleStatementLine)

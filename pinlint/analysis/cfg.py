@@ -16,7 +16,7 @@ from typing import Optional, Sequence
 
 import libcst as cst
 
-from ..walk import suite_body
+from ..walk import ends_by_leaving, has_own_continue, suite_body
 
 
 @dataclass(eq=False, repr=False)
@@ -397,36 +397,4 @@ def comes_round(loop) -> bool:
     """Whether a loop's body can run a second time: not when its last statement always leaves
     (`break`, `return`, `raise`) and no `continue` of its own goes back to the head."""
     body = suite_body(loop.body)
-    if not body:
-        return True
-    last = body[-1]
-    if not (isinstance(last, cst.SimpleStatementLine) and
-            isinstance(last.body[-1], (cst.Break, cst.Return, cst.Raise))):
-        return True
-    return _has_own_continue(loop.body)
-
-
-def _has_own_continue(node) -> bool:
-    """A `continue` in ``node`` that is not inside a nested loop, function or class."""
-    class Find(cst.CSTVisitor):
-        found = False
-
-        def visit_Continue(self, node) -> None:
-            self.found = True
-
-        def visit_For(self, node) -> bool:
-            node.orelse and node.orelse.visit(self)  # an inner loop's else runs in the outer one
-            return False
-
-        def visit_While(self, node) -> bool:
-            node.orelse and node.orelse.visit(self)
-            return False
-
-        def visit_FunctionDef(self, node) -> bool:
-            return False
-
-        def visit_ClassDef(self, node) -> bool:
-            return False
-    finder = Find()
-    node.visit(finder)
-    return finder.found
+    return not body or not ends_by_leaving(body) or has_own_continue(body)

@@ -12,6 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, replace
 from typing import Optional
 
+from ..model import node_place
+from ..walk import code_node
+
 
 class Value:
     __slots__ = ()
@@ -365,15 +368,7 @@ def _tie_key(value: Value) -> tuple:
     with it which analyses a budget cut, so a run's findings came and went with the hash seed.)"""
     node, module = getattr(value, "node", None), getattr(value, "module", None)
     module = getattr(module, "info", module)  # a ModuleContext's file
-    place = (0, 0)
-    if node is not None and hasattr(module, "position"):
-        if getattr(getattr(node, "name", None), "value", "") == "lambda_":
-            node = node.body.body[0].body[0].value  # a lambda's stand-in def: the lambda's own body
-        try:
-            start = module.position(node).start
-            place = (start.line, start.column)
-        except KeyError:
-            pass
+    place = node_place(module, code_node(node)) if node is not None else (0, 0)
     return place, repr(value)
 
 

@@ -20,7 +20,7 @@ from .domain import (module_stand_in, NDIM_UNKNOWN, ON_GPU, UNKNOWN, Alternative
                      mapping, ordered, scalar_kind, sites_of, varying_in)
 from ..walk import code_parts
 from .dtypes import elementwise_size, fold, python_number_operands, transposed
-from .state import CAPTURING, DOTTED, ELEMENT_OF, State, put
+from .state import CAPTURING, DOTTED, ELEMENT_OF, State, iter_key, put
 
 _TRANSPOSING = frozenset({"T", "mT", "transpose", "swapaxes", "permute", "moveaxis"})
 LOOP_VARIABLE = "$loop-variable:"  # env key prefix: this name is the variable of that loop
@@ -58,8 +58,9 @@ class Evaluator:
             # A loop over one element (`for rx in [track]`, a helper's loop over the one-item list
             # its caller gave it) runs its body once: what the body does is in no loop.
             env = self.state.env
-            if any(_single_pass(env.get(f"$iter:{id(loop)}")) for loop in outer):
-                outer = tuple(loop for loop in outer if not _single_pass(env.get(f"$iter:{id(loop)}")))
+            once = [loop for loop in outer if _single_pass(env.get(iter_key(loop)))]
+            if once:
+                outer = tuple(loop for loop in outer if loop not in once)
         return outer + tuple(self.inner_loops) if self.inner_loops else outer
 
     @property

@@ -14,6 +14,7 @@ from typing import Iterator, Optional
 import libcst as cst
 
 from ..model import Event, EventType, PendingCopy, Site
+from ..walk import ends_by_leaving, suite_body
 from .invariance import invariant, loop_changes
 
 
@@ -140,9 +141,6 @@ class FileFacts:
         return self.context.info if self.context is not None else None
 
 
-_LEAVES = (cst.Break, cst.Return, cst.Raise)
-
-
 def _others_leave(owner: cst.If, arm: int) -> bool:
     """Every other arm of the ``if`` leaves the loop (``if ok: ... else: break``, the video-reading
     loop): each iteration that goes on takes this arm, so what it allocates is allocated on every one."""
@@ -153,14 +151,6 @@ def _others_leave(owner: cst.If, arm: int) -> bool:
     if not isinstance(current, cst.Else):
         return False  # no else: the iterations that skip the arm go on
     bodies.append(current.body)
-    return all(_ends_by_leaving(body) for index, body in enumerate(bodies) if index != arm)
+    return all(ends_by_leaving(suite_body(body)) for index, body in enumerate(bodies) if index != arm)
 
 
-def _ends_by_leaving(body) -> bool:
-    statements = list(body.body) if isinstance(body, cst.IndentedBlock) else [body]
-    if not statements:
-        return False
-    last = statements[-1]
-    smalls = last.body if isinstance(last, cst.SimpleStatementLine) else \
-        (last.body if isinstance(last, cst.SimpleStatementSuite) else [])
-    return bool(smalls) and isinstance(smalls[-1], _LEAVES)

@@ -968,11 +968,8 @@ def _pinned_inside(ev, fn: Function, node, outcome: Outcome) -> None:
                         loops=ev.loops + inner_loops, nbytes=inner.nbytes, pooled=inner.pooled, scope=ev.scope,
                         via=frozenset([inner]), variant="call-inside", module=ev.module.info)
             if inner_loops:
-                ev.events.append(Event(type=EventType.REGISTER, node=node, loops=ev.loops + inner_loops,
-                                       branch=ev.branch, sites=frozenset([site]), api=site.api, scope=ev.scope,
-                                       varies_in=event.varies_in,
-                                       trace=(TraceStep(event.module, event.node, describe(event), fn.name),),
-                                       module=ev.module.info))
+                lifted = _lifted(ev, fn, node, event, lambda _inner, made=site: made, frozenset())
+                ev.events.append(replace(lifted, api=site.api))
             else:
                 ev.event(EventType.ALLOC, node, Host(frozenset([site]), inner.library), api=site.api)
 

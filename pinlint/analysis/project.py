@@ -20,7 +20,7 @@ import libcst as cst
 
 from ..imports import ImportMap, collect_imports, dotted
 from ..modulefiles import _EXCLUDED_PARTS, is_file, module_files, search_folders  # noqa: F401
-from ..walk import class_body_small, suite_body, target_names
+from ..walk import LAMBDA_STAND_IN, class_body_small, suite_body, target_names
 from . import cfg
 from .domain import UNKNOWN, Alternatives, ClassRef, Const, Function, Instance, LibraryRef, ModuleRef, Value, module_stand_in
 from .fields import FieldSolver
@@ -274,7 +274,7 @@ class ModuleContext:
         found = self._functions.get(key)
         if found is None:
             definition = cst.FunctionDef(
-                name=cst.Name("lambda_"), params=node.params,
+                name=cst.Name(LAMBDA_STAND_IN), params=node.params,
                 body=cst.IndentedBlock([cst.SimpleStatementLine([cst.Return(node.body)])]))
             name = "<lambda>" if scope == "<module>" else f"{scope}.<locals>.<lambda>"
             found = Function(node=definition, module=self, name=name)

@@ -24,6 +24,11 @@ DOTTED = "$dotted"     # present once the environment held an attribute chain (`
 _HELD = Const.of(True)
 
 
+def iter_key(loop) -> str:
+    """The environment key of what a for loop's header evaluated its iterable to."""
+    return f"$iter:{id(loop)}"
+
+
 def put(env: dict, key: str, value: Value) -> None:
     """``env[key] = value``, marking an environment that now holds an attribute chain (``DOTTED``)."""
     if "." in key:

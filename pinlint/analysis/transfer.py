@@ -10,15 +10,14 @@ block and undo it on the way out.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Optional
 
 import libcst as cst
 
 from ..imports import dotted
 from ..model import EventType
 from .domain import (UNKNOWN, Const, Context, Function, Device, Host, Instance, Items, Mapping, Seq, Stream, Tensor, Value,
-                     add_element, element_of, join, merged)
-from .state import ELEMENT_OF, MUTATED, RETURN, STREAM, put
+                     add_element, element_of, join, merged, rebuild)
+from .state import ELEMENT_OF, MUTATED, RETURN, STREAM, iter_key, put
 
 
 def run_element(ev, element) -> None:
@@ -158,20 +157,12 @@ def changed_element(ev, name: str) -> None:
     from .project import folded
     container_expr = marker.single
     container = ev.expr(container_expr)
-    updated = _with_element(container, folded(ev.state.env, name))
-    if updated is not None and updated != container:
+    if type(container) not in (Seq, Items, Mapping):
+        return
+    element = folded(ev.state.env, name)
+    updated = rebuild(container, lambda held: join(held, element))
+    if updated != container:
         rebind(ev, container_expr, updated)
-
-
-def _with_element(container: Value, element: Value) -> Optional[Value]:
-    if isinstance(container, Seq):
-        return Seq(join(container.element, element))
-    if isinstance(container, Items):
-        return Items(tuple(join(item, element) for item in container.items))
-    if isinstance(container, Mapping):
-        return Mapping(tuple((k, join(v, element)) for k, v in container.entries),
-                       join(container.rest, element) if container.rest is not None else None, container.optional)
-    return None
 
 
 def assign(ev, target: cst.BaseExpression, value: Value) -> None:
@@ -340,7 +331,7 @@ def _iter(ev, element) -> None:
     value = ev.calls.iterate(ev.expr(element.node), element.node)
     if isinstance(value, Host) and not value.batch:
         ev.event(EventType.READ, element.node, value)
-    ev.state.env[f"$iter:{id(loop)}"] = value
+    ev.state.env[iter_key(loop)] = value
     _keep_slots(ev, loop)
     if _waits_on_each(loop):
         _wait_before(ev, loop, value)
@@ -396,7 +387,7 @@ def _wait_before(ev, loop, iterable) -> None:
 def _bind(ev, element) -> None:
     from .evaluator import LOOP_VARIABLE, iteration_element
     loop = element.extra
-    iterable = ev.state.env.get(f"$iter:{id(loop)}", UNKNOWN)
+    iterable = ev.state.env.get(iter_key(loop), UNKNOWN)
     assign(ev, element.node, iteration_element(iterable, loop))
     for name in _names(element.node):
         ev.state.env[LOOP_VARIABLE + name] = Const.of(loop)
