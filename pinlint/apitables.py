@@ -85,6 +85,7 @@ class Tables:
     null_streams: set = field(default_factory=set)
     kernel_decorators: set = field(default_factory=set)
     release_methods: set = field(default_factory=set)
+    frees_when_dropped: set = field(default_factory=set)  # allocators whose memory is freed, waiting for the device, when its last reference goes
     pinned_twins: dict = field(default_factory=dict)   # (copying library, numpy allocator) -> entry
     sync_templates: dict = field(default_factory=dict)  # family -> {"stream_method": ..., "device_call": ...}
     write_combined_defaults: dict = field(default_factory=dict)
@@ -321,6 +322,7 @@ def _load_one(tables: Tables, where: str, data: dict, receivers: set) -> None:
     tables.null_streams.update(attrs.get("null_streams", []))
     tables.kernel_decorators.update(attrs.get("kernel_decorators", []))
     tables.release_methods.update(attrs.get("release_methods", []))
+    tables.frees_when_dropped.update(attrs.get("frees_when_dropped", []))
     for twin in data.get("pinned", []):
         tables.pinned_twins[(twin["library"], twin["from"])] = twin
     tables.sync_templates.update(data.get("sync", {}))

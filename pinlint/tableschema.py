@@ -130,9 +130,12 @@ EFFECTS: dict[str, EffectSchema] = {
     "device-spec": EffectSchema(frozenset({"arg"}), {}, "a torch device"),
     "loader": EffectSchema(frozenset(), {"pin_kw": _is_str, "fix": _is_str, "collate_kw": _is_str}, "a torch DataLoader"),
     "register": EffectSchema(frozenset({"arg", "flags"}), {"kind": _one_of(*KINDS), "context": _is_bool,
-                                                          "returns": _one_of("view")},
-                             "page-locks existing memory (for a with block when `context`)"),
-    "free": EffectSchema(frozenset({"arg"}), {}, "releases memory: neither a use nor an escape"),
+                                                          "returns": _one_of("view"), "waits": _one_of("device")},
+                             "page-locks existing memory (for a with block when `context`; `waits`: the "
+                             "block's end, unregistering it, waits for the whole device)"),
+    "free": EffectSchema(frozenset({"arg"}), {"waits": _one_of("device")},
+                         "releases memory: neither a use nor an escape (`waits`: the release waits for "
+                         "the whole device, as a synchronize)"),
     "same-items": EffectSchema(frozenset({"arg"}), {}, "an iterable yielding what its argument yields "
                                "(a progress bar around a DataLoader: `for batch in tqdm(loader)`)"),
     "read": EffectSchema(frozenset({"arg"}), {"reduces": _is_bool},
@@ -158,14 +161,15 @@ TOP_LEVEL = {
     "device_strings": dict, "numpy_dispatch": lambda v: isinstance(v, bool),
     "array_namespaces": _is_str_list,
 }
-ATTRIBUTE_KEYS = frozenset({"view", "device", "null_streams", "kernel_decorators", "release_methods"})
+ATTRIBUTE_KEYS = frozenset({"view", "device", "null_streams", "kernel_decorators", "release_methods",
+                            "frees_when_dropped"})
 PINNED_KEYS = frozenset({"library", "from", "to", "positional", "keywords", "rename", "default_dtype", "import"})
 SYNC_KEYS = frozenset({"stream_method", "stream_call", "device_call"})
 DTYPE_KEYS = frozenset({"sizes", "attributes", "codes", "python", "modules"})
 CUDA_KEYS = frozenset({"host_alloc_flags", "host_register_flags", "memcpy_kinds"})
 PYTHON_KEYS = frozenset({"reading_builtins", "non_storing_builtins", "pure_builtins", "container_mutators", "dict_types", "dict_types_with_factory",
                          "copying_methods", "device_address_libraries", "torch_compute_namespaces", "library_modules", "returns_self",
-                         "coroutine_runners"})
+                         "coroutine_runners", "non_retaining_builtins"})
 FIX_FAMILY_KEYS = frozenset({"how", "keyword"})
 DEVICE_STRING_KEYS = frozenset({"cuda", "cpu", "other"})
 

@@ -183,7 +183,9 @@ def test_torch_sync_forms_cover_the_copy(sync):
 
 @pytest.mark.parametrize("sync", ["s.synchronize()", "drv.Context.synchronize()",
                                   "pycuda.autoinit.context.synchronize()",
-                                  "e = drv.Event()\ne.record(s)\ne.synchronize()"])
+                                  "e = drv.Event()\ne.record(s)\ne.synchronize()",
+                                  # cuMemFree waits for the whole device (bench/free_sync.py)
+                                  "d.free()", "other = drv.mem_alloc(64)\nother.free()"])
 def test_pycuda_sync_forms_cover_the_copy(sync):
     src = PYCUDA + "drv.memcpy_dtoh_async(h, d, s)\n" + sync + "\nx = h.sum()\n"
     assert "PIN005" not in codes(src)
@@ -197,11 +199,25 @@ def test_pycuda_made_context_synchronize_covers_the_copy():
 
 @pytest.mark.parametrize("sync", ["rt.cudaStreamSynchronize(stream)", "rt.cudaDeviceSynchronize()",
                                   "err, ev = rt.cudaEventCreate()\nrt.cudaEventRecord(ev, stream)\n"
-                                  "rt.cudaEventSynchronize(ev)"])
+                                  "rt.cudaEventSynchronize(ev)",
+                                  # freeing device memory and unregistering host memory wait for the
+                                  # whole device (bench/free_sync.py)
+                                  "rt.cudaFree(dptr)", "err, other = rt.cudaMalloc(64)\nrt.cudaFree(other)",
+                                  "a = np.empty(16)\nrt.cudaHostRegister(a.ctypes.data, 128, 0)\n"
+                                  "rt.cudaHostUnregister(a.ctypes.data)"])
 def test_cuda_python_sync_forms_cover_the_copy(sync):
     src = CUDA_PYTHON + "rt.cudaMemcpyAsync(ptr, dptr, 4096, rt.cudaMemcpyDeviceToHost, stream)\n" + sync + \
         "\nx = h[0]\n"
     assert "PIN005" not in codes(src)
+
+
+@pytest.mark.parametrize("release", ["rt.cudaFreeAsync(dptr, stream)", "rt.cudaFreeHost(other)"])
+def test_cuda_python_releases_that_do_not_wait_leave_the_copy_in_flight(release):
+    """cudaFreeAsync is stream-ordered (measured: 0.02 ms, the stream still busy); cudaFreeHost is not
+    measured here, so it stays a plain release."""
+    src = CUDA_PYTHON + "err, other = rt.cudaMallocHost(64)\n" + \
+        "rt.cudaMemcpyAsync(ptr, dptr, 4096, rt.cudaMemcpyDeviceToHost, stream)\n" + release + "\nx = h[0]\n"
+    assert rows(src, "PIN005") == [row_of(src, "x = h[0]")]
 
 
 # ============================================================== kinds of reads
@@ -754,3 +770,12 @@ class Block(nn.Module):
         return self.table + temb
 """
     assert "PIN005" not in codes(src)
+
+
+def test_numba_pinned_block_end_unregisters_and_waits_for_the_device():
+    """Numba unregisters at the block's end at once, and cuMemHostUnregister waits for the whole device
+    (bench/free_sync.py): a copy queued before the block has finished after it."""
+    src = NUMBA + "d.copy_to_host(h, stream=s)\na = np.zeros(16)\nwith cuda.pinned(a):\n    pass\nx = h[0]\n"
+    assert "PIN005" not in codes(src)
+    racy = NUMBA + "d.copy_to_host(h, stream=s)\na = np.zeros(16)\nwith cuda.pinned(a):\n    x = h[0]\n"
+    assert rows(racy, "PIN005") == [row_of(racy, "x = h[0]")]

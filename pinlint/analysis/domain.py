@@ -271,7 +271,8 @@ class Context(Value):
     stream: Optional[Stream] = None
     registered: tuple = ()  # ((environment key, Host value), ...)
     sync_on_exit: Optional[Stream] = None  # the block ends with a synchronize of this stream
-    sync_node: object = None
+    sync_node: object = None  # ... or of the whole device when this is set and the stream is None
+    sync_api: str = ""        # what synchronizes, for traces ("auto_synchronize" when empty)
 
 
 @dataclass(frozen=True)

@@ -643,7 +643,9 @@ def _register(ev, api: Api, node, receiver, args: Args) -> Value:
         if root is not None:
             registered.append((root, new_value))
     if api.opt("context"):
-        return Context(registered=tuple(registered))
+        waits = api.opt("waits") == "device"
+        return Context(registered=tuple(registered), sync_node=node if waits else None,
+                       sync_api="unregister" if waits else "")
     for root, new_value in registered:
         ev.store(root, new_value)  # registration pins the existing buffer in place
         ev.state.env[MUTATED + root.split(".")[0]] = Const.of(True)  # a caller's buffer given to it, too
@@ -1043,6 +1045,8 @@ def _device_spec(ev, api: Api, node, receiver, args: Args) -> Value:
 
 
 def _free(ev, api: Api, node, receiver, args: Args) -> Value:
+    if api.opt("waits") == "device":
+        ev.event(EventType.SYNC, node, api=api.name, stream=None)
     return UNKNOWN
 
 

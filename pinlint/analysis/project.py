@@ -315,6 +315,7 @@ class Project:
         self._attributes: dict = {}      # (ModuleRef name, attribute) -> value, once settled
         self._attribute_running: set = set()  # (ModuleRef name, attribute) being resolved now
         self._graphs: dict = {}
+        self._drops_device_memory: dict = {}  # function node -> whether returning frees device memory
         self.loop_branch_depth: dict = {}   # loop node -> if arms around it, over every graph built
         self._outcomes: dict = {}
         self._baselines: dict = {}
@@ -633,8 +634,19 @@ class Project:
                 if exit_state.env.get(name) == returned:
                     returned = folded(exit_state.env, name)
                     break
-        return Outcome(returned, exit_state.pending, exit_state.env.get(STREAM),
+        pending = exit_state.pending
+        if pending and self.drops_device_memory(ctx, node):
+            pending = frozenset()  # the free at the return waits for the whole device
+        return Outcome(returned, pending, exit_state.env.get(STREAM),
                        tuple(events), tuple(sorted(changed, key=lambda kv: kv[0])), kept, True, inputs, own)
+
+    def drops_device_memory(self, ctx: ModuleContext, node) -> bool:
+        """Whether returning from `node` drops device memory that is freed at once (lifetimes.py)."""
+        found = self._drops_device_memory.get(node)
+        if found is None:
+            from .lifetimes import drops_device_memory
+            found = self._drops_device_memory[node] = drops_device_memory(node, ctx.imports.qualify, self.tables)
+        return found
 
     def invoke(self, fn: Function, env: dict, pending: frozenset, stream, invocation: Invocation) -> Optional[Outcome]:
         key = (fn.node, fn.module, fn.bound, frozenset(env.items()), pending, stream)

@@ -435,7 +435,8 @@ def _exit(ev, element) -> None:
         if not isinstance(context, Context):
             continue  # entered on one path only, or joined with something else: nothing to undo
         if context.sync_node is not None:
-            ev.event(EventType.SYNC, context.sync_node, api="auto_synchronize", stream=context.sync_on_exit)
+            ev.event(EventType.SYNC, context.sync_node, api=context.sync_api or "auto_synchronize",
+                     stream=context.sync_on_exit)
         if prefix + "stream" in env:
             previous = env.pop(prefix + "stream")
             env[STREAM] = previous
