@@ -201,8 +201,33 @@ def test_tested_names_walk_statements_like_a_full_visitor():
             super().__init__()
             self.names: set = set()
 
+            self.computed: dict = {}
+
         def visit_If(self, statement: cst.If) -> None:
             statement.test.visit(_Names(self.names))
+
+        def visit_SimpleStatementLine(self, line: cst.SimpleStatementLine) -> None:
+            # a conditional expression as a statement's value or its call's argument, and the
+            # expressions assigned to plain names (the tested names are followed through them)
+            for small in line.body:
+                value = getattr(small, "value", None)
+                if value is None:
+                    continue
+                tests = [value.test] if isinstance(value, cst.IfExp) else \
+                    [a.value.test for a in value.args if isinstance(a.value, cst.IfExp)] if isinstance(value, cst.Call) else []
+                for test in tests:
+                    test.visit(_Names(self.names))
+                if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
+                    self.computed.setdefault(small.targets[0].target.value, []).append(value)
+
+        def closed(self) -> frozenset:
+            names, seen = set(self.names), set()
+            while names - seen:
+                name = (names - seen).pop()
+                seen.add(name)
+                for value in self.computed.get(name, ()):
+                    value.visit(_Names(names))
+            return frozenset(names)
 
     extra = textwrap.dedent("""
         def f(a, b, c=None):
@@ -235,9 +260,25 @@ def test_tested_names_walk_statements_like_a_full_visitor():
     for node in _every_function(extra):
         everything = Everything()
         node.body.visit(everything)
-        assert tested_names(node) == frozenset(everything.names), cst.Module([node]).code
+        assert tested_names(node) == everything.closed(), cst.Module([node]).code
         checked += bool(everything.names)
     assert checked > 30
+
+
+def test_tested_names_follow_conditional_expressions_and_the_names_they_were_computed_from():
+    import libcst as cst
+
+    from pinlint.analysis.interproc import tested_names
+    fn = cst.parse_module(textwrap.dedent("""
+        def __init__(self, device="cuda", other=1):
+            name = str(device)
+            on_gpu = torch.cuda.is_available() and name.startswith("cuda")
+            self.device = torch.device("cuda" if on_gpu else "cpu")
+            self.other = other
+    """)).body[0]
+    tested = tested_names(fn)
+    assert {"on_gpu", "name", "device"} <= tested
+    assert "other" not in tested
 
 
 def test_free_names_match_a_full_visitor():

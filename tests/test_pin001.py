@@ -2666,3 +2666,32 @@ def test_a_collate_function_that_uploads_the_datasets_items(item, batch_size, pi
         return DataLoader({dataset}, batch_size={batch_size}, pin_memory={pin}, collate_fn=collate)
     """
     assert rows(src, "PIN001") == ([row_of(src, "return DataLoader(")] if reported else [])
+
+
+@pytest.mark.parametrize("device, reported", [("cpu", False), ("cuda", True), ("cuda:1", True)])
+@pytest.mark.parametrize("decide", [
+    'on_gpu = torch.cuda.is_available() and str(device).startswith("cuda")',
+    'on_gpu = device.lower().startswith("cuda")',
+    'name = str(device)\n        on_gpu = name == "cuda" or name.startswith("cuda:")',
+])
+def test_an_object_built_for_the_cpu_makes_no_copy(device, reported, decide):
+    """The constructor decides its device from a string the caller passes; its analysis for callers at
+    large cannot, so the call with a constant gets its own (yolov9001's trainer built for "cpu")."""
+    src = f"""
+import torch
+
+class Runner:
+    def __init__(self, device="cuda"):
+        {decide}
+        self.device = torch.device("cuda" if on_gpu else "cpu")
+
+    def epoch(self, batch):
+        if self.device.type == "cuda":
+            return batch.to(self.device, non_blocking=True)
+        return batch
+
+def main():
+    runner = Runner(device="{device}")
+    runner.epoch(torch.randn(1000, 1000))
+"""
+    assert bool(rows(src, "PIN001")) is reported, src

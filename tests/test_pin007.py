@@ -1283,3 +1283,48 @@ def test_a_torch_tensor_parameter_is_on_no_known_device(body, code):
            + body.replace("\n", "\n    ") + "\n")
     found = [f.code for f in findings(src)]
     assert found == ([code] if code else []), (found, src)
+
+
+@pytest.mark.parametrize("bound, reported", [
+    ("start = stop - step", False),        # follows the loop's variable one to one: another chunk each time
+    ("start = stop - step\n        start = max(start, 0)", False),  # computed from it in another way
+    ("start = 0", True),                    # the same rows every time
+    ("start = stop % 2", True),             # comes round again
+])
+def test_a_slice_bound_computed_from_the_loops_variable_is_another_chunk(bound, reported):
+    src = f"""
+import torch
+
+def embed(rows, step=256):
+    data = torch.rand(rows, 4096)
+    out = []
+    for stop in range(step, rows + step, step):
+        {bound}
+        out.append(data[start:stop].cuda())
+    return out
+"""
+    assert bool(rows(src, "PIN007")) is reported, src
+
+
+@pytest.mark.parametrize("key, reported", [
+    ("picks[0, k].item()", False),  # computed from the loop's variable: may differ on each iteration
+    ("k", False),
+    ("0", True),                    # the same entry every time
+    ("k // 2", True),               # comes round again
+])
+def test_a_dict_key_computed_from_the_loops_variable_picks_another_entry(key, reported):
+    src = f"""
+import torch
+
+def reference(dev):
+    table = {{}}
+    for e in range(8):
+        table[(0, e)] = torch.randn(2048, 1024)
+    picks = torch.tensor([[2, 5]])
+    sent = []
+    for k in range(2):
+        expert = {key}
+        sent.append(table[(0, expert)].cuda())
+    return sent
+"""
+    assert bool(rows(src, "PIN007")) is reported, src

@@ -315,7 +315,8 @@ class Calls:
             # "n={}".format(h), ", ".join(names): a string method reads what it is given and keeps none
             # of it (an escape here made a callee's buffer look like one the caller shares).
             ev.read_hosts(node, args.values())
-            return UNKNOWN
+            folded = _string_method(receiver, name, args)
+            return folded if folded is not None else UNKNOWN
         if name not in ev.tables.python.get("copying_methods", ()):
             ev.escape(node, args.values(), handed=True)
         return gpu_result(args.values() + [receiver])
@@ -483,6 +484,9 @@ class Calls:
         number = _number(name, [v for _, v in args.positional], args)
         if number is not None:
             return number
+        if name == "str" and len(args.positional) == 1 and not args.keywords and isinstance(first, Const) and \
+                first.values and all(isinstance(v, str) for v in first.values):
+            return first  # str(device) of a device string
         if name == "getattr" and len(args.positional) >= 2 and isinstance(args.positional[1][1], Const) and \
                 isinstance(args.positional[1][1].single, str):
             return ev.attribute(first, args.positional[1][1].single, node)
@@ -751,6 +755,25 @@ def _length(value: Value, tables) -> Optional[int]:
         if site.ndim == 1 and site.nbytes is not None and size:
             return site.nbytes // size
     return None
+
+
+# String methods whose result the analysis computes when the string and the arguments are constants
+# (`str(device).startswith("cuda")` of `device="cpu"` decides which branch runs).
+_STRING_METHODS = {"startswith": str.startswith, "endswith": str.endswith, "lower": str.lower, "upper": str.upper,
+                   "strip": str.strip, "lstrip": str.lstrip, "rstrip": str.rstrip, "casefold": str.casefold}
+
+
+def _string_method(receiver: Const, name: str, args: Args) -> Optional[Value]:
+    method = _STRING_METHODS.get(name)
+    if method is None or args.keywords or args.star or len(args.positional) > 1:
+        return None
+    options = [()]
+    for _, value in args.positional:
+        if not (isinstance(value, Const) and value.values and all(isinstance(v, str) for v in value.values)):
+            return None
+        options = [chosen + (v,) for chosen in options for v in value.values]
+    results = frozenset(method(text, *chosen) for text in receiver.values for chosen in options)
+    return Const(results)
 
 
 def _number(name: str, values: list, args: Args) -> Optional[Value]:

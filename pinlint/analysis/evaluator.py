@@ -24,6 +24,9 @@ from .state import CAPTURING, DOTTED, ELEMENT_OF, State, iter_key, put
 
 _TRANSPOSING = frozenset({"T", "mT", "transpose", "swapaxes", "permute", "moveaxis"})
 LOOP_VARIABLE = "$loop-variable:"  # env key prefix: this name is the variable of that loop
+LOOP_DERIVED = "$loop-derived:"  # env key prefix: this name was computed from these loops' variables
+# Operators that map several values of a loop's variable to one (`i % 2`, `i // 2`, `i & 1`).
+_COMING_ROUND = (cst.Modulo, cst.FloorDivide, cst.BitAnd, cst.RightShift)
 
 
 # Attributes of a NumPy, CuPy or Numba array that are one number.
@@ -81,6 +84,7 @@ class Evaluator:
                 for stale in [k for k in env if k.startswith(prefix)]:
                     del env[stale]
             env.pop(LOOP_VARIABLE + key, None)
+            env.pop(LOOP_DERIVED + key, None)
             env.pop(ELEMENT_OF + key, None)
         put(env, key, value)
 
@@ -527,14 +531,45 @@ class Evaluator:
 
     def _mentions_loop_variable(self, expr) -> bool:
         todo = [expr]
+        env = self.state.env
         while todo:
             item = todo.pop()
             if type(item) is cst.Name:
-                if LOOP_VARIABLE + item.value in self.state.env:
+                if LOOP_VARIABLE + item.value in env or LOOP_DERIVED + item.value in env:
                     return True
             else:
                 todo.extend(code_parts(item))
         return False
+
+    def _following(self, expr) -> frozenset:
+        """The enclosing loops whose variable ``expr`` mentions, directly or through names computed
+        from it (``start = stop - step``, ``e = picks[0, k].item()``)."""
+        found = set()
+        todo = [expr]
+        env = self.state.env
+        while todo:
+            item = todo.pop()
+            if type(item) is cst.BinaryOperation and isinstance(item.operator, _COMING_ROUND):
+                return frozenset()  # `i % 2`, `i // 2`: the same elements come round again
+            if type(item) is cst.Name:
+                for prefix in (LOOP_VARIABLE, LOOP_DERIVED):
+                    marker = env.get(prefix + item.value)
+                    if isinstance(marker, Const):
+                        found.update(marker.values)
+            else:
+                todo.extend(code_parts(item))
+        return frozenset(loop for loop in self.loops if loop in found)
+
+    def derived(self, expr) -> Optional[tuple]:
+        """What a name assigned ``expr`` in a loop is marked with (the marker's key prefix and value):
+        one that follows the loop's variable one to one is stepped as the variable is (``start = stop -
+        step`` in ``buf[start:stop]``); one computed from it in another way may repeat or not, so what
+        it picks is another element on each iteration as far as the analysis can tell."""
+        stepping = self._stepping(expr)
+        if len(stepping) == 1:
+            return LOOP_VARIABLE, Const.of(next(iter(stepping)))
+        following = self._following(expr)
+        return (LOOP_DERIVED, Const(frozenset(following))) if following else None
 
     def _expr_Comparison(self, node: cst.Comparison) -> Value:
         operands = [self.expr(node.left)] + [self.expr(c.comparator) for c in node.comparisons]
@@ -687,7 +722,7 @@ class Evaluator:
     def keyed_by(self, key, element: Value) -> Value:
         """The element a container gives for ``key`` (an index, a dict's key): where ``key`` follows a
         loop's variable, a different element on each iteration of that loop."""
-        for loop in self._stepping(key) or self._rotating(key):
+        for loop in self._stepping(key) or self._rotating(key) or self._following(key):
             element = varying_in(element, loop)
         return element
 
@@ -715,7 +750,8 @@ class Evaluator:
                 plain = len(node.slice) == 1 and node.slice[0].slice.step is None
                 view = base if plain else replace(base, contiguous=None)
                 # h[p0:p0 + blk] in `for p0 in range(0, n, blk)`: another part of h on each iteration.
-                for loop in self._stepping(node.slice[0].slice.lower):
+                lower = node.slice[0].slice.lower
+                for loop in self._stepping(lower) or (self._following(lower) if lower is not None else ()):
                     view = varying_in(view, loop)
                 return view
             if advanced:

@@ -271,7 +271,7 @@ def _invoke(ev, fn: Function, env: dict, node) -> Optional[Outcome]:
         # baseline has no event and gives back nothing of interest gives nothing more on fewer paths
         # (pytorch-lightning's tests call `Trainer(max_epochs=1, ...)` with a few hundred different
         # constants, and each analysed the trainer's set-up again: a third of its cold run).
-        contextual = baseline is None or not _does_nothing(baseline)
+        contextual = baseline is None or not _does_nothing(baseline) or _leaves_an_undecided_device(baseline)
     if not contextual:
         if baseline is None:
             return None
@@ -355,6 +355,20 @@ def _does_nothing(outcome: Outcome) -> bool:
     stream set, and nothing of interest returned or left in an argument."""
     return not outcome.events and not outcome.pending and not isinstance(outcome.stream, Stream) and \
         not interesting(outcome.returned) and not any(interesting(v) for _, v in outcome.params)
+
+
+def _leaves_an_undecided_device(outcome: Outcome) -> bool:
+    """An analysis that leaves in an object a device it could not decide (``self.device =
+    torch.device("cuda" if on_gpu else "cpu")``, a GPU-run flag): the constant a caller passes may
+    decide it (``Runner(device="cpu")``), and with it whether the object's methods copy at all."""
+    def undecided(value) -> bool:
+        if isinstance(value, Const):  # "cuda" or "cpu"
+            names = [v for v in value.values if isinstance(v, str)]
+            return any(v.startswith("cuda") for v in names) and not all(v.startswith("cuda") for v in names)
+        return isinstance(value, GpuFlag) or isinstance(value, DeviceSpec) and value.cuda is None
+
+    return any(isinstance(value, Instance) and any(undecided(v) for _, v in value.fields)
+               for _, value in outcome.params)
 
 
 def _names_a_module_it_loads(fn: Function, env: dict) -> bool:
@@ -449,18 +463,47 @@ def _deciding_names(fn: Function) -> frozenset:
 
 
 def tested_names(node: cst.FunctionDef, cache: Optional[dict] = None) -> frozenset:
-    """Names an ``if`` of the function tests. Only statements are walked (an ``if`` is one), and only
-    the tests' expressions: a visitor over the whole body cost 5 ms a function, a fifth of a cold run."""
+    """Names the function's tests depend on: an ``if``'s test, or a conditional expression's that is a
+    statement's value or an argument of its call (``torch.device("cuda" if on_gpu else "cpu")``), and
+    the names the tested names were computed from (``on_gpu = name.startswith("cuda")``, ``name =
+    str(device)``). Only statements are walked, and only the tests' and those assignments'
+    expressions: a visitor over the whole body cost 5 ms a function, a fifth of a cold run."""
     from ..walk import statements, suite_body
     cache = {} if cache is None else cache
     found = cache.get(node)
     if found is None:
         names: set = set()
+        computed: dict = {}  # name -> the expressions assigned to it
         for statement in statements(suite_body(node.body), into_definitions=True):
             if isinstance(statement, cst.If):
                 _add_names(statement.test, names)
+            elif isinstance(statement, cst.SimpleStatementLine):
+                for small in statement.body:
+                    value = getattr(small, "value", None)
+                    if value is None:
+                        continue
+                    for test in _conditional_tests(value):
+                        _add_names(test, names)
+                    if isinstance(small, cst.Assign) and len(small.targets) == 1 and \
+                            isinstance(small.targets[0].target, cst.Name):
+                        computed.setdefault(small.targets[0].target.value, []).append(value)
+        todo = [name for name in names if name in computed]
+        while todo:
+            for value in computed.pop(todo.pop(), ()):
+                before = set(names)
+                _add_names(value, names)
+                todo.extend(name for name in names - before if name in computed)
         found = cache[node] = frozenset(names)
     return found
+
+
+def _conditional_tests(value) -> list:
+    """The tests of a conditional expression that is ``value`` or one of its call's arguments."""
+    if isinstance(value, cst.IfExp):
+        return [value.test]
+    if isinstance(value, cst.Call):
+        return [a.value.test for a in value.args if isinstance(a.value, cst.IfExp)]
+    return []
 
 
 def _add_names(node: cst.CSTNode, names: set) -> None:

@@ -31,10 +31,14 @@ def _stmt(ev, element) -> None:
     node = element.node
     if isinstance(node, cst.Assign):
         value = ev.expr(node.value)
+        derived = ev.derived(node.value) if ev.loops and len(node.targets) == 1 and \
+            isinstance(node.targets[0].target, cst.Name) else None
         for target in node.targets:
             assign(ev, target.target, value)
         if len(node.targets) == 1 and isinstance(node.value, cst.Subscript):
             _note_element(ev, node.targets[0].target, node.value.value)  # `sp = self.by_name[name]`
+        if derived is not None:
+            ev.state.env[derived[0] + node.targets[0].target.value] = derived[1]
     elif isinstance(node, cst.AnnAssign):
         if node.value is not None:
             value = ev.expr(node.value)
