@@ -2695,3 +2695,41 @@ def main():
     runner.epoch(torch.randn(1000, 1000))
 """
     assert bool(rows(src, "PIN001")) is reported, src
+
+
+@pytest.mark.parametrize("unpack, reported", [
+    ("framed, *meta = pad(img)", True),          # before the star: the canvas
+    ("*rest, side = pad(img)\n    framed = rest[0]", True),
+    ("framed, w, h, side = pad(img)", True),     # control: plain unpacking
+    ("_, *meta = pad(img)\n    framed = meta[0]", False),  # a number, not the canvas
+])
+def test_starred_unpacking_keeps_the_items_at_their_places(unpack, reported):
+    src = f"""
+import numpy as np
+import pycuda.driver as cuda
+
+def pad(img):
+    board = np.zeros((512, 512, 3), np.float32)
+    return board, img.shape[1], img.shape[0], 512
+
+def send(img, d, stream):
+    {unpack}
+    cuda.memcpy_htod_async(d, framed, stream)
+"""
+    assert bool(rows(src, "PIN001")) is reported, src
+
+
+@pytest.mark.parametrize("shape, reported", [("(1, 3, 608, 608)", True), ("(608,)", False)])
+def test_unpacking_one_row_of_an_array_is_a_view_of_it(shape, reported):
+    src = f"""
+import numpy as np
+import pycuda.driver as cuda
+
+def prep():
+    return np.zeros({shape}, np.float32)
+
+def send(d, stream):
+    row, = prep()
+    cuda.memcpy_htod_async(d, row, stream)
+"""
+    assert bool(rows(src, "PIN001")) is reported, src

@@ -233,8 +233,18 @@ def _replace_object(ev, expr: cst.BaseExpression, value: Value) -> None:
 
 def _unpack(ev, target, value: Value) -> None:
     elements = list(target.elements)
-    starred = any(isinstance(e, cst.StarredElement) for e in elements)
+    stars = [i for i, e in enumerate(elements) if isinstance(e, cst.StarredElement)]
+    starred = bool(stars)
     items = value.items if isinstance(value, Items) and len(value.items) == len(elements) and not starred else None
+    if isinstance(value, Items) and len(stars) == 1 and len(value.items) >= len(elements) - 1:
+        # `framed, *meta = pad(img)` of `return board, w, h, side`: the names before and after the
+        # star take the items at their places, the starred one a list of those between.
+        star, after = stars[0], len(elements) - stars[0] - 1
+        middle = value.items[star:len(value.items) - after]
+        items = value.items[:star] + (Items(tuple(middle)),) + value.items[len(value.items) - after:]
+        for element, item in zip(elements, items):
+            assign(ev, element.value, item)
+        return
     for index, element in enumerate(elements):
         if isinstance(element, cst.StarredElement):
             assign(ev, element.value, Seq(element_of(value)) if isinstance(value, (Items, Seq)) else UNKNOWN)
@@ -242,6 +252,10 @@ def _unpack(ev, target, value: Value) -> None:
             assign(ev, element.value, items[index])
         elif isinstance(value, Host) and value.batch:
             assign(ev, element.value, value)  # `x, y = batch`
+        elif isinstance(value, Host) and not starred:
+            # `row, = arr`: the rows of a 2-D (or more) array are views of its memory.
+            row = element_of(value)
+            assign(ev, element.value, row if isinstance(row, Host) else UNKNOWN)
         elif isinstance(value, Seq):
             assign(ev, element.value, value.element)
         elif isinstance(value, Items) and not starred:
