@@ -2733,3 +2733,33 @@ def send(d, stream):
     cuda.memcpy_htod_async(d, row, stream)
 """
     assert bool(rows(src, "PIN001")) is reported, src
+
+
+@pytest.mark.parametrize("loop", ["for i, batch in enumerate(feeder):", "for batch in feeder:",
+                                  "for batch, k in zip(feeder, range(10)):"])
+def test_enumerate_of_a_prefetcher_runs_its_iter(loop):
+    src = f"""
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+class Items(Dataset):
+    def __len__(self):
+        return 64
+    def __getitem__(self, k):
+        return torch.randn(3, 256, 256)
+
+class Feeder:
+    def __init__(self, loader):
+        self.loader = loader
+        self.stream = torch.cuda.Stream()
+    def __iter__(self):
+        for batch in self.loader:
+            with torch.cuda.stream(self.stream):
+                yield batch.cuda(non_blocking=True)
+
+def main():
+    feeder = Feeder(DataLoader(Items(), batch_size=8))
+    {loop}
+        print(batch.shape)
+"""
+    assert rows(src, "PIN001"), src

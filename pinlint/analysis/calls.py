@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import builtins
 import math
+from dataclasses import replace
 from typing import Optional
 
 import libcst as cst
@@ -441,6 +442,9 @@ class Calls:
             # setattr(obj, name, h), ...; `dict(ids=ids)` keeps its values in the mapping it returns,
             # which the analysis follows as it follows a `{...}` display.
             ev.escape(node, args.values())
+        if name in ("enumerate", "zip") and any(isinstance(v, (Instance, Alternatives)) for _, v in args.positional):
+            # `enumerate(prefetcher)`: iterating it runs the object's `__iter__` as `for b in prefetcher` does
+            args = replace(args, positional=tuple((expr, self.iterate(v, node)) for expr, v in args.positional))
         first = args.positional[0][1] if args.positional else UNKNOWN
         if name == "enumerate" and args.positional:
             return Iteration(Items((Scalar("int"), element_of(first))), _count(first))
