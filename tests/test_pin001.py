@@ -2763,3 +2763,53 @@ def main():
         print(batch.shape)
 """
     assert rows(src, "PIN001"), src
+
+
+_FEEDER = """
+import sys
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+class Items(Dataset):
+    def __len__(self):
+        return 64
+    def __getitem__(self, k):
+        return torch.randn(3, 256, 256)
+
+class Feeder:
+    def __init__(self, loader):
+        self.loader = loader
+        self.stream = torch.cuda.Stream()
+    def __iter__(self):
+        self.it = iter(self.loader)
+        return self
+    def __next__(self):
+        batch = next(self.it)
+        with torch.cuda.stream(self.stream):
+            return batch.cuda(non_blocking=True)
+
+def small():
+    return Feeder(DataLoader(Items(), batch_size=8))
+
+def large():
+    return Feeder(DataLoader(Items(), batch_size=32))
+
+FACTORIES = {"small": small, "large": large}
+"""
+
+
+@pytest.mark.parametrize("make", [
+    'FACTORIES[kind]()',                                                   # a dict of factories, a key nothing names
+    'small() if kind else large()',                                         # one of two objects
+    'Feeder(DataLoader(Items(), batch_size=8) if kind else DataLoader(Items(), batch_size=32))',  # one of two loaders
+    'FACTORIES["small"]()',                                                 # control: a named key
+])
+def test_a_wrapper_around_one_of_several_pageable_loaders_copies_pageable_batches(make):
+    src = _FEEDER + f"""
+def evaluate(kind):
+    for x in {make}:
+        print(x.shape)
+
+evaluate(sys.argv[1])
+"""
+    assert rows(src, "PIN001"), src

@@ -457,8 +457,8 @@ class Calls:
                 return _transposed(args.starred[0])  # zip(*pairs)
             lengths = [n for n in (_count(v) for _, v in args.positional) if n is not None]
             return Iteration(Items(tuple(element_of(v) for _, v in args.positional)), min(lengths) if lengths else None)
-        if name == "iter" and isinstance(first, Instance):
-            return self.iterate(first, node)
+        if name == "iter" and isinstance(first, (Instance, Alternatives)):
+            return self.iterate(first, node)  # of one of two loaders: either's iterator
         if name in ("iter", "reversed"):
             return first if isinstance(first, (Loader, Iteration, Seq, Items)) else UNKNOWN
         if name == "next":
@@ -677,7 +677,14 @@ class Calls:
         if isinstance(value, Instance):
             method = self.member(value, "__iter__", node)
             if isinstance(method, Function):
-                return interproc.call(self.ev, method, Args((), {}, False), node, None)
+                iterator = interproc.call(self.ev, method, Args((), {}, False), node, None)
+                if isinstance(iterator, Instance):
+                    # `__iter__` returning an object with `__next__` (often itself): each step runs
+                    # `__next__`, which is where a prefetcher's copies often are. Analysed once, here.
+                    step = self.member(iterator, "__next__", node)
+                    if isinstance(step, Function):
+                        return Iteration(interproc.call(self.ev, step, Args((), {}, False), node, None))
+                return iterator
         return value
 
     def enter_context(self, value: Value, node) -> Value:

@@ -720,7 +720,8 @@ def interesting(value: Value) -> bool:
         return isinstance(value, _INTERESTING)
     cached = value.__dict__.get("_interesting")
     if cached is None:
-        cached = any(isinstance(item, _INTERESTING) for item in _leaves(value))
+        cached = any(isinstance(item, _INTERESTING) or type(item) is Alternatives and interesting(item)
+                     for item in _leaves(value))  # a field holding one of two loaders is interesting
         object.__setattr__(value, "_interesting", cached)
     return cached
 
