@@ -279,3 +279,23 @@ def test_drops_device_memory_refuses_each_kept_shape(name):
 
 def test_a_function_without_device_memory_drops_nothing():
     assert not _drops(HEAD + "def fetch(images):\n    out = drv.pagelocked_empty_like(images[0])\n    return out\n")
+
+
+@pytest.mark.parametrize("use", [
+    "return [out], d.reshape(-1)",                       # a view of the allocation, returned
+    "VIEWS.append(d[:16])",                              # a slice kept in a global list
+    "return [out], gpuarray.GPUArray((16,), np.float32, gpudata=d)",  # a library object wrapping it
+])
+def test_views_and_wrappers_of_the_allocation_keep_it_alive(use):
+    body = HEAD + f"""
+VIEWS = []
+
+def fetch(images):
+    s = drv.Stream()
+    out = drv.pagelocked_empty_like(images[0])
+    d = gpuarray.zeros(16, np.float32)
+    d.get_async(stream=s, ary=out)
+    {use}
+    return [out]
+"""
+    assert not _drops(body)

@@ -24,6 +24,8 @@ from ..imports import dotted
 # Methods that launch a PyCUDA kernel (`func.prepared_async_call(grid, block, stream, *args)`): they pass
 # the allocations' addresses and keep nothing.
 _LAUNCH_METHODS = frozenset({"prepared_async_call", "prepared_call", "prepared_timed_call"})
+# Methods of a device allocation or array whose result holds none of its memory (a host copy, None).
+_DETACHED_RESULTS = frozenset({"free", "get", "get_async", "set", "set_async", "fill", "copy_to_host", "synchronize"})
 # Attributes of a device allocation that are the allocation itself rather than a number or a shape.
 _SAME_MEMORY_ATTRIBUTES = frozenset({"gpudata", "base"})
 _NESTED_SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
@@ -145,14 +147,15 @@ class _Judge:
         return self._value_use(node)
 
     def _value_use(self, expr: cst.CSTNode):
-        """Follow the value up through subscripts and same-memory attributes to where it is used."""
+        """Follow the value up through subscripts, same-memory attributes and calls whose result may
+        hold it (a view, a library object wrapping it) to where it is used."""
         parent = self.scope.parent.get(expr)
         while True:
             if isinstance(parent, cst.Subscript) and parent.value is expr:
                 grand = self.scope.parent.get(parent)
                 if isinstance(grand, cst.AssignTarget):  # `bufs[i] = mem_alloc(n)`
                     return "allocated" if self.allocates(self.scope.parent[grand].value) else False
-                expr, parent = parent, grand
+                expr, parent = parent, grand  # `d[:n]`: a view of the same memory
                 continue
             if isinstance(parent, cst.Attribute) and parent.value is expr:
                 grand = self.scope.parent.get(parent)
@@ -162,20 +165,27 @@ class _Judge:
                 if isinstance(grand, cst.Call) and grand.func is parent:
                     if parent.attr.value == "append":
                         return "allocated" if grand.args and self.allocates(grand.args[0].value) else False
-                    return True  # its own method: `d.free()`, `g.get_async(stream=s)`
+                    if parent.attr.value in _DETACHED_RESULTS:
+                        return True  # `d.free()`, `g.get_async(stream=s)`: the result holds no device memory
+                    expr, parent = grand, self.scope.parent.get(grand)  # `g.reshape(n)`: maybe a view
+                    continue
                 if isinstance(grand, (cst.AssignTarget, cst.AugAssign)):
                     return False  # `d.attr = ...` changes the allocation object; keep it simple
                 return True  # `d.nbytes`, `d.shape`, `d.ptr`: numbers
+            if isinstance(parent, cst.Arg):
+                call = self.scope.parent.get(parent)
+                verdict = self._call_result(call) if isinstance(call, cst.Call) else False
+                if verdict is None:  # the result may hold it: follow the call's own use
+                    expr, parent = call, self.scope.parent.get(call)
+                    continue
+                return verdict
             break
-        if isinstance(parent, cst.Arg):
-            call = self.scope.parent.get(parent)
-            return isinstance(call, cst.Call) and self._keeps_nothing(call)
         if isinstance(parent, (cst.For, cst.CompFor)) and parent.iter is expr:
             return _target_names(parent.target)
         if isinstance(parent, cst.IfExp) and parent.test is expr:
             return True
-        # A test or a statement of its own (`if d is None`, `not d`, `del d`): nothing keeps the value.
-        # (`d or e` and `d if c else e` hand it on, so they are not here.)
+        # A test or a statement of its own (`if d is None`, `not d`, `del d`, a call's result dropped):
+        # nothing keeps the value. (`d or e` and `d if c else e` hand it on, so they are not here.)
         return isinstance(parent, (cst.Comparison, cst.ComparisonTarget, cst.If, cst.While, cst.UnaryOperation,
                                    cst.Expr, cst.Del))
 
@@ -200,16 +210,18 @@ class _Judge:
             return _target_names(target)
         return _target_names(elements[index].value)
 
-    def _keeps_nothing(self, call: cst.Call) -> bool:
+    def _call_result(self, call: cst.Call):
+        """Given the allocation as an argument: True when the call keeps nothing and returns nothing
+        that holds it (`int(d)`, `len(bufs)`), None when it keeps nothing but its result may hold it
+        (a library call, a kernel launch: their results are followed), False when it may keep it (a
+        function or class of the project, anything else)."""
         func = call.func
         if isinstance(func, cst.Name) and func.value in self.harmless_builtins:
             return True
-        if isinstance(func, cst.Attribute) and func.attr.value in _LAUNCH_METHODS:
-            return True
-        if dotted(func) in self.kernels:
-            return True
+        if isinstance(func, cst.Attribute) and func.attr.value in _LAUNCH_METHODS or dotted(func) in self.kernels:
+            return None
         qualified = self.qualify(func)
-        return qualified is not None and self.tables.library_of(qualified) is not None
+        return None if qualified is not None and self.tables.library_of(qualified) is not None else False
 
 
 def _is_none(node) -> bool:
