@@ -2813,3 +2813,39 @@ def evaluate(kind):
 evaluate(sys.argv[1])
 """
     assert rows(src, "PIN001"), src
+
+
+@pytest.mark.parametrize("define, make, read, reported", [
+    ('Slot = namedtuple("Slot", ("name", "cpu", "gpu"))', 'Slot("in", host, dev)', "slot.cpu", True),
+    ('Slot = namedtuple("Slot", "name cpu gpu")', 'Slot(name="in", gpu=dev, cpu=host)', "slot.cpu", True),
+    ('Slot = namedtuple("Slot", "name, cpu, gpu")', 'Slot("in", host, dev)', "slot[1]", True),
+    ('Slot = collections.namedtuple("Slot", ["name", "cpu", "gpu"])', 'Slot("in", pinned, dev)._replace(cpu=host)',
+     "slot.cpu", True),
+    ('Slot = namedtuple("Slot", ("name", "cpu", "gpu"))', 'Slot("in", pinned, dev)', "slot.cpu", False),
+    ('Slot = namedtuple("Slot", ("name", "cpu", "gpu"))', 'Slot("in", host, dev)._replace(cpu=pinned)', "slot.cpu",
+     False),
+    ('Slot = namedtuple("Slot", FIELDS)', 'Slot("in", host, dev)', "slot.cpu", False),  # names nothing spells out
+])
+def test_namedtuple_fields_hold_what_was_stored(define, make, read, reported):
+    src = f"""
+import collections
+from collections import namedtuple
+import numpy as np
+import pycuda.driver as cuda
+
+FIELDS = load_fields()
+{define}
+
+def build(n):
+    host = np.empty(n, np.float32)
+    pinned = cuda.pagelocked_empty(n, np.float32)
+    dev = cuda.mem_alloc(host.nbytes)
+    return [{make}]
+
+def run(slots, stream):
+    for slot in slots:
+        cuda.memcpy_htod_async(slot.gpu if hasattr(slot, "gpu") else slot[2], {read}, stream)
+
+run(build(1 << 20), cuda.Stream())
+"""
+    assert bool(rows(src, "PIN001")) is reported, src

@@ -22,7 +22,7 @@ from ..imports import dotted
 from ..model import EventType, Kind
 from . import effects, interproc
 from .domain import (UNKNOWN, Alternatives, ClassRef, Const, Device, Function, Host, Instance, Items, Iteration, Loader, Mapping,
-                     LibraryRef, ModuleRef, Obj, Scalar, Seq, Stream, Super, Tensor, Value, add_element, element_of, join,
+                     LibraryRef, ModuleRef, Obj, RecordType, Scalar, Seq, Stream, Super, Tensor, Value, add_element, element_of, join,
                      flatten, mapping, merged, ordered, scalar_kind)
 from .dtypes import item_size, range_length
 from .state import STREAM
@@ -184,6 +184,8 @@ class Calls:
             args = self.arguments(node)  # defaultdict(list, ...): a dict, whatever its factory makes
             return self.builtin(node, "dict", Args(args.positional[1:], args.keywords, args.star, args.starred,
                                                    args.kwargs_unknown))
+        if qualified in python.get("record_factories", ()):
+            return _record_type(self.arguments(node))  # namedtuple("Slot", ("cpu", "gpu"))
         if qualified in _STARTERS:
             return self._start_thread(node, *_STARTERS[qualified])
         library = ev.tables.library_of(qualified) if qualified else None
@@ -283,6 +285,11 @@ class Calls:
             ev.escape(node, args.values())
             return UNKNOWN
         args = self.arguments(node)
+        if isinstance(receiver, Items) and receiver.names and name == "_replace" and not args.positional and \
+                not args.star and all(k in receiver.names for k in args.keywords):
+            # `t._replace(cpu=h)`: the same record with those fields changed
+            return replace(receiver, items=tuple(args.keywords[n][1] if n in args.keywords else item
+                                                 for n, item in zip(receiver.names, receiver.items)))
         if isinstance(receiver, (Mapping, Seq, Items, Iteration)):
             result = self.container_method(receiver, name, node, args, receiver_expr)
             if result is not None:
@@ -390,6 +397,10 @@ class Calls:
             return interproc.call(ev, callee, args, node, receiver_expr)
         if isinstance(callee, ClassRef):
             return interproc.construct(ev, callee, args, node)
+        if isinstance(callee, RecordType) and not args.star:
+            record = callee.build([v for _, v in args.positional], {k: v for k, (_, v) in args.keywords.items()})
+            if record is not None:
+                return record  # Slot(name, shape, host, dev): a tuple whose items have names
         if isinstance(callee, LibraryRef):
             # A library function passed as a value and called (`checked(cudart.cudaMemcpyAsync, *args)`
             # calling `fn(*args)`): the call it stands for, with the arguments as laid out here.
@@ -785,6 +796,21 @@ def _string_method(receiver: Const, name: str, args: Args) -> Optional[Value]:
         options = [chosen + (v,) for chosen in options for v in value.values]
     results = frozenset(method(text, *chosen) for text in receiver.values for chosen in options)
     return Const(results)
+
+
+def _record_type(args: Args) -> Value:
+    """``namedtuple(typename, field_names)`` with names the code spells out: ``"a b"``, ``"a, b"`` or a
+    list or tuple of strings."""
+    given = args.positional[1][1] if len(args.positional) > 1 else args.keywords.get("field_names", (None, None))[1]
+    if isinstance(given, Const) and isinstance(given.single, str):
+        names = tuple(given.single.replace(",", " ").split())
+    elif isinstance(given, Items) and all(isinstance(i, Const) and isinstance(i.single, str) for i in given.items):
+        names = tuple(i.single for i in given.items)
+    else:
+        return UNKNOWN
+    if not names or not all(n.isidentifier() for n in names) or len(set(names)) != len(names):
+        return UNKNOWN  # rename=True and other spellings: not followed
+    return RecordType(names)
 
 
 def _number(name: str, values: list, args: Args) -> Optional[Value]:

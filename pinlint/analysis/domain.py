@@ -172,11 +172,28 @@ def scalar_kind(values) -> Optional[str]:
 
 @dataclass(frozen=True)
 class Items(Value):
-    """A tuple or list of known length (a literal, ``(err, ptr)`` results)."""
+    """A tuple or list of known length (a literal, ``(err, ptr)`` results); ``names``: a namedtuple's
+    field names, in order (``slot.cpu`` is the item at ``cpu``'s place)."""
 
     items: tuple
+    names: tuple = ()
 
     __hash__ = _kept_hash
+
+
+@dataclass(frozen=True)
+class RecordType(Value):
+    """A tuple class made by ``collections.namedtuple("Slot", "name cpu gpu")``: calling it gives
+    ``Items`` with these names."""
+
+    names: tuple
+
+    def build(self, positional: list, keywords: dict) -> Optional["Items"]:
+        """The record a call with these arguments makes, or None when they do not fit its fields."""
+        if len(positional) > len(self.names) or any(k not in self.names for k in keywords):
+            return None
+        values = list(positional) + [keywords.get(n, UNKNOWN) for n in self.names[len(positional):]]
+        return Items(tuple(values), self.names)
 
 
 @dataclass(frozen=True)
@@ -512,7 +529,7 @@ def join(a: Value, b: Value) -> Value:
             if isinstance(element, Device) and element.library == one.library:
                 return Device(one.library)
     if isinstance(a, Items) and isinstance(b, Items) and len(a.items) == len(b.items):
-        return Items(tuple(join(x, y) for x, y in zip(a.items, b.items)))
+        return Items(tuple(join(x, y) for x, y in zip(a.items, b.items)), a.names if a.names == b.names else ())
     if isinstance(a, (Items, Seq)) and isinstance(b, (Items, Seq)):
         if isinstance(a, Items) and not a.items:
             return b if isinstance(b, Seq) else Seq(element_of(b))  # an empty list adds no element
@@ -574,7 +591,7 @@ def widen(value: Value, depth: int = 0) -> Value:
     if depth > _DEPTH_LIMIT:
         return UNKNOWN
     if isinstance(value, Items):
-        return Items(tuple(widen(v, depth + 1) for v in value.items))
+        return replace(value, items=tuple(widen(v, depth + 1) for v in value.items))
     if isinstance(value, Seq):
         return Seq(widen(value.element, depth + 1))
     if isinstance(value, Mapping):
@@ -648,7 +665,7 @@ def varying_in(value: Value, loop) -> Value:
     if isinstance(value, Host):
         return replace(value, varies=value.varies | {loop})
     if isinstance(value, Items):
-        return Items(tuple(varying_in(item, loop) for item in value.items))
+        return replace(value, items=tuple(varying_in(item, loop) for item in value.items))
     if isinstance(value, Instance):
         return Instance(value.klass, tuple((k, varying_in(v, loop)) for k, v in value.fields))
     if isinstance(value, Seq):
@@ -729,7 +746,7 @@ def interesting(value: Value) -> bool:
 def rebuild(value: Value, each) -> Value:
     """A container or object of the same shape as ``value`` with ``each`` applied to what it holds."""
     if isinstance(value, Items):
-        return Items(tuple(each(v) for v in value.items))
+        return replace(value, items=tuple(each(v) for v in value.items))
     if isinstance(value, Seq):
         return Seq(each(value.element))
     if isinstance(value, Mapping):

@@ -297,6 +297,8 @@ class Evaluator:
             return base
         if isinstance(base, (Instance, ClassRef, ModuleRef, Super)):
             return self.calls.member(base, attr, node)
+        if isinstance(base, Items) and attr in base.names:
+            return base.items[base.names.index(attr)]  # `slot.cpu` of a namedtuple
         if isinstance(base, LibraryRef):
             return self.named_value(f"{base.name}.{attr}", keep_library=True)
         if isinstance(base, Alternatives):

@@ -223,7 +223,7 @@ def _replace_object(ev, expr: cst.BaseExpression, value: Value) -> None:
                 len(container.items):
             items = list(container.items)
             items[position] = value
-            rebind(ev, expr.value, Items(tuple(items)))
+            rebind(ev, expr.value, replace(container, items=tuple(items)))
         elif isinstance(container, Seq):
             # One element changed: at a constant index the line certainly meets the new value.
             rebind(ev, expr.value, Seq(value if position is not None else join(container.element, value)))
