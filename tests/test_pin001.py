@@ -2849,3 +2849,34 @@ def run(slots, stream):
 run(build(1 << 20), cuda.Stream())
 """
     assert bool(rows(src, "PIN001")) is reported, src
+
+
+@pytest.mark.parametrize("net, reported", [("Speaker()", True), ("Other()", False), ("unknown_model()", False)])
+def test_a_method_of_an_object_given_as_a_parameter_runs_with_the_callees_buffers(net, reported):
+    """validate(model, data) builds its own pageable loader and calls model.unpack(batch), whose
+    non-blocking upload is PIN001 only for the object's class whose method does it."""
+    src = f"""
+import torch
+from torch.utils.data import DataLoader
+
+class Pad:
+    def __call__(self, items):
+        return torch.zeros(len(items), 80, 1000)
+
+class Speaker:
+    def unpack(self, batch):
+        return batch.cuda(non_blocking=True)
+
+class Other:
+    def unpack(self, batch):
+        return batch
+
+def validate(model, dataset):
+    loader = DataLoader(dataset, batch_size=16, collate_fn=Pad())
+    for batch in loader:
+        model.unpack(batch)
+
+def main(dataset):
+    validate({net}, dataset)
+"""
+    assert bool(rows(src, "PIN001")) is reported, src

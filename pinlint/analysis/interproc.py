@@ -266,6 +266,8 @@ def _invoke(ev, fn: Function, env: dict, node) -> Optional[Outcome]:
         contextual = True
     if not contextual and any(isinstance(env.get(name), Instance) for name in _returned_parameters(fn)):
         contextual = True  # `net = wrap_for_ddp(net)`: hands back the object it was given
+    if not contextual and _calls_its_methods(fn, env):
+        contextual = True  # `validate(model, data)` calling `model.parse_batch(batch)`
     if not contextual and _decides_a_test(fn, env):
         # Leaving arms aside helps only a callee that does something the analysis follows: one whose
         # baseline has no event and gives back nothing of interest gives nothing more on fewer paths
@@ -355,6 +357,47 @@ def _does_nothing(outcome: Outcome) -> bool:
     stream set, and nothing of interest returned or left in an argument."""
     return not outcome.events and not outcome.pending and not isinstance(outcome.stream, Stream) and \
         not interesting(outcome.returned) and not any(interesting(v) for _, v in outcome.params)
+
+
+def _calls_its_methods(fn: Function, env: dict) -> bool:
+    """An object of the checked code given for a parameter (not the method's own ``self``) on which
+    the callee calls a method its class defines: what that method does with the callee's buffers is
+    known only with the object (a `validate(model, ...)` whose loop runs `model.parse_batch(batch)`)."""
+    called = _methods_called_on_parameters(fn)
+    if not called:
+        return False
+    project = fn.module.project
+    for name, methods in called.items():
+        value = env.get(name)
+        if not isinstance(value, Instance):
+            continue
+        info = project.class_info(value.klass)
+        if info is not None and any(info.lookup(m, record=False) is not None for m in methods):
+            return True
+    return False
+
+
+def _methods_called_on_parameters(fn: Function) -> dict:
+    """{parameter: names of the methods the body calls on it} (``p.m(...)``), the first parameter of a
+    method (its ``self`` or ``cls``) left out; kept per function."""
+    cache = fn.module.project.called_methods
+    found = cache.get(fn.node)
+    if found is None:
+        params = [p.name.value for p in (*fn.node.params.posonly_params, *fn.node.params.params,
+                                         *fn.node.params.kwonly_params)]
+        if params and fn.bound is not None or params and params[0] in ("self", "cls"):
+            params = params[1:]
+        names = set(params)
+        found = {}
+        stack = [fn.node.body]
+        while names and stack:
+            node = stack.pop()
+            if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and \
+                    isinstance(node.func.value, cst.Name) and node.func.value.value in names:
+                found.setdefault(node.func.value.value, set()).add(node.func.attr.value)
+            stack.extend(code_parts(node))
+        cache[fn.node] = found
+    return found
 
 
 def _leaves_an_undecided_device(outcome: Outcome) -> bool:

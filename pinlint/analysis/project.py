@@ -328,6 +328,7 @@ class Project:
         self.tested_names: dict = {}     # function node -> the names its ifs test
         self.body_names: dict = {}       # function node -> every name its body mentions
         self.deciding_names: dict = {}   # function node -> the names it passes as a deciding keyword
+        self.called_methods: dict = {}   # function node -> {parameter: names of methods called on it}
         self.literals: dict = {}         # string node -> its value
         self._provisional_outcomes: dict = {}
         self._provisional_baselines: dict = {}
