@@ -1328,3 +1328,64 @@ def reference(dev):
     return sent
 """
     assert bool(rows(src, "PIN007")) is reported, src
+
+
+@pytest.mark.parametrize("pull, reported", [
+    ("self.state.pull()", False),   # the generator replaces the state's arrays before each yield
+    ("self.count += 1", True),      # it changes only itself: the state's array is the one made before
+    ("pass", True),
+])
+def test_a_loop_over_a_generator_that_replaces_an_objects_arrays(pull, reported):
+    src = f"""
+import numpy as np
+from numba import cuda
+
+class State:
+    def __init__(self, n):
+        self.pos = np.zeros((n, 3), dtype=np.float32)
+
+    def push(self):
+        self.d_pos = cuda.to_device(self.pos)
+
+    def pull(self):
+        self.pos = self.d_pos.copy_to_host()
+
+class Runner:
+    def __init__(self, state, blocks):
+        self.state = state
+        self.blocks = blocks
+        self.count = 0
+
+    def blocks_iter(self):
+        self.state.push()
+        for b in range(self.blocks):
+            {pull}
+            yield b
+
+def compress(n, blocks):
+    state = State(n)
+    run = Runner(state, blocks)
+    for b in run.blocks_iter():
+        state.pos *= 0.99
+        state.push()
+"""
+    assert bool(rows(src, "PIN007")) is reported, src
+
+
+@pytest.mark.parametrize("make, reported", [
+    ("np.asarray([int(n / 3), int(n / 5), int(n / 7)], dtype=np.int32)", False),  # 12 bytes: a list of numbers
+    ("np.asarray([float(n), 2.0, 3.0], dtype=np.float64)", False),
+    ("np.asarray(np.zeros(1 << 20))", True),                                     # a view of a large array
+    ("np.asarray([np.zeros(1 << 20), np.zeros(1 << 20)])", True),                 # arrays, not numbers
+])
+def test_asarray_of_a_list_is_sized_like_array_of_it(make, reported):
+    src = f"""
+import numpy as np
+from numba import cuda
+
+def f(n, steps):
+    small = {make}
+    for i in range(steps):
+        cuda.to_device(small)
+"""
+    assert bool(rows(src, "PIN007")) is reported, src

@@ -451,6 +451,11 @@ def _view(ev, api: Api, node, receiver, args: Args) -> Value:
     elif isinstance(source, (Device, Tensor)) and api.arg("arg") is not None and \
             (api.arg("arg").is_self or api.library == "torch"):
         result = source  # a view of a GPU tensor (nn.Parameter(d), torch.as_tensor(d)) is on the GPU
+    elif api.opt("otherwise_like") and isinstance(source, (Items, Seq, Const)) and \
+            api.opt("otherwise_like") in ev.tables.functions and not args.star:
+        # `np.asarray([a, b, c], dtype=np.float32)`: a new array, as `np.array` of the list makes
+        like = ev.tables.functions[api.opt("otherwise_like")]
+        return _err_tuple(api, apply(ev, like, node, receiver, args))
     elif api.opt("otherwise") == "pageable" and not isinstance(source, (Device, Tensor)) and \
             (isinstance(source, (Items, Seq, Const)) or api.library == "torch"):
         flavour = api.opt("library") if api.opt("library") in ("torch",) else "numpy"

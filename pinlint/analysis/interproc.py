@@ -91,7 +91,28 @@ def call(ev, fn: Function, args, node: cst.Call, receiver_expr) -> Value:
     _copy_back(ev, outcome, exprs, rename)
     returned = map_sites(outcome.returned, rename)
     _announce_allocations(ev, node, returned, outcome, fn)
+    if not _body_runs_per_call(ev.module.project, fn):
+        _note_resumed_changes(ev, node, outcome)
     return returned if outcome.reachable else UNKNOWN
+
+
+def _note_resumed_changes(ev, node, outcome: Outcome) -> None:
+    """A generator that changes objects (``self.state.pull()`` before each ``yield``): their classes,
+    kept for the loop that iterates this call, where the changes happen again on every iteration."""
+    from .domain import all_sites
+    classes = set()
+    for _, value in outcome.params:
+        todo = [value]
+        while todo:
+            item = todo.pop()
+            if isinstance(item, Instance):
+                # only an object the generator gave buffers it made itself (not one it was given)
+                if any(isinstance(v, Host) and v.sites - outcome.inputs for _, v in item.fields):
+                    classes.add(item.klass)
+                todo.extend(v for _, v in item.fields)
+    if classes:
+        project = ev.module.project
+        project.resumed_changes[node] = project.resumed_changes.get(node, frozenset()) | frozenset(classes)
 
 
 _REWRAPPED: dict = {}

@@ -16,7 +16,7 @@ import libcst as cst
 from ..imports import dotted
 from ..model import EventType
 from .domain import (UNKNOWN, Const, Context, Function, Device, Host, Instance, Items, Mapping, Seq, Stream, Tensor, Value,
-                     add_element, element_of, join, merged, rebuild)
+                     add_element, element_of, join, merged, rebuild, varying_in)
 from .state import ELEMENT_OF, MUTATED, RETURN, STREAM, iter_key, put
 
 
@@ -406,10 +406,27 @@ def _bind(ev, element) -> None:
     from .evaluator import LOOP_VARIABLE, iteration_element
     loop = element.extra
     iterable = ev.state.env.get(iter_key(loop), UNKNOWN)
+    _resume(ev, loop)
     assign(ev, element.node, iteration_element(iterable, loop))
     for name in _names(element.node):
         ev.state.env[LOOP_VARIABLE + name] = Const.of(loop)
     _note_element(ev, element.node, loop.iter)  # `for sp in self.species:`
+
+
+def _resume(ev, loop) -> None:
+    """``for b in sim.run_blocks():`` of a generator of the checked code that changes objects between
+    its yields (replacing their arrays with fresh ones): on every iteration, what objects of those
+    classes hold may be new, so their buffers count as another buffer each iteration."""
+    classes = ev.module.project.resumed_changes.get(getattr(loop, "iter", None))
+    if not classes:
+        return
+    env = ev.state.env
+    for key, value in list(env.items()):
+        if key.startswith("$"):
+            continue
+        owner = env.get(key.split(".")[0]) if "." in key else value  # `state.pos`: a field set here
+        if isinstance(owner, Instance) and owner.klass in classes:
+            env[key] = varying_in(value, loop)
 
 
 def _names(target) -> list:
