@@ -242,11 +242,13 @@ def _check_top_level(where: str, data: dict) -> None:
     schema.check_keys(f"{where}, [device_strings]", data.get("device_strings", {}), schema.DEVICE_STRING_KEYS)
     for family, spec in data.get("fix_families", {}).items():
         schema.check_keys(f"{where}, [fix_families.{family}]", spec, schema.FIX_FAMILY_KEYS)
-    for name, kind in [*data.get("annotations", {}).items(), *data.get("type_predicates", {}).items()]:
-        base = kind.split(":")[0] if isinstance(kind, str) else kind
-        if base not in schema.ANNOTATION_VALUES:
-            raise TableError(f"{where}, [annotations]: {name} = {kind!r} is not one of "
-                             f"{', '.join(schema.ANNOTATION_VALUES)}{schema.hint(str(base), schema.ANNOTATION_VALUES)}")
+    for section, allowed in (("annotations", schema.ANNOTATION_VALUES),
+                             ("type_predicates", schema.ANNOTATION_VALUES + schema.PREDICATE_VALUES)):
+        for name, kind in data.get(section, {}).items():
+            base = kind.split(":")[0] if isinstance(kind, str) else kind
+            if base not in allowed:
+                raise TableError(f"{where}, [{section}]: {name} = {kind!r} is not one of "
+                                 f"{', '.join(allowed)}{schema.hint(str(base), allowed)}")
 
 
 def load_tables(folder: Optional[Path] = None) -> Tables:

@@ -18,6 +18,8 @@ ASYNC_MODES = ("always", "never", "stream", "stream-or-remembered", "blocking-fa
                "non-blocking", "flag")
 DIRECTIONS = ("h2d", "d2h", "kind-arg")
 ANNOTATION_VALUES = ("host", "torch-host", "device", "tensor", "stream")
+# What a `[type_predicates]` function may test besides a type: whether memory is page-locked.
+PREDICATE_VALUES = ("pinned-memory",)
 
 
 class TableError(ValueError):

@@ -2880,3 +2880,59 @@ def main(dataset):
     validate({net}, dataset)
 """
     assert bool(rows(src, "PIN001")) is reported, src
+
+
+@pytest.mark.parametrize("register, reported", [
+    ("addr = host.ctypes.data\n        cp.cuda.runtime.hostRegister(addr, host.nbytes, 0)", False),
+    ("cp.cuda.runtime.hostRegister(host.ctypes.data, host.nbytes, 0)", False),
+    ("addr = other.ctypes.data\n        cp.cuda.runtime.hostRegister(addr, other.nbytes, 0)", True),  # other memory
+    ("pass", True),
+])
+def test_registering_the_address_a_local_holds_pins_the_array(register, reported):
+    src = f"""
+import cupy as cp
+import numpy as np
+
+class Pipeline:
+    def __init__(self):
+        self.stream = cp.cuda.Stream(non_blocking=True)
+
+    def _lock(self, host, other):
+        {register}
+        return True
+
+    def download(self, n):
+        result = np.zeros((n, 1 << 16), dtype=np.complex64)
+        other = np.zeros(16)
+        self._lock(result, other)
+        scratch = cp.empty((1 << 16,), dtype=np.complex64)
+        for i in range(n):
+            scratch.get(out=result[i], stream=self.stream, blocking=False)
+        self.stream.synchronize()
+        return result
+"""
+    assert bool(rows(src, "PIN001")) is reported, src
+
+
+@pytest.mark.parametrize("make, reported", [
+    ("np.frombuffer(mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ), dtype=np.uint8)", True),
+    ("np.frombuffer(os.pread(fd, 1 << 22, 0), dtype=np.float32)", True),
+    ("np.frombuffer(cupy.cuda.alloc_pinned_memory(1 << 22), dtype=np.float32)", False),  # pinned memory
+    ("np.frombuffer(source(), dtype=np.float32)", False),  # memory nothing explains
+])
+def test_frombuffer_over_file_memory_is_pageable(make, reported):
+    src = f"""
+import mmap
+import os
+import cupy
+import numpy as np
+from numba import cuda
+
+def send(path, source):
+    s = cuda.stream()
+    fd = os.open(path, os.O_RDONLY)
+    fh = open(path, "rb")
+    h = {make}
+    return cuda.to_device(h, stream=s)
+"""
+    assert bool(rows(src, "PIN001")) is reported, src

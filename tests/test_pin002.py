@@ -1834,3 +1834,52 @@ def test_a_coroutine_run_to_its_end_allocates_at_the_runner(run, reported):
                 yield cp.asarray(host)
     """
     assert (rows(src, "PIN002") == [row_of(src, "host = ")]) == reported
+
+
+def test_asking_cupy_whether_memory_is_pinned_keeps_no_reference():
+    """byteqc's shape: a pinned block made each iteration, handed to a helper that asks
+    is_memory_pinned(a.ctypes.data) (a query, not a store) and uploads it: PIN002 at the allocation."""
+    src = """
+import cupy
+import cupyx
+import numpy as np
+
+def host_view(a):
+    if not cupy.cuda.pinned_memory.is_memory_pinned(a.ctypes.data):
+        staged = cupyx.empty_pinned(a.shape, dtype=a.dtype)
+        staged[...] = a
+        return staged
+    return a
+
+def realify(groups, table):
+    out = []
+    for cols in groups:
+        block = cupyx.empty_pinned((table.shape[0], 64), dtype=np.complex128)
+        block[:] = table[:, cols]
+        out.append(float(cupy.asarray(host_view(block)).sum()))
+    return out
+"""
+    assert rows(src, "PIN002") == [row_of(src, "block = cupyx.empty_pinned")]
+
+
+@pytest.mark.parametrize("make, reported", [("np.zeros(1 << 20)", False), ("cupyx.empty_pinned(1 << 20)", True)])
+def test_is_memory_pinned_is_answered_from_what_the_memory_is(make, reported):
+    """Only pinned memory takes the branch that uploads it asynchronously: with a pageable array the
+    branch is dead, so there is no PIN001 there."""
+    src = f"""
+import cupy
+import cupyx
+import numpy as np
+
+def send():
+    d = cupy.empty(1 << 20)
+    s = cupy.cuda.Stream(non_blocking=True)
+    h = {make}
+    if cupy.cuda.pinned_memory.is_memory_pinned(h.ctypes.data):
+        d.set(h, stream=s)
+        return True
+    return False
+"""
+    assert ("PIN001" in codes(src)) is False
+    assert bool(rows(src.replace("is_memory_pinned(h.ctypes.data)", "is_memory_pinned(h.ctypes.data) or True"),
+                     "PIN001")) is not reported

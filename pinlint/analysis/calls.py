@@ -740,6 +740,13 @@ def instance_of(value: Value, kind: str) -> Optional[bool]:
     """Whether a value of this provenance is an instance of a class the tables describe as ``kind``
     (their ``[annotations]``: "host" is numpy.ndarray, "tensor" torch.Tensor, "device:L" library
     L's device array); None where the provenance does not tell (an unknown value, a raw pointer)."""
+    if kind == "pinned-memory":
+        # `is_memory_pinned(a.ctypes.data)`: what the memory behind the address (or array) is
+        if not isinstance(value, Host) or value.maybe_unknown or not value.sites:
+            return None
+        if all(s.kind.is_pinned for s in value.sites):
+            return True
+        return False if all(s.kind is Kind.PAGEABLE for s in value.sites) else None
     if isinstance(value, (Const, Items, Seq, Mapping)):
         return False
     if isinstance(value, Host):

@@ -647,6 +647,12 @@ def _register(ev, api: Api, node, receiver, args: Args) -> Value:
         ev.event(EventType.REGISTER, node, new_value, api=api.name)
         if root is not None:
             registered.append((root, new_value))
+            if value.pointer and not api.opt("context"):
+                # `addr = host.ctypes.data; hostRegister(addr, ...)`: the memory behind the address is
+                # pinned, so the arrays the code holds of it are too
+                registered += [(key, replace(new_value, pointer=False)) for key, other in ev.state.env.items()
+                               if key != root and not key.startswith("$") and isinstance(other, Host) and
+                               not other.pointer and other.sites == value.sites]
     if api.opt("context"):
         waits = api.opt("waits") == "device"
         return Context(registered=tuple(registered), sync_node=node if waits else None,
