@@ -2936,3 +2936,21 @@ def send(path, source):
     return cuda.to_device(h, stream=s)
 """
     assert bool(rows(src, "PIN001")) is reported, src
+
+
+def test_a_dtype_nothing_tells_answers_a_dtype_test_either_way():
+    src = """
+import numpy as np
+import torch
+
+def infer(arr, dev_in, stream):
+    if arr.dtype != np.float32:
+        raise TypeError("float32 input expected")
+    with torch.cuda.stream(stream):
+        dev_in.copy_(torch.from_numpy(np.ascontiguousarray(arr)), non_blocking=True)
+
+def main(picture):
+    arr = np.asarray(picture, dtype=np.float32) / 255.0
+    infer(arr, torch.empty(4, device="cuda"), torch.cuda.Stream())
+"""
+    assert rows(src, "PIN001"), src

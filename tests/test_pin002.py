@@ -1883,3 +1883,71 @@ def send():
     assert ("PIN001" in codes(src)) is False
     assert bool(rows(src.replace("is_memory_pinned(h.ctypes.data)", "is_memory_pinned(h.ctypes.data) or True"),
                      "PIN001")) is not reported
+
+
+@pytest.mark.parametrize("pick, reported", [
+    ('device=f"cuda:{g}"', False),        # a buffer per GPU (and its memory node): nothing to hoist
+    ("device=g", False),
+    ('device="cuda"', True),              # the same device every time
+])
+def test_a_loop_over_gpus_gives_each_its_own_pinned_buffer(pick, reported):
+    src = f"""
+import torch
+
+def h2d_per_gpu(gpu_ids, n, reps):
+    res = {{}}
+    for g in gpu_ids:
+        src = torch.empty(n, dtype=torch.float32).pin_memory()
+        dst = torch.empty(n, dtype=torch.float32, {pick})
+        for _ in range(reps):
+            dst.copy_(src, non_blocking=True)
+        res[g] = float(dst[0])
+    return res
+"""
+    assert bool(rows(src, "PIN002")) is reported, src
+
+
+def test_a_wrapper_of_one_of_two_classes_kept_with_setattr_is_set_up():
+    src = """
+import torch
+
+class WrappedCPU(torch.nn.Module):
+    def __init__(self, base):
+        super().__init__()
+        self.base = base
+        self.x_cpu = torch.empty((1024, 64), pin_memory=True)
+
+class WrappedGPU(torch.nn.Module):
+    def __init__(self, base):
+        super().__init__()
+        self.base = base
+
+def wrap_all(model, mode):
+    Layer = WrappedCPU if mode == "cpu" else WrappedGPU
+    ops = ["q", "k", "v"]
+    for layer in model.layers:
+        for op in ops:
+            setattr(layer, op, Layer(getattr(layer, op)))
+    return model
+"""
+    assert rows(src, "PIN002") == []
+
+
+@pytest.mark.parametrize("flag, reported", [
+    ('lf = fmt\n        is_mx = lf == "mx"', True),     # settles to the same answer on every iteration
+    ("is_mx = first\n        first = False", False),     # a flag the loop turns off after its test: set-up
+])
+def test_a_flag_the_loop_sets_from_an_unchanging_value_before_its_test(flag, reported):
+    src = f"""
+import torch
+
+def convert_file(keys, fmt, first=True):
+    out = {{}}
+    for k in keys:
+        {flag}
+        t = torch.randn(4096, 4096)
+        if is_mx:
+            out[k] = t.pin_memory().to("cuda", non_blocking=True).sum().item()
+    return out
+"""
+    assert bool(rows(src, "PIN002")) is reported, src

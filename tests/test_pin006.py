@@ -568,3 +568,34 @@ def run(dataset, model):
         model(dev)
 """
     assert (rows(src, "PIN006") == [row_of(src, "# store")]) is reported, src
+
+
+@pytest.mark.parametrize("dst_device, reported", [("device", False), ('"cuda"', False)])
+def test_a_blocking_copy_into_a_tensor_on_a_device_from_outside_waits(dst_device, reported):
+    """ATen's blocking host<->device copy synchronizes the stream: the next iteration's write to the
+    pinned staging buffer comes after the upload that read it, wherever the device comes from."""
+    src = f"""
+import torch
+
+class Engine:
+    def __init__(self, n, device):
+        self.idx_cpu = torch.zeros(n, dtype=torch.int32).pin_memory()
+        self.idx_gpu = torch.zeros(n, dtype=torch.int32, device=device)
+        self.lens_cpu = torch.zeros(64, dtype=torch.int32)
+        self.lens_gpu = torch.zeros(64, dtype=torch.int32, device={dst_device})
+
+    def step(self, ids):
+        for i, s in enumerate(ids):
+            self.idx_cpu[i] = s
+        self.idx_gpu.copy_(self.idx_cpu, non_blocking=True)
+        self.lens_gpu.copy_(self.lens_cpu)
+        return self.idx_gpu.sum()
+
+def run(dev):
+    eng = Engine(1 << 20, dev)
+    for _ in range(100):
+        eng.step([1, 2, 3])
+"""
+    assert bool(rows(src, "PIN006")) is reported, src
+    racy = src.replace("        self.lens_gpu.copy_(self.lens_cpu)\n", "")
+    assert rows(racy, "PIN006"), racy

@@ -1389,3 +1389,52 @@ def f(n, steps):
         cuda.to_device(small)
 """
     assert bool(rows(src, "PIN007")) is reported, src
+
+
+@pytest.mark.parametrize("call, reported", [
+    ('run(8, device="cpu")', False),                 # fp8: the branch that moves to "cuda" cannot run
+    ('run(8, device="cpu", primary="mxfp8")', True),  # mxfp8 on the CPU is moved to the GPU
+])
+def test_membership_in_a_tuple_of_constants_is_decided(call, reported):
+    src = f"""
+import torch
+
+def run(n_layers, device=None, primary=None):
+    fmt = primary if primary else "fp8"
+    if fmt in ("mxfp8", "nvfp4") and device == "cpu":
+        device = "cuda"
+    calib = torch.randn(4096, 2048)
+    out = []
+    for i in range(n_layers):
+        out.append(calib.to(device=device).sum().item())
+    return out
+
+def test():
+    {call}
+"""
+    assert bool(rows(src, "PIN007")) is reported, src
+
+
+@pytest.mark.parametrize("seqs, reported", [(1, False), (1 << 20, True)])
+def test_a_size_given_on_through_a_helper_sizes_the_buffer(seqs, reported):
+    src = f"""
+import torch
+
+class Engine:
+    def __init__(self, max_seqs=32):
+        self.lens_cpu = torch.zeros(max_seqs, dtype=torch.int32)
+        self.lens_gpu = torch.zeros(max_seqs, dtype=torch.int32, device="cuda")
+
+    def step(self):
+        self.lens_gpu.copy_(self.lens_cpu)
+        return self.lens_gpu.sum()
+
+def make_engine(max_seqs=2):
+    return Engine(max_seqs=max_seqs)
+
+def test():
+    eng = make_engine(max_seqs={seqs})
+    for _ in range(50):
+        eng.step()
+"""
+    assert bool(rows(src, "PIN007")) is reported, src

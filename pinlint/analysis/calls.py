@@ -315,6 +315,11 @@ class Calls:
         api = self.table_method(receiver, name, args)
         if api is not None:
             return effects.apply(ev, api, node, receiver, args)
+        if isinstance(receiver, Tensor) and self._unplaced_blocking_copy(name, args):
+            # `dst.copy_(h)` of a host tensor into a tensor whose device nothing tells: no upload as far as
+            # PIN007 goes, but where dst is on a GPU it waits for the stream (ATen's copy and
+            # synchronize); counted as a synchronization, which only removes race findings.
+            ev.event(EventType.SYNC, node, api=f"Tensor.{name}", stream=None)
         if isinstance(receiver, (Device, Tensor)):
             return receiver if isinstance(receiver, Tensor) else Device(receiver.library)  # device work
         if isinstance(receiver, Function) and receiver.kernel:
@@ -363,6 +368,14 @@ class Calls:
         """A field holding an object of a class of the checked code with a ``__call__`` (``self._prep =
         Prep()`` then ``self._prep(frames)``, trtutils' preprocessors): calling it runs that method."""
         return isinstance(member, Instance) and isinstance(self.member(member, "__call__", node), Function)
+
+    def _unplaced_blocking_copy(self, name: str, args: Args) -> bool:
+        """A blocking copy method of a device tensor (a `device_receiver` entry) given a host buffer."""
+        api = self.ev.tables.methods.get(("torch.device", name))
+        if api is None or not api.opt("device_receiver") or _non_blocking(api, args):
+            return False
+        host = args.get(api.arg("host"))
+        return host is not None and isinstance(host[1], Host)
 
     def table_method(self, receiver: Value, name: str, args: Args):
         tables = self.ev.tables

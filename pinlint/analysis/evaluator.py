@@ -25,6 +25,7 @@ from .state import CAPTURING, DOTTED, ELEMENT_OF, State, iter_key, put
 _TRANSPOSING = frozenset({"T", "mT", "transpose", "swapaxes", "permute", "moveaxis"})
 LOOP_VARIABLE = "$loop-variable:"  # env key prefix: this name is the variable of that loop
 LOOP_DERIVED = "$loop-derived:"  # env key prefix: this name was computed from these loops' variables
+_UNKNOWN_DTYPE = "dtype:?"  # `h.dtype` of an array whose dtype nothing tells
 # Operators that map several values of a loop's variable to one (`i % 2`, `i // 2`, `i & 1`).
 _COMING_ROUND = (cst.Modulo, cst.FloorDivide, cst.BitAnd, cst.RightShift)
 
@@ -147,6 +148,8 @@ class Evaluator:
         for value in flatten(values):
             if isinstance(value, Host):
                 self.event(EventType.ESCAPE, node, value, handed=handed)
+            elif isinstance(value, Alternatives):
+                self.escape(node, list(value.options), handed)  # one of two objects: either escapes
 
     def read_hosts(self, node: cst.CSTNode, values, api: str = "") -> None:
         for value in flatten(values):
@@ -286,7 +289,8 @@ class Evaluator:
                 return ON_GPU  # `non_blocking=x.is_cuda` of a tensor nothing places
         if attr == "dtype" and isinstance(base, Host):
             dtypes = {s.dtype for s in base.sites}
-            return Const.of("dtype:" + (dtypes.pop() if len(dtypes) == 1 and None not in dtypes else "?"))
+            return Const.of("dtype:" + dtypes.pop()) if len(dtypes) == 1 and None not in dtypes else \
+                Const.of(_UNKNOWN_DTYPE)
         if isinstance(base, Host) and attr in self.tables.view_attributes:
             if attr in ("ctypes", "ptr"):
                 return replace(base, pointer=True)  # h.ctypes.data, mem.ptr: addresses
@@ -1047,8 +1051,9 @@ def _compare(operator, left: Value, right: Value) -> Value:
     from .domain import ANYTHING
     if isinstance(left, Const) and isinstance(right, Const) and left.single is not None or \
             isinstance(left, Const) and isinstance(right, Const) and left.is_exactly(None):
-        if ANYTHING in left.values or ANYTHING in right.values or len(right.values) != 1:
-            return UNKNOWN
+        if ANYTHING in left.values or ANYTHING in right.values or len(right.values) != 1 or \
+                _UNKNOWN_DTYPE in left.values or _UNKNOWN_DTYPE in right.values:
+            return UNKNOWN  # (`h.dtype != np.float32` of an array whose dtype nothing tells: either)
         b = right.single if not right.is_exactly(None) else None
         try:
             if isinstance(operator, (cst.Is, cst.Equal)):
@@ -1062,6 +1067,16 @@ def _compare(operator, left: Value, right: Value) -> Value:
                 return Const(frozenset(order(a) for a in left.values))  # sys.version_info.major < 3
         except Exception:  # noqa: BLE001 - odd constants compare as unknown
             return UNKNOWN
+    if isinstance(operator, (cst.In, cst.NotIn)) and isinstance(left, Const) and left.values and \
+            ANYTHING not in left.values and isinstance(right, Items) and right.items and \
+            all(isinstance(i, Const) and i.single is not None and ANYTHING not in i.values for i in right.items):
+        # `fmt in ("mxfp8", "nvfp4")` of a constant: decided (a tuple or list display of constants)
+        members = {i.single for i in right.items}
+        try:
+            inside = frozenset(a in members for a in left.values)
+        except TypeError:  # noqa: BLE001 - unhashable odd constants compare as unknown
+            return UNKNOWN
+        return Const(inside if isinstance(operator, cst.In) else frozenset(not v for v in inside))
     if isinstance(left, DeviceSpec) and isinstance(right, DeviceSpec) and isinstance(operator, (cst.Equal, cst.NotEqual)) \
             and left.cuda is not None and right.cuda is not None and not (left.cuda and right.cuda):
         # cpu against cuda differ, cpu against cpu are the same; two CUDA devices may be different ones.

@@ -14,7 +14,7 @@ from typing import Iterator, Optional
 import libcst as cst
 
 from ..model import Event, EventType, PendingCopy, Site
-from ..walk import ends_by_leaving, suite_body
+from ..walk import code_parts, ends_by_leaving, suite_body
 from .invariance import invariant, loop_changes
 
 
@@ -129,6 +129,9 @@ class FileFacts:
             return True
         changes = loop_changes(loop, self.project.changes if self.project is not None else None)
         is_library = self.context.names_library if self.context is not None else (lambda name: False)
+        settled = _settled_names(loop, changes, is_library, inner[0][0])
+        if settled:
+            changes = _without(changes, settled)
         return not all(isinstance(owner, cst.If) and (invariant(owner.test, changes, is_library) or
                                                       _others_leave(owner, arm))
                        for owner, arm in inner)
@@ -139,6 +142,69 @@ class FileFacts:
     @property
     def info(self):
         return self.context.info if self.context is not None else None
+
+
+def _settled_names(loop, changes, is_library, owner) -> set:
+    """Names the loop's body assigns once, in plain statements at its top before the statement holding
+    ``owner``, from values that are the same on every iteration (``lf = fmt; is_mx = lf == "mx"``): an
+    ``if`` on them answers the same every time, unlike a lazy set-up's flag set after its test."""
+    body = suite_body(loop.body)
+    holder = next((statement for statement in body if _holds(statement, owner)), None)
+    if holder is None:
+        return set()
+    counts: dict = {}
+    stack = [loop.body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.For, cst.CompFor, cst.NamedExpr, cst.AsName)):
+            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else \
+                [node.target] if not isinstance(node, cst.AsName) else [node.name]
+            for target in targets:
+                for name in _target_names_of(target):
+                    counts[name] = counts.get(name, 0) + 1
+        stack.extend(code_parts(node))
+    settled: set = set()
+    for statement in body:
+        if statement is holder:
+            break
+        if not (isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1 and
+                isinstance(statement.body[0], cst.Assign) and len(statement.body[0].targets) == 1 and
+                isinstance(statement.body[0].targets[0].target, cst.Name)):
+            continue
+        name = statement.body[0].targets[0].target.value
+        if counts.get(name) == 1 and invariant(statement.body[0].value, _without(changes, settled), is_library):
+            settled.add(name)
+    return settled
+
+
+def _holds(statement, node) -> bool:
+    stack = [statement]
+    while stack:
+        item = stack.pop()
+        if item is node:
+            return True
+        stack.extend(code_parts(item))
+    return False
+
+
+def _target_names_of(target) -> list:
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for e in target.elements for n in _target_names_of(e.value)]
+    if isinstance(target, cst.StarredElement):
+        return _target_names_of(target.value)
+    return []
+
+
+def _without(changes, names: set):
+    """The loop's changes less the names that settle to the same value on every iteration."""
+    from .invariance import Changes
+    reduced = Changes()
+    reduced.bound = changes.bound - names
+    reduced.mutated_names = changes.mutated_names - names
+    reduced.attributes = changes.attributes
+    return reduced
 
 
 def _others_leave(owner: cst.If, arm: int) -> bool:

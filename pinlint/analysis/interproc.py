@@ -326,10 +326,10 @@ def _sizes_what_it_returns(fn: Function, env: dict, baseline: Optional[Outcome])
     if not constants or not constants & _body_names(fn):
         return False
     kept = [baseline.returned] + [value for _, value in baseline.params]  # returned, or kept in `self`
-    # A buffer a helper further down made of Python values (`np.array([lookup(c, table) ...])` two calls
-    # away) is sized by the same numbers, given on: its calls are followed with them too.
-    return any(site.nbytes is None and (not site.via or site.from_values and not site.python_numbers)
-               for value in kept for site in all_sites(value))
+    # A buffer a helper further down made (`make_engine(max_seqs=1)` building `Engine(max_seqs=max_seqs)`,
+    # or `np.array([lookup(c, table) ...])` two calls away) is sized by the same numbers, given on: its
+    # calls are followed with them too.
+    return any(site.nbytes is None and (not site.via or not site.python_numbers) for value in kept for site in all_sites(value))
 
 
 _RETURNED_PARAMETERS: dict = {}

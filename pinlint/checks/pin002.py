@@ -31,6 +31,44 @@ def _size_steps_with(node, loop) -> bool:
     return any(arithmetic_names(size) & stepped for size in sizes)
 
 
+_DEVICE_KEYWORDS = frozenset({"device", "device_id", "gpu_id"})
+_DEVICE_CALLS = frozenset({"set_device", "device", "Device", "cuda", "select_device"})
+
+
+def _per_device(loop) -> bool:
+    """A loop over GPUs: its body picks a device with the loop's variable (``device=f"cuda:{g}"``,
+    ``torch.cuda.set_device(g)``, ``with cp.cuda.Device(g):``, ``Stream(device=g)``). Each device (and
+    the memory node near it) needs a buffer of its own: there is no one buffer to hoist."""
+    if not isinstance(loop, cst.For):
+        return False
+    names = set(target_names(loop.target))
+    if not names:
+        return False
+
+    def picks(expr) -> bool:
+        if isinstance(expr, cst.Name):
+            return expr.value in names
+        if isinstance(expr, cst.FormattedString):
+            text = "".join(p.value for p in expr.parts if isinstance(p, cst.FormattedStringText))
+            return "cuda" in text and any(picks(p.expression) for p in expr.parts
+                                          if isinstance(p, cst.FormattedStringExpression))
+        return False
+
+    stack = [loop.body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Call):
+            func = node.func
+            attr = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+            for arg in node.args:
+                if arg.keyword is not None and arg.keyword.value in _DEVICE_KEYWORDS and picks(arg.value) or \
+                        arg.keyword is None and attr in _DEVICE_CALLS and picks(arg.value) or \
+                        isinstance(arg.value, cst.FormattedString) and picks(arg.value):
+                    return True
+        stack.extend(code_parts(node))
+    return False
+
+
 def _configurations(node, loops, module: cst.Module) -> bool:
     """A call that passes the target of a loop over a literal list of constants (``for fp8 in [True,
     False]:``, ``for mode in ("a", "b"):``, or a module's ``BLOCK_COUNTS = [64, 128]``), or a name the
@@ -159,6 +197,8 @@ class PinnedAllocInLoop(Rule):
                     continue
                 if site.via and _configurations(event.node, event.loops, facts.module):
                     continue  # `for fp8 in [True, False]: export(..., fp8=fp8)`: a run per configuration
+                if _per_device(loop):
+                    continue  # `for g in gpus: ... device=f"cuda:{g}"`: a buffer per device
                 # (an allocation inside a comprehension cannot be hoisted by a rewrite of its statement)
                 plan = ctx.plan(hoist_allocation, event, loop) if event.type is EventType.ALLOC and not site.via \
                     and not event.trace and isinstance(loop, (cst.For, cst.While)) else None
