@@ -14,7 +14,8 @@ from typing import Iterator, Optional
 import libcst as cst
 
 from ..model import Event, EventType, PendingCopy, Site
-from ..walk import code_parts, ends_by_leaving, suite_body
+from ..positions import contains
+from ..walk import code_parts, ends_by_leaving, suite_body, target_names
 from .invariance import invariant, loop_changes
 
 
@@ -149,7 +150,7 @@ def _settled_names(loop, changes, is_library, owner) -> set:
     ``owner``, from values that are the same on every iteration (``lf = fmt; is_mx = lf == "mx"``): an
     ``if`` on them answers the same every time, unlike a lazy set-up's flag set after its test."""
     body = suite_body(loop.body)
-    holder = next((statement for statement in body if _holds(statement, owner)), None)
+    holder = next((statement for statement in body if contains(statement, owner)), None)
     if holder is None:
         return set()
     counts: dict = {}
@@ -160,7 +161,7 @@ def _settled_names(loop, changes, is_library, owner) -> set:
             targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else \
                 [node.target] if not isinstance(node, cst.AsName) else [node.name]
             for target in targets:
-                for name in _target_names_of(target):
+                for name in target_names(target):
                     counts[name] = counts.get(name, 0) + 1
         stack.extend(code_parts(node))
     settled: set = set()
@@ -175,26 +176,6 @@ def _settled_names(loop, changes, is_library, owner) -> set:
         if counts.get(name) == 1 and invariant(statement.body[0].value, _without(changes, settled), is_library):
             settled.add(name)
     return settled
-
-
-def _holds(statement, node) -> bool:
-    stack = [statement]
-    while stack:
-        item = stack.pop()
-        if item is node:
-            return True
-        stack.extend(code_parts(item))
-    return False
-
-
-def _target_names_of(target) -> list:
-    if isinstance(target, cst.Name):
-        return [target.value]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [n for e in target.elements for n in _target_names_of(e.value)]
-    if isinstance(target, cst.StarredElement):
-        return _target_names_of(target.value)
-    return []
 
 
 def _without(changes, names: set):

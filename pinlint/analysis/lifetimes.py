@@ -20,6 +20,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ..imports import dotted
+from ..walk import target_names
 
 # Methods that launch a PyCUDA kernel (`func.prepared_async_call(grid, block, stream, *args)`): they pass
 # the allocations' addresses and keep nothing.
@@ -181,7 +182,7 @@ class _Judge:
                 return verdict
             break
         if isinstance(parent, (cst.For, cst.CompFor)) and parent.iter is expr:
-            return _target_names(parent.target)
+            return _loop_targets(parent.target)
         if isinstance(parent, cst.IfExp) and parent.test is expr:
             return True
         # A test or a statement of its own (`if d is None`, `not d`, `del d`, a call's result dropped):
@@ -203,12 +204,12 @@ class _Judge:
         index = {"zip": call.args.index(arg), "enumerate": 1, "reversed": None}[call.func.value]
         target = loop.target
         if index is None or not isinstance(target, (cst.Tuple, cst.List)):
-            return _target_names(target)
+            return _loop_targets(target)
         elements = target.elements
         if len(elements) != (len(call.args) if call.func.value == "zip" else 2) or \
                 any(isinstance(e, cst.StarredElement) for e in elements):
-            return _target_names(target)
-        return _target_names(elements[index].value)
+            return _loop_targets(target)
+        return _loop_targets(elements[index].value)
 
     def _call_result(self, call: cst.Call):
         """Given the allocation as an argument: True when the call keeps nothing and returns nothing
@@ -240,12 +241,8 @@ def _binding_of(node, parent):
     return None
 
 
-def _target_names(target) -> set:
-    if isinstance(target, cst.Name):
-        return {target.value}
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return {n for e in target.elements for n in _target_names(e.value)}
-    return set()
+def _loop_targets(target) -> set:
+    return set(target_names(target))
 
 
 def _kernel_names(fn: cst.FunctionDef) -> frozenset:
