@@ -1951,3 +1951,23 @@ def convert_file(keys, fmt, first=True):
     return out
 """
     assert bool(rows(src, "PIN002")) is reported, src
+
+
+@pytest.mark.parametrize("size, reported", [
+    ("rows = 4 ** lev", False),                 # a number computed from the loop's variable: a sweep
+    ("rows = int(2 ** lev) * 3", False),
+    ("rows = len(levels[lev])", True),          # read from data: the same size as far as the code says
+    ("rows = 1024", True),
+])
+def test_a_size_computed_from_the_loops_variable_is_a_sweep(size, reported):
+    src = f"""
+import cupy
+import cupyx
+
+def sweep(levels, lo, hi, width):
+    for lev in range(lo, hi + 1):
+        {size}
+        host = cupyx.zeros_pinned((rows, width))
+        host[:] = cupy.zeros((rows, width)).get()
+"""
+    assert bool(rows(src, "PIN002")) is reported, src

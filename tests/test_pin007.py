@@ -1438,3 +1438,21 @@ def test():
         eng.step()
 """
     assert bool(rows(src, "PIN007")) is reported, src
+
+
+@pytest.mark.parametrize("step, reported", [
+    ("begin = max(0, end - chunk)\n        d = cupy.asarray(idx[begin:end])\n        end = begin", False),
+    ("d = cupy.asarray(idx[0:chunk])\n        end -= chunk", True),  # the same first chunk every time
+])
+def test_a_while_loop_walking_an_array_in_chunks_sends_each_once(step, reported):
+    src = f"""
+import cupy
+import numpy as np
+
+def upload(total, chunk):
+    idx = np.zeros(total, dtype=np.int64)
+    end = total
+    while end > 0:
+        {step}
+"""
+    assert bool(rows(src, "PIN007")) is reported, src

@@ -566,6 +566,15 @@ class Evaluator:
                 todo.extend(code_parts(item))
         return frozenset(loop for loop in self.loops if loop in found)
 
+    def _stepped_while(self, expr) -> tuple:
+        """The innermost ``while`` loop whose body steps a name ``expr`` computes with (``begin`` of
+        ``begin = max(0, end - chunk); end = begin``): another part on each iteration."""
+        if expr is None or not self.loops or not isinstance(self.loops[-1], cst.While):
+            return ()
+        from .invariance import arithmetic_names, stepped_names
+        loop = self.loops[-1]
+        return (loop,) if arithmetic_names(expr) & stepped_names(loop) else ()
+
     def derived(self, expr) -> Optional[tuple]:
         """What a name assigned ``expr`` in a loop is marked with (the marker's key prefix and value):
         one that follows the loop's variable one to one is stepped as the variable is (``start = stop -
@@ -757,7 +766,8 @@ class Evaluator:
                 view = base if plain else replace(base, contiguous=None)
                 # h[p0:p0 + blk] in `for p0 in range(0, n, blk)`: another part of h on each iteration.
                 lower = node.slice[0].slice.lower
-                for loop in self._stepping(lower) or (self._following(lower) if lower is not None else ()):
+                for loop in self._stepping(lower) or (self._following(lower) if lower is not None else ()) or \
+                        self._stepped_while(lower):
                     view = varying_in(view, loop)
                 return view
             if advanced:

@@ -278,6 +278,7 @@ def stepped_names(loop) -> frozenset:
         changes.target(loop.target)
         names |= changes.bound
     stack = [loop.body]
+    computed = []  # (name, value) of the body's plain bindings
     while stack:
         node = stack.pop()
         if isinstance(node, cst.AugAssign) and isinstance(node.target, cst.Name):
@@ -286,9 +287,34 @@ def stepped_names(loop) -> frozenset:
             name = node.targets[0].target.value
             if name in names_read(node.value):
                 names.add(name)
+            computed.append((name, node.value))
         elif isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
             continue
         stack.extend(code_parts(node))
+    # Names the body computes from themselves through others (`begin = max(0, end - chunk); end =
+    # begin` in a `while end > 0:`): each iteration's value comes from the last one's.
+    reads: dict = {}
+    for name, value in computed:
+        reads.setdefault(name, set()).update(names_read(value))
+    for name in reads:
+        seen, todo = set(), list(reads[name])
+        while todo:
+            other = todo.pop()
+            if other == name:
+                names.add(name)
+                break
+            if other not in seen:
+                seen.add(other)
+                todo.extend(reads.get(other, ()))
+    # A number computed from a stepped name (`rows = 4 ** level`) steps with it; not one read from an
+    # object (`n = len(batch)`, `batch.shape[0]`), which `arithmetic_names` leaves out.
+    grown = True
+    while grown:
+        grown = False
+        for name, value in computed:
+            if name not in names and arithmetic_names(value) & names:
+                names.add(name)
+                grown = True
     found = _STEPPED[loop] = frozenset(names)
     return found
 
