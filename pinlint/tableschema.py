@@ -72,12 +72,12 @@ class EffectSchema:
 _RETURNS_TUPLE = _one_of("err-tuple")
 EFFECTS: dict[str, EffectSchema] = {
     "alloc": EffectSchema(
-        frozenset({"shape", "dtype", "like", "nbytes", "flags", "like_device", "data", "into"}),
+        frozenset({"shape", "dtype", "like", "nbytes", "flags", "like_device", "data", "into", "columns"}),
         {"kind": _one_of(*KINDS), "pooled": _is_bool, "pooled_when_pinned": _is_bool, "fix": _is_str,
          "pin_kw": _is_str, "device_kw": _is_str, "reads": _is_bool, "pointer": _is_bool, "returns": _RETURNS_TUPLE,
          "uninitialized": _is_bool, "shape_varargs": _is_bool, "shape_last": _is_bool, "range_args": _is_bool, "range_float_dtype": _is_str,
          "size": _is_size,
-         "scalar_items": _is_bool, "copies_data": _is_bool, "grows": _is_bool},
+         "scalar_items": _is_bool, "copies_data": _is_bool, "grows": _is_bool, "square": _is_bool},
         "a new host buffer (or device memory, when a device keyword says so)"),
     "device": EffectSchema(frozenset({"stream"}), {"library": _is_str, "returns": _RETURNS_TUPLE,
                                                   "remembers_stream": _is_bool}, "device memory"),
@@ -172,7 +172,8 @@ DTYPE_KEYS = frozenset({"sizes", "attributes", "codes", "python", "modules"})
 CUDA_KEYS = frozenset({"host_alloc_flags", "host_register_flags", "memcpy_kinds"})
 PYTHON_KEYS = frozenset({"reading_builtins", "non_storing_builtins", "pure_builtins", "container_mutators", "dict_types", "dict_types_with_factory",
                          "copying_methods", "device_address_libraries", "torch_compute_namespaces", "library_modules", "returns_self",
-                         "coroutine_runners", "non_retaining_builtins", "record_factories"})
+                         "coroutine_runners", "non_retaining_builtins", "record_factories",
+                         "torch_non_tensor_results"})
 FIX_FAMILY_KEYS = frozenset({"how", "keyword"})
 DEVICE_STRING_KEYS = frozenset({"cuda", "cpu", "other"})
 

@@ -2954,3 +2954,73 @@ def main(picture):
     infer(arr, torch.empty(4, device="cuda"), torch.cuda.Stream())
 """
     assert rows(src, "PIN001"), src
+
+
+@pytest.mark.parametrize("make, reported", [
+    ("torch.LongTensor(np.zeros(1 << 20, dtype=np.int64))", True),  # a legacy constructor copies the data
+    ("torch.FloatTensor(16, 80, 1000)", True),
+    ("F.one_hot(torch.from_numpy(np.zeros((480, 854), np.int64)), num_classes=8).float()", True),
+    ("torch.sigmoid(torch.zeros(1 << 20).pin_memory())", False),      # of pinned memory: nothing said
+    ("np.take_along_axis(np.zeros((4096, 64)), np.zeros((4096, 1), np.int64), axis=1)", True),
+    ("np.where(np.zeros((4096, 64)) > 0.5, 0.0, np.zeros((4096, 64)))", True),
+])
+def test_new_cpu_tensors_and_arrays_made_from_pageable_ones(make, reported):
+    src = f"""
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+def send():
+    h = {make}
+    if not isinstance(h, torch.Tensor):
+        h = torch.from_numpy(h)
+    return h.cuda(non_blocking=True)
+"""
+    assert bool(rows(src, "PIN001")) is reported, src
+
+
+@pytest.mark.parametrize("index, reported", [("batch_nids", True), ("k", False)])
+def test_a_tensor_indexed_by_ids_nothing_explains_is_pageable(index, reported):
+    """labels[batch_nids] of a pageable tensor is an element or a gathered copy: pageable either way; an
+    integer index gives a 0-d element of a few bytes."""
+    src = f"""
+import torch
+
+def train(n, sampler, model):
+    labels = torch.zeros(n, dtype=torch.int64)
+    for k, batch_nids in enumerate(sampler):
+        label = labels[{index}].cuda(non_blocking=True)
+        model(label)
+"""
+    assert bool(rows(src, "PIN001")) is reported, src
+
+
+def test_registering_each_value_of_a_dict_of_objects_pins_them():
+    """onerl's shape: `for s in slabs.values(): s.register(dev)` page-locks each slab's tensor in place
+    (cudaHostRegister of its data_ptr), so the later non-blocking copies read pinned memory."""
+    src = """
+import torch
+
+class Slab:
+    def __init__(self, n):
+        self.t = torch.zeros(n, dtype=torch.float32)
+
+    def register(self):
+        torch.cuda.cudart().cudaHostRegister(self.t.data_ptr(), self.t.numel() * 4, 0)
+
+class Mover:
+    def __init__(self, slabs, dev):
+        for s in slabs.values():
+            s.register()
+        self.src = {k: s.t for k, s in slabs.items()}
+        self.dst = {k: torch.zeros_like(s.t, device=dev) for k, s in slabs.items()}
+
+    def pull(self):
+        for k, d in self.dst.items():
+            d.copy_(self.src[k], non_blocking=True)
+
+def main():
+    Mover({"obs": Slab(1 << 20), "rew": Slab(1 << 20)}, torch.device("cuda")).pull()
+"""
+    assert rows(src, "PIN001") == []
+    assert rows(src.replace("            s.register()\n", "            pass\n"), "PIN001")

@@ -1456,3 +1456,19 @@ def upload(total, chunk):
         {step}
 """
     assert bool(rows(src, "PIN007")) is reported, src
+
+
+@pytest.mark.parametrize("make, reported", [("np.eye(4)", False), ("np.eye(1024, dtype=np.float32)", True),
+                                            ("np.identity(2048)", True), ("np.eye(8, 16)", False),
+                                            ("np.eye(8, 4096)", True)])
+def test_identity_matrices_have_their_size(make, reported):
+    src = f"""
+import numpy as np
+import cupy as cp
+
+def f(n):
+    m = {make}
+    for i in range(n):
+        cp.asarray(m)
+"""
+    assert bool(rows(src, "PIN007")) is reported, src

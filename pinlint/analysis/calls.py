@@ -64,6 +64,23 @@ def _computes(qualified: str, python: dict) -> bool:
     return head in python.get("torch_compute_namespaces", ())
 
 
+def _cpu_result(ev, node, qualified: str, args: Args, python: dict) -> Optional[Value]:
+    """``F.one_hot(m)``, ``torch.sigmoid(t)`` of pageable CPU tensors (and nothing placed elsewhere): a
+    CPU tensor, a new one or a view of theirs, pageable either way. Of a pinned tensor a view would be
+    pinned, so nothing is said there."""
+    name = qualified.rpartition(".")[2]
+    if name in python.get("torch_non_tensor_results", ()) or args.star:
+        return None
+    values = flatten(args.values())
+    hosts = [v for v in values if isinstance(v, Host)]
+    if not hosts or any(isinstance(v, (Device, Tensor)) for v in values) or \
+            any(h.library != "torch" or h.pointer or h.maybe_unknown or not h.sites or
+                any(s.kind is not Kind.PAGEABLE for s in h.sites) for h in hosts):
+        return None
+    site = ev.site(node, Kind.PAGEABLE, "torch", f"torch.{name}" if qualified.startswith("torch.") else qualified)
+    return Host(frozenset([site]), "torch")
+
+
 def _transposed(rows: Value) -> Value:
     """``zip(*rows)``: the first items of every row, then the second ones: ``positions, ptrs =
     zip(*pairs)``, ``for states in zip(*buffers)``."""
@@ -201,6 +218,10 @@ class Calls:
         if library == "numpy" or library == "torch" and _computes(qualified, python):
             # np.sum(h), torch.sigmoid(h), F.interpolate(h): a CPU kernel reads what it is given.
             ev.read_hosts(node, args.values())
+            if device is None and library == "torch":
+                made = _cpu_result(ev, node, qualified, args, python)
+                if made is not None:
+                    return made
             return device or UNKNOWN
         ev.escape(node, args.values(), handed=True)  # an unknown call may store its arguments anywhere
         return device or UNKNOWN

@@ -364,6 +364,10 @@ def _shape_info(ev, api: Api, receiver: Optional[Value], args: Args) -> tuple:
     if api.opt("shape_varargs") and (shape_spec is None or shape_spec.kw not in args.keywords) and \
             (len(args.positional) > 1 or shape_spec is None):
         shape = Items(tuple(v for _, v in args.positional))  # torch.empty(2, 3), np.random.rand(2, 3)
+    if api.opt("square") and isinstance(shape, (Const, Scalar)):
+        # np.eye(n) is n by n; np.eye(n, m) n by m (M=None: square)
+        columns = args.value(api.arg("columns"), Const.of(None)) if api.arg("columns") is not None else Const.of(None)
+        shape = Items((shape, shape if columns == Const.of(None) else columns))
     ndim = len(shape.items) if isinstance(shape, Items) else (1 if isinstance(shape, (Const, Scalar)) else None)
     count = element_count(shape)
     size = item_size(dtype, ev.tables)

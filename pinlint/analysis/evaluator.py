@@ -791,6 +791,18 @@ class Evaluator:
                     for loop in self._stepping(index):
                         view = varying_in(view, loop)
                 return view
+            if len(node.slice) == 1 and base.library == "torch" and (base.dimensions() or 0) < 2 and \
+                    not base.pointer and not base.batch and not _integer(indexes[0]):
+                # t[ids] of a tensor by an index nothing explains: an element (a 0-d tensor, a view) or
+                # a gathered copy; either way the memory kind of a pageable t, and in `for ids in
+                # sampler:` another one on each iteration
+                self.event(EventType.READ, node, base)
+                gathered = self.site(node, Kind.PAGEABLE, base.library, "advanced indexing")
+                picked = replace(base, sites=base.sites | {gathered}, ndim=NDIM_UNKNOWN)
+                index = node.slice[0].slice.value
+                for loop in self._stepping(index) or self._following(index):
+                    picked = varying_in(picked, loop)
+                return picked
             if len(node.slice) == 1 and (base.dimensions() or 0) >= 2:
                 row = replace(base, ndim=base.dimensions() - 1)  # A[0] of a 2-D array: a row, a view
                 # A[i] in `for i in range(len(A))`: another row on each iteration.

@@ -148,6 +148,14 @@ def rebind(ev, target: cst.BaseExpression, value: Value, mutated: bool = True) -
 
 
 def _note_element(ev, target, container) -> None:
+    if isinstance(container, cst.Call) and isinstance(container.func, cst.Attribute) and not container.args:
+        # `for s in slabs.values():`, `for k, s in slabs.items():`: `s` is one of the dict's values
+        method = container.func.attr.value
+        if method == "items" and isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2:
+            target = target.elements[1].value
+        elif method != "values":
+            return
+        container = container.func.value
     if isinstance(target, cst.Name) and dotted(container) is not None and \
             dotted(container).split(".")[0] != target.value:
         ev.state.env[ELEMENT_OF + target.value] = Const.of(container)
