@@ -3024,3 +3024,41 @@ def main():
 """
     assert rows(src, "PIN001") == []
     assert rows(src.replace("            s.register()\n", "            pass\n"), "PIN001")
+
+
+@pytest.mark.parametrize("init, device, reported", [
+    ("super().__init__(device=device)", "cpu", False),   # the base's fields are set on the subclass's self
+    ("super().__init__(device=device)", "cuda", True),
+    ("BaseRunner.__init__(self, device=device)", "cpu", False),
+])
+def test_a_subclass_handing_its_device_to_the_base_constructor(init, device, reported):
+    src = f"""
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+class Items(Dataset):
+    def __len__(self):
+        return 4
+    def __getitem__(self, k):
+        return torch.randn(3, 640, 640)
+
+class BaseRunner:
+    def __init__(self, device="cuda"):
+        use_cuda = torch.cuda.is_available() and str(device).startswith("cuda")
+        self.device = torch.device("cuda" if use_cuda else "cpu")
+
+class Trainer(BaseRunner):
+    def __init__(self, device="cuda", amp=True):
+        {init}
+        self.amp = bool(amp and self.device.type == "cuda")
+
+    def train_epoch(self, loader):
+        for batch in loader:
+            if self.device.type == "cuda":
+                batch = batch.to(self.device, non_blocking=True)
+            print(batch.shape)
+
+def test():
+    Trainer(device="{device}", amp=False).train_epoch(DataLoader(Items(), batch_size=2))
+"""
+    assert bool(rows(src, "PIN001")) is reported, src
