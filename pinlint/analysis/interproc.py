@@ -287,10 +287,6 @@ def _invoke(ev, fn: Function, env: dict, node) -> Optional[Outcome]:
         contextual = True
     if not contextual and any(isinstance(env.get(name), Instance) for name in _returned_parameters(fn)):
         contextual = True  # `net = wrap_for_ddp(net)`: hands back the object it was given
-    if not contextual and baseline is not None and _gives_a_string(env) and _keeps_a_device(baseline):
-        # `Trainer(model, device="cpu")` handing the string on to its base's `__init__`: the analysis for
-        # callers at large took the default ("cuda") or left the device open
-        contextual = True
     if not contextual and _calls_its_methods(fn, env):
         contextual = True  # `validate(model, data)` calling `model.parse_batch(batch)`
     if not contextual and _decides_a_test(fn, env):
@@ -423,18 +419,6 @@ def _methods_called_on_parameters(fn: Function) -> dict:
             stack.extend(code_parts(node))
         cache[fn.node] = found
     return found
-
-
-def _gives_a_string(env: dict) -> bool:
-    from .domain import ANYTHING
-    return any(isinstance(v, Const) and ANYTHING not in v.values and v.values and
-               all(isinstance(x, str) for x in v.values) for v in env.values())
-
-
-def _keeps_a_device(outcome: Outcome) -> bool:
-    """An analysis that leaves a torch device (decided or not) or a GPU-run flag in an object."""
-    return any(isinstance(value, Instance) and any(isinstance(v, (DeviceSpec, GpuFlag)) for _, v in value.fields)
-               for _, value in outcome.params)
 
 
 def _leaves_an_undecided_device(outcome: Outcome) -> bool:
@@ -634,18 +618,6 @@ def _fails_to_bind(fn: Function, args) -> bool:
     return any(param.default is None and param.name.value not in args.keywords for param in params.kwonly_params)
 
 
-def _own_receiver(ev, receiver_expr):
-    """``super().__init__(...)``: the object is the caller's own ``self``, so what the base's method sets
-    on it is set on the caller's ``self`` (a subclass's fields from its base's constructor)."""
-    if isinstance(receiver_expr, cst.Call) and isinstance(receiver_expr.func, cst.Name) and \
-            receiver_expr.func.value == "super" and not receiver_expr.args:
-        own = ev.invocation.function
-        name = _self_name(own.node) if own is not None and isinstance(own.node, cst.FunctionDef) else None
-        if name is not None:
-            return cst.Name(name)
-    return receiver_expr
-
-
 def bind_parameters(ev, fn: Function, args, receiver_expr) -> tuple[dict, dict]:
     """Parameter -> value for this call, and parameter -> argument expression (for changes the
     callee makes to its arguments' objects, which the caller sees)."""
@@ -655,7 +627,7 @@ def bind_parameters(ev, fn: Function, args, receiver_expr) -> tuple[dict, dict]:
     if fn.bound is not None and fn.kind in ("method", "class", "property"):
         # A classmethod's `cls` is the class even when called through an object (`self._probe()`):
         # what it does to `cls` is not a change to the object the caller's `self` names.
-        positional.insert(0, (_own_receiver(ev, receiver_expr) if fn.kind != "class" else None, fn.bound))
+        positional.insert(0, (receiver_expr if fn.kind != "class" else None, fn.bound))
     env: dict = {}
     exprs: dict = {}
     for index, param in enumerate(ordered):
