@@ -2735,10 +2735,8 @@ def send(d, stream):
     assert bool(rows(src, "PIN001")) is reported, src
 
 
-@pytest.mark.parametrize("loop", ["for i, batch in enumerate(feeder):", "for batch in feeder:",
-                                  "for batch, k in zip(feeder, range(10)):"])
-def test_enumerate_of_a_prefetcher_runs_its_iter(loop):
-    src = f"""
+# A dataset of pageable tensors, for the prefetcher tests below.
+_ITEMS = """
 import torch
 from torch.utils.data import DataLoader, Dataset
 
@@ -2747,7 +2745,13 @@ class Items(Dataset):
         return 64
     def __getitem__(self, k):
         return torch.randn(3, 256, 256)
+"""
 
+
+@pytest.mark.parametrize("loop", ["for i, batch in enumerate(feeder):", "for batch in feeder:",
+                                  "for batch, k in zip(feeder, range(10)):"])
+def test_enumerate_of_a_prefetcher_runs_its_iter(loop):
+    src = _ITEMS + f"""
 class Feeder:
     def __init__(self, loader):
         self.loader = loader
@@ -2765,17 +2769,7 @@ def main():
     assert rows(src, "PIN001"), src
 
 
-_FEEDER = """
-import sys
-import torch
-from torch.utils.data import DataLoader, Dataset
-
-class Items(Dataset):
-    def __len__(self):
-        return 64
-    def __getitem__(self, k):
-        return torch.randn(3, 256, 256)
-
+_FEEDER = "import sys" + _ITEMS + """
 class Feeder:
     def __init__(self, loader):
         self.loader = loader

@@ -132,7 +132,7 @@ class FileFacts:
         is_library = self.context.names_library if self.context is not None else (lambda name: False)
         settled = _settled_names(loop, changes, is_library, inner[0][0])
         if settled:
-            changes = _without(changes, settled)
+            changes = changes.without(settled)
         return not all(isinstance(owner, cst.If) and (invariant(owner.test, changes, is_library) or
                                                       _others_leave(owner, arm))
                        for owner, arm in inner)
@@ -173,19 +173,9 @@ def _settled_names(loop, changes, is_library, owner) -> set:
                 isinstance(statement.body[0].targets[0].target, cst.Name)):
             continue
         name = statement.body[0].targets[0].target.value
-        if counts.get(name) == 1 and invariant(statement.body[0].value, _without(changes, settled), is_library):
+        if counts.get(name) == 1 and invariant(statement.body[0].value, changes.without(settled), is_library):
             settled.add(name)
     return settled
-
-
-def _without(changes, names: set):
-    """The loop's changes less the names that settle to the same value on every iteration."""
-    from .invariance import Changes
-    reduced = Changes()
-    reduced.bound = changes.bound - names
-    reduced.mutated_names = changes.mutated_names - names
-    reduced.attributes = changes.attributes
-    return reduced
 
 
 def _others_leave(owner: cst.If, arm: int) -> bool:

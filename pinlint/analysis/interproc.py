@@ -99,7 +99,6 @@ def call(ev, fn: Function, args, node: cst.Call, receiver_expr) -> Value:
 def _note_resumed_changes(ev, node, outcome: Outcome) -> None:
     """A generator that changes objects (``self.state.pull()`` before each ``yield``): their classes,
     kept for the loop that iterates this call, where the changes happen again on every iteration."""
-    from .domain import all_sites
     classes = set()
     for _, value in outcome.params:
         todo = [value]

@@ -44,6 +44,14 @@ class Changes:
         elif isinstance(node, cst.Subscript):
             self.mutated(node.value)
 
+    def without(self, names: set) -> "Changes":
+        """These changes less the names given (ones that settle to the same value on every iteration)."""
+        reduced = Changes()
+        reduced.bound = self.bound - names
+        reduced.mutated_names = self.mutated_names - names
+        reduced.attributes = self.attributes
+        return reduced
+
     def mutated(self, node) -> None:
         """``cache[k] = v``, ``seen.add(k)``, ``self.pool.buf = b``: the object named changes."""
         while isinstance(node, (cst.Attribute, cst.Subscript)):

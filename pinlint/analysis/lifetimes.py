@@ -182,7 +182,7 @@ class _Judge:
                 return verdict
             break
         if isinstance(parent, (cst.For, cst.CompFor)) and parent.iter is expr:
-            return _loop_targets(parent.target)
+            return set(target_names(parent.target))
         if isinstance(parent, cst.IfExp) and parent.test is expr:
             return True
         # A test or a statement of its own (`if d is None`, `not d`, `del d`, a call's result dropped):
@@ -204,12 +204,12 @@ class _Judge:
         index = {"zip": call.args.index(arg), "enumerate": 1, "reversed": None}[call.func.value]
         target = loop.target
         if index is None or not isinstance(target, (cst.Tuple, cst.List)):
-            return _loop_targets(target)
+            return set(target_names(target))
         elements = target.elements
         if len(elements) != (len(call.args) if call.func.value == "zip" else 2) or \
                 any(isinstance(e, cst.StarredElement) for e in elements):
-            return _loop_targets(target)
-        return _loop_targets(elements[index].value)
+            return set(target_names(target))
+        return set(target_names(elements[index].value))
 
     def _call_result(self, call: cst.Call):
         """Given the allocation as an argument: True when the call keeps nothing and returns nothing
@@ -239,10 +239,6 @@ def _binding_of(node, parent):
     if isinstance(up, cst.AssignTarget) and up.target is child and child is not node:
         return up
     return None
-
-
-def _loop_targets(target) -> set:
-    return set(target_names(target))
 
 
 def _kernel_names(fn: cst.FunctionDef) -> frozenset:
