@@ -539,3 +539,46 @@ def test_a_field_of_one_of_two_objects_is_what_either_holds():
             d.set(holder.buf, stream=cp.cuda.Stream(non_blocking=True))   # copy
         """)
     assert rows(src, "PIN001") == [row_of(src, "# copy")]
+
+
+_LATE_HOLDER = """
+import numpy as np
+import pycuda.driver as drv
+
+
+class HostDev:
+    def __init__(self, host, dev):
+        self.host = host
+        self.dev = dev
+
+
+class Binding:
+{init}
+    def allocate(self, count):
+        h = {host}(count, np.float32)
+        self._hd = HostDev(host=h, dev=drv.mem_alloc(h.nbytes))
+
+    def push(self, stream):
+        drv.memcpy_htod_async(self._hd.dev, self._hd.host, stream=stream)   # push
+{guard}
+"""
+
+
+@pytest.mark.parametrize("init", ["    def __init__(self):\n        self._hd = None\n", "    _hd = None\n", ""])
+@pytest.mark.parametrize("host, reported", [("np.zeros", True), ("drv.pagelocked_empty", False)])
+def test_a_holder_built_by_a_method_after_none_in_init_holds_its_buffers(init, host, reported):
+    # The field is None until `allocate()` builds the holder: where `push` reads `self._hd.host` the
+    # field holds the holder (None would have raised), and the array is the caller's `np.zeros`.
+    src = _LATE_HOLDER.format(init=init, host=host, guard="")
+    found = [f for f in findings(src) if f.code == "PIN001"]
+    assert [f.location.row for f in found] == ([row_of(src, "# push")] if reported else [])
+    if reported:
+        assert "allocated by `np.zeros` at line" in found[0].message  # not by the holder's constructor
+
+
+def test_a_none_guard_on_a_late_holder_keeps_both_arms():
+    # `if self._hd is None: self.allocate(n)` in the method that may build it: both arms can run.
+    guard = ("    def ensure(self, n, stream):\n        if self._hd is None:\n            self.allocate(n)\n"
+             "        drv.memcpy_htod_async(self._hd.dev, self._hd.host, stream=stream)   # ensure\n")
+    src = _LATE_HOLDER.format(init="    def __init__(self):\n        self._hd = None\n", host="np.zeros", guard=guard)
+    assert rows(src, "PIN001") == [row_of(src, "# push"), row_of(src, "# ensure")]

@@ -1422,6 +1422,40 @@ def test_a_thread_pools_tasks_on_pinned_or_unknown_buffers_are_quiet():
     assert "PIN001" not in codes(other)  # a class of the checked code with a method of that name
 
 
+MAPPED = """
+import numpy as np
+import torch
+def to_gpu(arr, name):
+    return torch.as_tensor(arr).to("cuda", non_blocking=True)
+def collate(n):
+    obs = np.zeros((n, 4096), dtype=np.float32)
+    act = np.zeros((n, 4096), dtype=np.float32)
+    obs, act = USE
+    return obs, act
+"""
+
+
+@pytest.mark.parametrize("use", [
+    'tuple(map(lambda a, name: to_gpu(a, name), [obs, act], ["obs", "act"]))',
+    'list(map(to_gpu, (obs, act), ("obs", "act")))',
+    'map(lambda a: torch.from_numpy(a).cuda(non_blocking=True), [obs, act])',
+])
+def test_map_calls_its_function_with_each_element(use):
+    src = MAPPED.replace("USE", use)
+    f = only(src, "PIN001")
+    assert "line 6" in f.message and "line 7" in f.message  # both arrays the map hands over
+    assert f.location.row == 8
+
+
+@pytest.mark.parametrize("use", [
+    'tuple(map(lambda a, name: to_gpu(a, name), [obs.pin_memory() if False else torch.empty(4, pin_memory=True)] * 2, "ab"))',
+    'tuple(map(lambda a: a * 2, [obs, act]))',        # computes only: nothing is copied
+    'tuple(map(np.ascontiguousarray, [obs, act]))',   # no function of the checked code
+])
+def test_map_of_pinned_or_computing_functions_is_quiet(use):
+    assert "PIN001" not in codes(MAPPED.replace("USE", use))
+
+
 @pytest.mark.parametrize("conversion, expected", [
     ("h.type(torch.float32)", ["PIN001"]),     # a new pageable tensor, like .float()
     ("h.type(x.dtype)", ["PIN001"]),           # h itself or a new pageable tensor: pageable either way

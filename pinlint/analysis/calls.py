@@ -491,6 +491,8 @@ class Calls:
             # `enumerate(prefetcher)`: iterating it runs the object's `__iter__` as `for b in prefetcher` does
             args = replace(args, positional=tuple((expr, self.iterate(v, node)) for expr, v in args.positional))
         first = args.positional[0][1] if args.positional else UNKNOWN
+        if name == "map" and len(args.positional) >= 2 and not args.star and not args.keywords:
+            return self._mapped(node, first, args.positional[1:])
         if name == "enumerate" and args.positional:
             return Iteration(Items((Scalar("int"), element_of(first))), _count(first))
         if name == "range":
@@ -540,6 +542,19 @@ class Calls:
                 isinstance(args.positional[1][1].single, str):
             return ev.attribute(first, args.positional[1][1].single, node)
         return UNKNOWN
+
+    def _mapped(self, node: cst.Call, callee: Value, iterables: tuple) -> Value:
+        """``map(f, xs, ys)``: ``f`` called with an element of each iterable, as the comprehension
+        ``[f(x, y) for x, y in zip(xs, ys)]`` calls it (``tuple(map(lambda a: a.to(dev,
+        non_blocking=True), [obs, act]))``, linesight's replay-buffer collate). A function the checked
+        code does not define, or a library function the tables do not name, gives an unknown result."""
+        known = isinstance(callee, (Function, Alternatives, Instance)) or \
+            isinstance(callee, LibraryRef) and callee.name in self.ev.tables.functions
+        if not known:
+            return UNKNOWN
+        given = Args(tuple((expr, element_of(value)) for expr, value in iterables), {}, False)
+        result = self.call_value(callee, node, given)
+        return Seq(result) if result is not UNKNOWN else UNKNOWN
 
     def instance_check(self, value: Value, classes) -> Value:
         """``isinstance(x, GPUArray)``, ``type(x) is np.ndarray``: a constant where the tables say

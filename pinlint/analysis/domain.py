@@ -411,8 +411,9 @@ def _definition(value: Value) -> bool:
     return isinstance(value, (Function, ClassRef, Instance, ModuleRef, LibraryRef, Alternatives))
 
 
-def _is_none(value: Value) -> bool:
+def is_none(value: Value) -> bool:
     return isinstance(value, Const) and value.values == frozenset([None])
+
 
 
 def _has_library(value: Value) -> bool:
@@ -424,14 +425,14 @@ def _stand_in(value: Value) -> bool:
     """What an import shim gives when the library is missing (``None``, an object standing in for the
     module, something unknown): a call of a library name on it fails, so where such a call runs,
     the value was the library module."""
-    return isinstance(value, (Instance, Unknown)) or _is_none(value)
+    return isinstance(value, (Instance, Unknown)) or is_none(value)
 
 
 def module_stand_in(value: Value) -> bool:
     """What ``except ImportError: cuda = None`` binds in place of an imported module: where a library
     call on the name runs, the import succeeded and the name is the module. (Not an object of the
     checked code: a local of that class named like an import is that object.)"""
-    return _is_none(value)
+    return is_none(value)
 
 
 def alternatives(a: Value, b: Value) -> Value:
@@ -502,9 +503,9 @@ def join(a: Value, b: Value) -> Value:
     # method allocates it): what copies it, had it been None, would have failed, so where it runs the
     # value is the buffer. (Not a stream: `stream=None` is the default stream.) A memo guard on a
     # field (`if self.buf is None:` in the method that sets it) is told apart by the evaluator.
-    if isinstance(a, (Host, Seq, Device)) and _is_none(b):
+    if isinstance(a, (Host, Seq, Device)) and is_none(b):
         return a
-    if isinstance(b, (Host, Seq, Device)) and _is_none(a):
+    if isinstance(b, (Host, Seq, Device)) and is_none(a):
         return b
     if isinstance(a, Host) and isinstance(b, Unknown):
         return replace(a, maybe_unknown=True)

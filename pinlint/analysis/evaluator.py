@@ -17,7 +17,7 @@ from ..imports import dotted
 from ..model import Event, EventType, Kind, PendingCopy, Site
 from .domain import (module_stand_in, NDIM_UNKNOWN, ON_GPU, UNKNOWN, Alternatives, ClassRef, Const, Device, DeviceSpec, Host, Instance, Items, Iteration, Loader,
                      GpuFlag, LibraryRef, Mapping, ModuleRef, Scalar, Seq, Stream, Super, Tensor, Value, element_of, flatten, join,
-                     mapping, ordered, scalar_kind, sites_of, varying_in)
+                     is_none, mapping, ordered, scalar_kind, sites_of, varying_in)
 from ..walk import code_parts
 from .dtypes import elementwise_size, fold, python_number_operands, transposed
 from .state import CAPTURING, DOTTED, ELEMENT_OF, State, iter_key, put
@@ -306,7 +306,10 @@ class Evaluator:
         if isinstance(base, LibraryRef):
             return self.named_value(f"{base.name}.{attr}", keep_library=True)
         if isinstance(base, Alternatives):
-            found = [self.attribute(option, attr, node) for option in ordered(base.options)]
+            # `self._hd.host` of a field None until a method builds the holder: reading an attribute of
+            # None raises, so where the code goes on the holder is what the field holds.
+            options = [option for option in ordered(base.options) if not is_none(option)] or ordered(base.options)
+            found = [self.attribute(option, attr, node) for option in options]
             result = found[0]
             for other in found[1:]:
                 result = join(result, other)

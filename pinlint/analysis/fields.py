@@ -38,7 +38,7 @@ import libcst as cst
 
 from ..walk import class_body_small, code_parts, statements, suite_body
 from .domain import (UNKNOWN, Alternatives, ClassRef, Function, Instance, Items, Iteration, Mapping, Seq, Super,
-                     Value, join)
+                     Value, is_none, join)
 from .interproc import Invocation, context_free_env
 
 MAX_SHARES = 16   # kept runs of one class's methods (on objects of different classes) tried for a new class
@@ -52,6 +52,18 @@ class Share:
     methods: tuple      # the members run (the ones that may set fields), in class order
     fields: tuple       # ((name, value), ...)
     lookups: frozenset  # ("take" or "call", attribute): looked up (and run) on its object during the run
+
+
+def field_join(a: Value, b: Value) -> Value:
+    """Two values stored in one field. An object and None (`self._hd = None` in ``__init__``, a holder
+    built in ``allocate()``) join to the object, as a buffer and None do (``domain.join``): reading
+    ``self._hd.host`` of None would have raised, so where a method goes on the field holds the
+    object; a method's own ``if self._hd is None:`` is told apart (``Evaluator._memo_guard``)."""
+    if isinstance(a, Instance) and is_none(b):
+        return a
+    if isinstance(b, Instance) and is_none(a):
+        return b
+    return join(a, b)
 
 
 class FieldSolver:
@@ -106,7 +118,7 @@ class FieldSolver:
             names = _method_names(info) if info is not None else frozenset()
             for klass_info in (info.mro() if info is not None else []):
                 for name, value in self._part(cls, info, klass_info, names):
-                    fields[name] = join(fields[name], value) if name in fields else value
+                    fields[name] = field_join(fields[name], value) if name in fields else value
             if info is not None:
                 self._changed_in_place(cls, info, names, fields)
         finally:
@@ -153,7 +165,7 @@ class FieldSolver:
         for member, start in again:
             for name, value in self._run_again(cls, info, member, start):
                 if name in fields:
-                    fields[name] = join(fields[name], value)
+                    fields[name] = field_join(fields[name], value)
 
     def _run_again(self, cls: ClassRef, info, member, start: tuple) -> tuple:
         """The fields of ``start`` after ``member`` ran on an object holding them."""
@@ -208,7 +220,7 @@ class FieldSolver:
                 after = dict(outcome.params).get(self_name)
                 if isinstance(after, Instance):
                     for name, value in after.fields:
-                        fields[name] = join(fields[name], value) if name in fields else value
+                        fields[name] = field_join(fields[name], value) if name in fields else value
         finally:
             seen = project._observing.pop()
             if project._observing:

@@ -872,7 +872,8 @@ def _find_owned(fn: Function, outcome: Outcome) -> frozenset:
         stored = isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and \
             target.value.value == receiver
         (on_receiver if stored else elsewhere).update(event.sites)
-    return frozenset(on_receiver - elsewhere)
+    # What the caller handed over (`HostDeviceMem(host=h, ...)`) was allocated where the caller made it.
+    return frozenset(on_receiver - elsewhere - outcome.inputs)
 
 
 def _renamer(ev, fn: Function, node, outcome: Outcome):
