@@ -147,6 +147,10 @@ EFFECTS: dict[str, EffectSchema] = {
     "array-module": EffectSchema(frozenset(), {"host_module": _is_str, "device_module": _is_str},
                                  "the array module of its arguments: `host_module` when all are host arrays, "
                                  "`device_module` when one is the library's device array"),
+    "deserialize": EffectSchema(frozenset({"location"}), {"default_cpu": _is_bool},
+                                "loads saved tensors (`torch.load`): host tensors of unknown structure, pageable, "
+                                "where its `location` argument puts them on the CPU (with `default_cpu`: also "
+                                "where it is not given); unknown elsewhere"),
     "elementwise": EffectSchema(frozenset(), {},
                                 "an elementwise result (a ufunc, `t.div(255)`): new pageable memory the size "
                                 "of its host array argument (its `out=` when given); nothing known of any other"),

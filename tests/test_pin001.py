@@ -581,6 +581,34 @@ def test_torch_blocking_or_cpu_targets_are_clean(call):
     assert codes(TORCH + f"y = {call}\n") == []
 
 
+LOADED = """
+import torch
+dev = torch.device("cuda")
+def restore(path, frames):
+    ck = torch.load(path, LOCATION)
+    USE
+"""
+
+
+@pytest.mark.parametrize("location", ['map_location="cpu"', "map_location=torch.device('cpu')",
+                                      "map_location=lambda storage, loc: storage", '"cpu"'])
+@pytest.mark.parametrize("use", ['return ck["feat"].to(dev, non_blocking=True)',
+                                 "for k, v in ck.items():\n        ck[k] = v.cuda(non_blocking=True)",
+                                 "return ck.to(dev, non_blocking=True)",
+                                 "return torch.as_tensor(ck[0]).cuda(non_blocking=True)"])
+def test_torch_load_to_the_cpu_gives_pageable_tensors(location, use):
+    src = LOADED.replace("LOCATION", location).replace("USE", use)
+    f = only(src, "PIN001")
+    assert "allocated by `torch.load` at line 4" in f.message
+
+
+@pytest.mark.parametrize("location", ["", 'map_location="cuda"', "map_location=dev", "map_location=remap",
+                                      "**options"])
+def test_torch_load_elsewhere_or_where_saved_is_unknown(location):
+    src = LOADED.replace("LOCATION", location).replace("USE", 'return ck["feat"].to(dev, non_blocking=True)')
+    assert "PIN001" not in codes(src.replace("ck = ", "remap, options = {}, {}\n    ck = "))
+
+
 def test_torch_to_dtype_is_a_conversion_not_a_copy():
     assert codes(TORCH + "y = x.to(T.float16)\nz = p.to(T.float16)\n") == []
 

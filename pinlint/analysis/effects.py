@@ -1145,7 +1145,39 @@ def _graph_launch(ev, api: Api, node, receiver, args: Args) -> Value:
     return UNKNOWN
 
 
+def _deserialize(ev, api: Api, node, receiver, args: Args) -> Value:
+    """``torch.load(path, map_location="cpu")``: whatever was saved, its tensors restored into new
+    pageable CPU memory. What it holds (a tensor, a dict of them, a module) is unknown, so the value is
+    taken as a batch is: any item of it is one of these tensors (see ``element_of``). Restored to a
+    GPU, or to where each was saved (no location given), nothing is known."""
+    spec = api.arg("location")
+    if args.star or args.unsure(spec.kw if spec is not None else None):
+        return UNKNOWN
+    found = args.get(spec)
+    if found is None:
+        on_cpu = bool(api.opt("default_cpu", False))
+    else:
+        expr, value = found
+        on_cpu = _keeps_storage(expr) or device_of(value, ev.tables) is False
+    if not on_cpu:
+        return UNKNOWN
+    site = ev.site(node, Kind.PAGEABLE, "torch", display(ev, api.name, "torch"))
+    value = Host(frozenset([site]), "torch", batch=True)
+    ev.event(EventType.ALLOC, node, value, api=site.api)
+    return value
+
+
+def _keeps_storage(expr) -> bool:
+    """``map_location=lambda storage, loc: storage``: every storage stays where it was deserialized,
+    on the CPU."""
+    if not isinstance(expr, cst.Lambda):
+        return False
+    params = expr.params.params
+    return bool(params) and isinstance(expr.body, cst.Name) and expr.body.value == params[0].name.value
+
+
 EFFECTS = {
+    "deserialize": _deserialize,
     "array-module": _array_module,
     "gpu-run": _gpu_run,
     "capture-begin": _capture_begin, "capture-end": _capture_end, "graph-launch": _graph_launch,
