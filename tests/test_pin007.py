@@ -1472,3 +1472,23 @@ def f(n):
         cp.asarray(m)
 """
     assert bool(rows(src, "PIN007")) is reported, src
+
+
+@pytest.mark.parametrize("mask, reported", [
+    ("h[:, 0] < kmax", True),          # a comparison of a host array: a new boolean array, an advanced index
+    ("(h[:, 0] >= 0.5)", True),
+    ("h[:, 0] != h[:, 1]", True),
+    ("np.arange(n) < kmax", True),
+    ("slice(0, 16)", False),            # basic slicing: a view of h, made pinned below
+])
+def test_a_comparison_of_a_host_array_is_a_mask_whose_selection_is_a_new_array(mask, reported):
+    src = f"""
+import numpy as np
+from numba import cuda
+def run(kmax, n):
+    h = cuda.pinned_array((n, 3), np.float32)
+    sel = h[{mask}]
+    for _ in range(n):
+        cuda.to_device(sel)
+"""
+    assert ("PIN007" in codes(src)) == reported

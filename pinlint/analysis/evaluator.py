@@ -19,7 +19,7 @@ from .domain import (module_stand_in, NDIM_UNKNOWN, ON_GPU, UNKNOWN, Alternative
                      GpuFlag, LibraryRef, Mapping, ModuleRef, Scalar, Seq, Stream, Super, Tensor, Value, element_of, flatten, join,
                      is_none, mapping, ordered, scalar_kind, sites_of, varying_in)
 from ..walk import code_parts
-from .dtypes import elementwise_size, fold, python_number_operands, transposed
+from .dtypes import elementwise_size, fold, item_size, python_number_operands, transposed
 from .state import CAPTURING, DOTTED, ELEMENT_OF, State, iter_key, put
 
 _TRANSPOSING = frozenset({"T", "mT", "transpose", "swapaxes", "permute", "moveaxis"})
@@ -615,8 +615,21 @@ class Evaluator:
             compared = _compare(operator, operands[0], operands[1])
             if compared is UNKNOWN and _tests_for_a_gpu(operator, operands[0], operands[1]):
                 return ON_GPU
+            if compared is UNKNOWN and _elementwise_comparison(operator, operands[0], operands[1]):
+                return self._mask(node, operands)
             return compared
         return UNKNOWN
+
+    def _mask(self, node: cst.Comparison, operands: list) -> Value:
+        """``h < kmax``, ``a == b`` of host arrays: a new boolean array (pageable), one byte an element."""
+        hosts = [v for v in operands if isinstance(v, Host)]
+        library = "torch" if any(h.library == "torch" for h in hosts) else "numpy"
+        counts = {site.nbytes // item_size(site.dtype, self.tables)
+                  if site.nbytes is not None and item_size(site.dtype, self.tables) else None
+                  for host in hosts for site in host.sites}
+        nbytes = counts.pop() if len(counts) == 1 else None  # as many elements as the arrays compared
+        site = self.site(node, Kind.PAGEABLE, library, "comparison", nbytes=nbytes, dtype="bool")
+        return Host(frozenset([site]), library)
 
     def _same_module(self, operator, left_expr, left: Value, right_expr, right: Value) -> Optional[Value]:
         """``xp is np`` / ``get_array_module(u) is not np``: a module value against an imported module."""
@@ -1110,6 +1123,22 @@ def _compare(operator, left: Value, right: Value) -> Value:
             isinstance(left, (Host, Device, Tensor, Instance, Items, Seq, Mapping, Stream)):
         return Const.of(isinstance(operator, cst.IsNot))  # a buffer or an object is not None
     return UNKNOWN
+
+
+_ORDERING = (cst.LessThan, cst.LessThanEqual, cst.GreaterThan, cst.GreaterThanEqual)
+
+
+def _elementwise_comparison(operator, left: Value, right: Value) -> bool:
+    """A comparison that NumPy and torch do element by element (``norms < kmax``, ``a == b``): a host
+    array (not an address, not a batch of unknown structure) against a number, another array or a value
+    nothing explains (an array compared with anything but a device array compares its elements)."""
+    if not isinstance(operator, _ORDERING + (cst.Equal, cst.NotEqual)):
+        return False
+    arrays = [v for v in (left, right) if isinstance(v, Host) and v.sites and not v.pointer and not v.batch]
+    others = [v for v in (left, right) if not (isinstance(v, Host) and v in arrays)]
+    numbers = all(v is UNKNOWN or isinstance(v, (Scalar, Host)) or isinstance(v, Const) and v.values and
+                  all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v.values) for v in others)
+    return bool(arrays) and numbers
 
 
 def _constant_slice(node: cst.Subscript, base: Items) -> Optional[Items]:
