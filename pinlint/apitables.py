@@ -293,6 +293,9 @@ def _load_one(tables: Tables, where: str, data: dict, receivers: set) -> None:
     for key, value in data.get("constants", {}).items():
         for name, _ in _expand(key, prefixes):
             tables.constants[name] = value
+    for key in data.get("none_constants", ()):  # TOML has no None: `np.newaxis`
+        for name, _ in _expand(key, prefixes):
+            tables.constants[name] = None
     for index, raw in enumerate(data.get("function", [])):
         entry_where = f"{where}: [[function]] {schema.entry_name(raw)!r}"
         schema.check_entry(entry_where, raw)

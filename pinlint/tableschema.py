@@ -161,7 +161,8 @@ ARG_SPEC_KEYS = frozenset({"pos", "kw", "default"})
 ARG_WORDS = ("self", "all")
 
 TOP_LEVEL = {
-    "library": _is_str, "modules": _is_str_list, "prefixes": dict, "constants": dict, "function": list,
+    "library": _is_str, "modules": _is_str_list, "prefixes": dict, "constants": dict, "none_constants": _is_str_list,
+    "function": list,
     "method": list, "attributes": dict, "pinned": list, "sync": dict, "write_combined": dict, "receivers": dict,
     "annotations": dict, "type_predicates": dict, "host_flavour": _one_of("numpy", "torch"), "fixture_prefix": _is_str,
     "probe_module": _is_str, "dtypes": dict, "cuda": dict, "python": dict, "fix_families": dict,

@@ -3080,3 +3080,18 @@ def main():
 """
     assert rows(src, "PIN001") == []
     assert rows(src.replace("            s.register()\n", "            pass\n"), "PIN001")
+
+
+@pytest.mark.parametrize("index", ["np.newaxis, :, :, :", "None, :, :, :", "np.newaxis", "np.newaxis, ..."])
+def test_a_new_axis_is_a_view_of_the_same_pageable_memory(index):
+    src = f"""
+import numpy as np
+import pycuda.driver as cuda
+dev_in = cuda.mem_alloc(3 * 64 * 64 * 4)
+s = cuda.Stream()
+def detect():
+    img = np.zeros((3, 64, 64), np.float32)
+    nchw = img[{index}]
+    cuda.memcpy_htod_async(dev_in, nchw, s)
+"""
+    assert rows(src, "PIN001") == [row_of(src, "cuda.memcpy_htod_async(dev_in, nchw")]

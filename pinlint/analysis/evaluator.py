@@ -773,8 +773,9 @@ class Evaluator:
             if base.batch and not advanced:
                 return base  # a batch's field is one of the batch's tensors
             if all_slices or all(isinstance(e.slice, cst.Slice) or isinstance(e.slice.value, (cst.Ellipsis,)) or
-                                 (isinstance(e.slice.value, cst.Name) and e.slice.value.value == "None")
-                                 for e in node.slice) and any(isinstance(e.slice, cst.Index) for e in node.slice):
+                                 v == Const.of(None)  # None, np.newaxis
+                                 for e, v in zip(node.slice, indexes)) and \
+                    any(isinstance(e.slice, cst.Index) for e in node.slice):
                 if not all_slices:
                     return replace(base, contiguous=None, ndim=NDIM_UNKNOWN)  # h[:, None], h[..., :]: a view
                 # A slice is a view of the same memory; only a plain h[a:b] stays contiguous.
