@@ -573,7 +573,7 @@ def test_a_holder_built_by_a_method_after_none_in_init_holds_its_buffers(init, h
     found = [f for f in findings(src) if f.code == "PIN001"]
     assert [f.location.row for f in found] == ([row_of(src, "# push")] if reported else [])
     if reported:
-        assert "allocated by `np.zeros` at line" in found[0].message  # not by the holder's constructor
+        assert "allocated by `HostDev()` at line" in found[0].message  # the construction keeping it, by name
 
 
 def test_a_none_guard_on_a_late_holder_keeps_both_arms():

@@ -872,15 +872,21 @@ def _find_owned(fn: Function, outcome: Outcome) -> frozenset:
         stored = isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and \
             target.value.value == receiver
         (on_receiver if stored else elsewhere).update(event.sites)
-    # What the caller handed over (`HostDeviceMem(host=h, ...)`) was allocated where the caller made it.
-    return frozenset(on_receiver - elsewhere - outcome.inputs)
+    return frozenset(on_receiver - elsewhere)
+
+
+def _call_name(fn: Function) -> str:
+    """How a call of ``fn`` is named in messages: ``upload`` or, for a constructor, the class
+    (``HostDeviceMem``, not ``__init__``)."""
+    parts = fn.name.rsplit(".", 2)
+    return parts[-2] if parts[-1] == "__init__" and len(parts) > 1 else parts[-1]
 
 
 def _renamer(ev, fn: Function, node, outcome: Outcome):
     """Buffers the callee allocated on this call become allocations of the call itself (each call
     allocates anew); buffers it keeps (a cache) or got from elsewhere stay what they are."""
     internal = _internal(outcome)
-    short = fn.name.rsplit(".", 1)[-1]
+    short = _call_name(fn)
     once = not _body_runs_per_call(ev.module.project, fn)
     owned = _owned_by_the_new_object(fn, outcome)
     # A buffer the callee keeps (stores on its object) is a cache when it may be made once (`if
@@ -898,7 +904,8 @@ def _renamer(ev, fn: Function, node, outcome: Outcome):
         return Site(kind=site.kind, library=site.library, api=f"{short}()", node=node, loops=ev.loops,
                     nbytes=site.nbytes, pooled=site.pooled, fix=None, scope=ev.scope,
                     fresh_each_iteration=site.fresh_each_iteration, via=frozenset([site]), dtype=site.dtype,
-                    ndim=site.ndim, variant="call", uninitialized=site.uninitialized, module=ev.module.info,
+                    ndim=site.ndim, variant="construction" if fn.name.endswith(".__init__") else "call",
+                    uninitialized=site.uninitialized, module=ev.module.info,
                     from_values=site.from_values, python_numbers=site.python_numbers, values=site.values,
                     copies_data=site.copies_data)  # what the buffer holds is what the callee made
     return rename
@@ -936,7 +943,7 @@ def _announce_allocations(ev, node, returned: Value, outcome: Outcome, fn: Funct
     `pin_memory=True` pins them in its own thread), so building one is no pinned allocation."""
     loaders = frozenset(v.site for v in flatten([returned]) if isinstance(v, Loader))
     fresh = [site for site in all_sites(returned) - loaders
-             if site.node is node and site.variant == "call" and not _deep_in_an_object(site)]
+             if site.node is node and site.variant in _CALL_VARIANTS and not _deep_in_an_object(site)]
     if fresh and _returns_shared(fn):
         return  # `get_coordinator()` handing back the module's one object: what it holds is not made here
     for site in fresh:
@@ -983,7 +990,10 @@ def _deep_in_an_object(site: Site) -> bool:
     whose context holds it, Megatron-LM's tests): the helper returns a composite object, not an
     allocation. A buffer its holder's own constructor makes (TensorRT's ``allocate_buffers()``
     returning ``HostDeviceMem`` objects) is allocated by the helper's call."""
-    return sum(1 for inner in site.through() if inner.variant == "call" and inner.api == "__init__()") >= 2
+    return sum(1 for inner in site.through() if inner.variant == "construction") >= 2
+
+
+_CALL_VARIANTS = frozenset({"call", "construction"})  # sites a call of the checked code stands for
 
 
 _MEMOIZERS = frozenset({"functools.lru_cache", "functools.cache"})
@@ -1042,7 +1052,7 @@ def _pinned_inside(ev, fn: Function, node, outcome: Outcome) -> None:
     collected = frozenset(s for e in escapes if not e.handed and stored_into(e.node) in local for s in e.sites)
     owned = _owned_by_the_new_object(fn, outcome)
     rename = _renamer(ev, fn, node, outcome) if owned and ev.loops else None
-    short = fn.name.rsplit(".", 1)[-1]
+    short = _call_name(fn)
     for event in outcome.events:
         if event.type not in (EventType.ALLOC, EventType.REGISTER):
             continue
