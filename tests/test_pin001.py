@@ -3095,3 +3095,33 @@ def detect():
     cuda.memcpy_htod_async(dev_in, nchw, s)
 """
     assert rows(src, "PIN001") == [row_of(src, "cuda.memcpy_htod_async(dev_in, nchw")]
+
+
+KEYED = """
+import numpy as np
+import torch
+def upload(n):
+    sample = {"heights": torch.from_numpy(np.zeros((n, 1), dtype=np.float32)), "ids": IDS}
+    for key in LOOP:
+        sample[key] = sample[key].cuda(non_blocking=True)   # copy
+    return sample
+"""
+
+
+@pytest.mark.parametrize("loop", ["sample.keys()", "sample"])
+@pytest.mark.parametrize("ids, reported", [
+    ("torch.from_numpy(np.arange(n))", True),      # every entry pageable: each key's copy is
+    ("torch.arange(n, pin_memory=True)", False),   # one pinned entry: either, as for any join
+    ("torch.arange(n).cuda()", False),
+])
+def test_a_loop_over_a_dicts_keys_reads_each_entry_as_the_loop_found_it(loop, ids, reported):
+    # `sample[key] = sample[key].cuda(...)` replaces the entries one by one; the read sees the
+    # entry of this key, not what the loop stored under the keys before it (PointNeXt).
+    src = KEYED.replace("IDS", ids).replace("LOOP", loop)
+    assert rows(src, "PIN001") == ([row_of(src, "# copy")] if reported else [])
+
+
+def test_a_key_of_another_dict_or_a_rebound_key_reads_as_before():
+    src = KEYED.replace("IDS", "torch.from_numpy(np.arange(n))").replace("LOOP", "other.keys()").replace(
+        "def upload(n):", "def upload(n, other):")
+    assert "PIN001" not in codes(src)  # `other`'s keys may be anything: sample[key] of an unknown key

@@ -20,7 +20,7 @@ from .domain import (module_stand_in, NDIM_UNKNOWN, ON_GPU, UNKNOWN, Alternative
                      is_none, mapping, ordered, scalar_kind, sites_of, varying_in)
 from ..walk import code_parts
 from .dtypes import elementwise_size, fold, item_size, python_number_operands, transposed
-from .state import CAPTURING, DOTTED, ELEMENT_OF, State, iter_key, put
+from .state import CAPTURING, DOTTED, ELEMENT_OF, KEY_OF, State, iter_key, put
 
 _TRANSPOSING = frozenset({"T", "mT", "transpose", "swapaxes", "permute", "moveaxis"})
 LOOP_VARIABLE = "$loop-variable:"  # env key prefix: this name is the variable of that loop
@@ -87,6 +87,7 @@ class Evaluator:
             env.pop(LOOP_VARIABLE + key, None)
             env.pop(LOOP_DERIVED + key, None)
             env.pop(ELEMENT_OF + key, None)
+            env.pop(KEY_OF + key, None)
         put(env, key, value)
 
     def store(self, key: str, value: Value) -> None:
@@ -860,6 +861,10 @@ class Evaluator:
         if isinstance(base, Seq):
             return base if all_slices else base.element
         if isinstance(base, Mapping):
+            from .transfer import keyed_entry
+            entry = keyed_entry(self, node)
+            if entry is not None:
+                return entry
             if isinstance(index, Const) and index.single is not None:
                 found = base.get(index.single)
                 if found is not None:

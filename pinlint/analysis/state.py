@@ -18,6 +18,7 @@ STREAM = "$stream"     # the current stream (None: the default stream)
 CAPTURING = "$capturing"  # Const True between a stream capture's begin and end: copies are recorded, not run
 RETURN = "$return"     # the value returned on the paths that reach the exit
 ELEMENT_OF = "$element-of:"  # prefix: this name holds an element of that container expression (transfer.changed_element)
+KEY_OF = "$key-of:"  # prefix: this name is the variable of a loop over that dict's keys (see transfer._note_keys)
 MUTATED = "$mutated:"  # prefix: a parameter whose object the scope changed (appended to, stored into)
 DOTTED = "$dotted"     # present once the environment held an attribute chain (``obj.attr``): rebinding
                        # a name must then drop its chains (see ``Evaluator.bind``); set by ``put``

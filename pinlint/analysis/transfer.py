@@ -10,6 +10,7 @@ block and undo it on the way out.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Optional
 
 import libcst as cst
 
@@ -17,7 +18,7 @@ from ..imports import dotted
 from ..model import EventType
 from .domain import (UNKNOWN, Const, Context, Function, Device, Host, Instance, Items, Mapping, Seq, Stream, Tensor, Value,
                      add_element, element_of, join, merged, rebuild, varying_in)
-from .state import ELEMENT_OF, MUTATED, RETURN, STREAM, iter_key, put
+from .state import ELEMENT_OF, KEY_OF, MUTATED, RETURN, STREAM, iter_key, put
 
 
 def run_element(ev, element) -> None:
@@ -358,6 +359,7 @@ def _iter(ev, element) -> None:
     if isinstance(value, Host) and not value.batch:
         ev.event(EventType.READ, element.node, value)
     ev.state.env[iter_key(loop)] = value
+    _note_keys(ev, loop, element.node)
     _keep_slots(ev, loop)
     if _waits_on_each(loop):
         _wait_before(ev, loop, value)
@@ -410,6 +412,33 @@ def _wait_before(ev, loop, iterable) -> None:
             env[name] = value
 
 
+def _note_keys(ev, loop, iterable) -> None:
+    """``for key in d.keys():`` (or ``for key in d:``) of a dict whose entries are known: ``d[key]`` in
+    the body is the entry of that key as the loop found it, though the body replaces the entries
+    one by one (``d[key] = d[key].cuda(non_blocking=True)``, PointNeXt): a key comes once, so what
+    the loop stored under the earlier keys is never what it reads."""
+    container = iterable.func.value if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Attribute) \
+        and iterable.func.attr.value == "keys" and not iterable.args else iterable
+    name = dotted(container)
+    found = ev.lookup(name) if name is not None else None
+    marker = KEY_OF + iter_key(loop)
+    if isinstance(found, Mapping) and found.entries and found.rest is None:
+        ev.state.env[marker] = Items((Const.of(name), found))
+    else:
+        ev.state.env.pop(marker, None)
+
+
+def keyed_entry(ev, node: cst.Subscript) -> Optional[Value]:
+    """What ``d[key]`` reads where ``key`` is the variable of a loop over ``d``'s keys (``_note_keys``)."""
+    if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index) or \
+            not isinstance(node.slice[0].slice.value, cst.Name):
+        return None
+    marker = ev.state.env.get(KEY_OF + node.slice[0].slice.value.value)
+    if not isinstance(marker, Items) or marker.items[0] != Const.of(dotted(node.value)):
+        return None
+    return element_of(Items(tuple(marker.items[1].values())))
+
+
 def _bind(ev, element) -> None:
     from .evaluator import LOOP_VARIABLE, iteration_element
     loop = element.extra
@@ -419,6 +448,9 @@ def _bind(ev, element) -> None:
     for name in _names(element.node):
         ev.state.env[LOOP_VARIABLE + name] = Const.of(loop)
     _note_element(ev, element.node, loop.iter)  # `for sp in self.species:`
+    keys = ev.state.env.get(KEY_OF + iter_key(loop))
+    if keys is not None and isinstance(element.node, cst.Name):
+        ev.state.env[KEY_OF + element.node.value] = keys
 
 
 def _resume(ev, loop) -> None:
