@@ -449,7 +449,8 @@ def test_loop_inside_an_if_is_still_reported():
     ("use_pinned and self.device != 'cpu'", True),
     ("i == 0", False),                          # the loop's own variable: a first-iteration set-up
     ("step % 10 == 0", False),                  # a counter the loop advances
-    ("x.numel() > 0", False),                   # a call: may answer differently each time
+    ("x.numel() > 0", True),                    # a filter on the element: every non-empty one is pinned
+    ("x.numel() > step", False),                # ... on what the loop changes too
     ("ready(i)", False),
     ("not self.warm", False),                   # a field the loop stores
     ("key not in seen", False),                 # a set the loop adds to
@@ -1971,3 +1972,32 @@ def sweep(levels, lo, hi, width):
         host[:] = cupy.zeros((rows, width)).get()
 """
     assert bool(rows(src, "PIN002")) is reported, src
+
+
+_FILTERED = """
+import torch
+def run(names, loader, frames):
+    cache, last, buf = {}, None, None
+    LOOP
+"""
+
+
+@pytest.mark.parametrize("loop, reported", [
+    # A filter on the element: the body under it runs for every matching element.
+    ("for name in names:\n        if name.endswith('.png'):\n            h = torch.empty(1 << 20, pin_memory=True)"
+     "\n            h.cuda(non_blocking=True)", True),
+    ("for i, f in enumerate(frames):\n        if f.shape[0] > 3 and len(f) < 9:\n"
+     "            h = torch.empty(1 << 20, pin_memory=True)\n            h.cuda(non_blocking=True)", True),
+    # Lazy or one-time set-ups: the test reads what the set-up changes, or a counter.
+    ("for i, batch in enumerate(loader):\n        if i == 0:\n            buf = torch.empty(1 << 20, pin_memory=True)"
+     "\n        buf.copy_(batch)", False),
+    ("for name in names:\n        if name not in cache:\n            cache[name] = torch.empty(1 << 20, pin_memory=True)",
+     False),
+    ("for it in frames:\n        if it != last:\n            last = it\n            h = torch.empty(1 << 20, pin_memory=True)"
+     "\n            h.cuda(non_blocking=True)", False),
+    ("for name in names:\n        if keep(name):\n            h = torch.empty(1 << 20, pin_memory=True)"
+     "\n            h.cuda(non_blocking=True)", False),  # a function of the code: it may keep state
+])
+def test_a_filter_on_the_loops_element_is_no_lazy_set_up(loop, reported):
+    src = _FILTERED.replace("LOOP", loop) + "def keep(name):\n    return name.startswith('a')\n"
+    assert ("PIN002" in codes(src)) == reported

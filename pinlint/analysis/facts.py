@@ -8,6 +8,7 @@ solver; nothing here walks code.
 
 from __future__ import annotations
 
+import builtins
 from dataclasses import dataclass, field
 from typing import Iterator, Optional
 
@@ -17,6 +18,8 @@ from ..model import Event, EventType, PendingCopy, Site
 from ..positions import contains
 from ..walk import code_parts, ends_by_leaving, suite_body, target_names
 from .invariance import invariant, loop_changes
+
+_BUILTIN_NAMES = frozenset(dir(builtins))
 
 
 @dataclass
@@ -133,8 +136,10 @@ class FileFacts:
         settled = _settled_names(loop, changes, is_library, inner[0][0])
         if settled:
             changes = changes.without(settled)
+        elements = _element_names(loop)
         return not all(isinstance(owner, cst.If) and (invariant(owner.test, changes, is_library) or
-                                                      _others_leave(owner, arm))
+                                                      _others_leave(owner, arm) or
+                                                      _filters_elements(owner, elements, changes, is_library))
                        for owner, arm in inner)
 
     def scope(self, name: str) -> Optional[ScopeFacts]:
@@ -143,6 +148,81 @@ class FileFacts:
     @property
     def info(self):
         return self.context.info if self.context is not None else None
+
+
+def _element_names(loop) -> set:
+    """The names a for loop binds to the elements it walks (``name`` of ``for name in names:``,
+    ``path`` of ``for i, path in enumerate(paths):``), not to a counter (``range``'s, ``enumerate``'s
+    index: ``if i == 0:`` is a one-time set-up)."""
+    if not isinstance(loop, cst.For):
+        return set()
+    target, iterable = loop.target, loop.iter
+    func = iterable.func if isinstance(iterable, cst.Call) else None
+    name = func.value if isinstance(func, cst.Name) else None
+    if name == "range":
+        return set()
+    if name == "enumerate" and isinstance(target, (cst.Tuple, cst.List)) and target.elements:
+        return set(target_names(target)) - set(target_names(target.elements[0].value))
+    return set(target_names(target))
+
+
+def _filters_elements(owner: cst.If, elements: set, changes, is_library) -> bool:
+    """``if name.endswith(".png"):`` in ``for name in names:``: a filter on the element, which the body
+    under it runs for on every matching element, unlike a lazy set-up whose test reads what the set-up
+    changes (``if buf is None:``, ``if key not in cache:``)."""
+    if not elements:
+        return False
+    read = {node.value for node in _read_names(owner.test)}
+    changed = changes.bound | changes.mutated_names
+    return bool(read & elements) and not ((read - elements) & changed) and \
+        not (set(_assigned_names(owner.body)) & read) and _plain_calls(owner.test, elements, is_library)
+
+
+def _plain_calls(test, elements: set, is_library) -> bool:
+    """Every call in ``test`` is a method of an element (``name.endswith(...)``), a builtin or a library
+    function (``os.path.splitext(name)``): none keeps state of its own between iterations."""
+    for node in _walk_expression(test):
+        if isinstance(node, cst.Call):
+            root = node.func
+            while isinstance(root, (cst.Attribute, cst.Subscript, cst.Call)):
+                root = root.value if not isinstance(root, cst.Call) else root.func
+            if not isinstance(root, cst.Name) or not (root.value in elements or root.value in _BUILTIN_NAMES or
+                                                      is_library(root.value)):
+                return False
+    return True
+
+
+def _walk_expression(node) -> Iterator[cst.CSTNode]:
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        yield item
+        stack.extend(code_parts(item))
+
+
+def _read_names(node) -> Iterator[cst.Name]:
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, cst.Name):
+            yield item
+        elif isinstance(item, cst.Attribute):
+            stack.append(item.value)  # `name.endswith`: `name` is read, `endswith` is no name
+        elif not isinstance(item, (cst.Lambda, cst.BaseComp)):
+            stack.extend(code_parts(item))
+
+
+def _assigned_names(body) -> Iterator[str]:
+    """Names the statements of ``body`` assign."""
+    stack = [body]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
+            targets = [t.target for t in item.targets] if isinstance(item, cst.Assign) else [item.target]
+            for target in targets:
+                yield from target_names(target)
+        elif not isinstance(item, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            stack.extend(code_parts(item))
 
 
 def _settled_names(loop, changes, is_library, owner) -> set:
