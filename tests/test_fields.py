@@ -582,3 +582,40 @@ def test_a_none_guard_on_a_late_holder_keeps_both_arms():
              "        drv.memcpy_htod_async(self._hd.dev, self._hd.host, stream=stream)   # ensure\n")
     src = _LATE_HOLDER.format(init="    def __init__(self):\n        self._hd = None\n", host="np.zeros", guard=guard)
     assert rows(src, "PIN001") == [row_of(src, "# push"), row_of(src, "# ensure")]
+
+
+_WIRED = """
+import numpy as np
+import pycuda.driver as cuda
+
+dev = cuda.mem_alloc(1 << 22)
+stream = cuda.Stream()
+
+
+class Handler:
+    def predict(self, img):
+        cuda.memcpy_htod_async(dev, img, stream)
+
+
+class Worker:
+    def __init__(self, handler):
+        self.handler = handler
+
+    def process(self, frame):
+        x = np.array(frame, dtype="float32")
+        return self.handler.predict(x)
+
+
+def main(frame):
+    worker = Worker(HANDLER)
+    return worker.process(frame)   # call
+"""
+
+
+@pytest.mark.parametrize("handler, reported", [("Handler()", True), ("make()", False)])
+def test_an_object_a_constructor_stores_from_its_parameter_runs_its_methods(handler, reported):
+    # `Worker(Handler())` keeps the handler in a field; `process` calling `self.handler.predict(x)` runs
+    # the handler's method on its own pageable array (face-mask-ssd-trt, survey 33). An object nothing
+    # explains (`make()` of another package) leaves the field unknown.
+    src = _WIRED.replace("HANDLER", handler)
+    assert rows(src, "PIN001") == ([row_of(src, "# call")] if reported else [])

@@ -210,7 +210,8 @@ def construct(ev, cls: ClassRef, args, node: cst.Call) -> Value:
 
 def _constant_fields(after: Instance, init: cst.FunctionDef, self_name: str, env: dict) -> Instance:
     """``Slot(n, writeback=False)``: a constant argument that ``__init__`` stores as it is in a field
-    (``self.writeback = writeback``) is that constant in this object's field. The constructor's
+    (``self.writeback = writeback``) is that constant in this object's field, and so is an object of the
+    checked code (``Instance(handler)``, whose methods then call ``self.handler.predict(x)``). The constructor's
     analysis for its callers at large (used when none of its own tests depends on the argument,
     to spare analyses) only says "False or anything"."""
     updates = {}
@@ -220,6 +221,8 @@ def _constant_fields(after: Instance, init: cst.FunctionDef, self_name: str, env
         if isinstance(value, Const) and ANYTHING not in value.values and \
                 (current is UNKNOWN or isinstance(current, Const) and ANYTHING in current.values):
             updates[field_name] = value
+        elif isinstance(value, Instance) and current is UNKNOWN:
+            updates[field_name] = value  # `Instance(handler)` keeping `self.handler = handler`: that object
     return after.with_fields(updates) if updates else after
 
 
@@ -384,8 +387,6 @@ def _calls_its_methods(fn: Function, env: dict) -> bool:
     the callee calls a method its class defines: what that method does with the callee's buffers is
     known only with the object (a `validate(model, ...)` whose loop runs `model.parse_batch(batch)`)."""
     called = _methods_called_on_parameters(fn)
-    if not called:
-        return False
     project = fn.module.project
     for name, methods in called.items():
         value = env.get(name)
@@ -394,7 +395,51 @@ def _calls_its_methods(fn: Function, env: dict) -> bool:
         info = project.class_info(value.klass)
         if info is not None and any(info.lookup(m, record=False) is not None for m in methods):
             return True
+    return _calls_methods_of_its_fields(fn, env)
+
+
+def _calls_methods_of_its_fields(fn: Function, env: dict) -> bool:
+    """A method calling a method of an object its receiver holds in a field (``self.handler.predict(x)``)
+    where what the field holds is known only from this receiver's construction (``Instance(handler)``:
+    the class's fields, joined over every construction, do not tell it): the call runs with that object."""
+    params = [*fn.node.params.posonly_params, *fn.node.params.params]
+    if fn.klass is None or not params:
+        return False
+    receiver = env.get(params[0].name.value)
+    if not isinstance(receiver, Instance) or not receiver.fields:
+        return False
+    called = _methods_called_on_fields(fn, params[0].name.value)
+    if not called:
+        return False
+    project = fn.module.project
+    summary = dict(project.class_fields(receiver.klass))
+    for field_name, methods in called.items():
+        value = receiver.field(field_name)
+        if not isinstance(value, Instance) or summary.get(field_name) == value:
+            continue
+        info = project.class_info(value.klass)
+        if info is not None and any(info.lookup(m, record=False) is not None for m in methods):
+            return True
     return False
+
+
+def _methods_called_on_fields(fn: Function, receiver: str) -> dict:
+    """{field: names of the methods the body calls on it} (``self.handler.predict(...)``)."""
+    cache = fn.module.project.called_methods
+    key = (fn.node, "fields")
+    found = cache.get(key)
+    if found is None:
+        found = {}
+        stack = [fn.node.body]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and \
+                    isinstance(node.func.value, cst.Attribute) and isinstance(node.func.value.value, cst.Name) and \
+                    node.func.value.value.value == receiver:
+                found.setdefault(node.func.value.attr.value, set()).add(node.func.attr.value)
+            stack.extend(code_parts(node))
+        cache[key] = found
+    return found
 
 
 def _methods_called_on_parameters(fn: Function) -> dict:
