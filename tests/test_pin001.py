@@ -3125,3 +3125,28 @@ def test_a_key_of_another_dict_or_a_rebound_key_reads_as_before():
     src = KEYED.replace("IDS", "torch.from_numpy(np.arange(n))").replace("LOOP", "other.keys()").replace(
         "def upload(n):", "def upload(n, other):")
     assert "PIN001" not in codes(src)  # `other`'s keys may be anything: sample[key] of an unknown key
+
+
+@pytest.mark.parametrize("base, reported", [("", True), ("(Base)", True), ("(np.ndarray)", False),
+                                            ("(Unknown)", False)])
+def test_an_object_of_the_checked_codes_own_class_is_no_array(base, reported):
+    # A collate's `isinstance(first, np.ndarray)` arm is dead for an object of a class of the checked
+    # code that derives from nothing else (torchsparse's SparseTensor, survey 33): only its own arm runs.
+    src = f"""
+import numpy as np
+import torch
+from elsewhere import Unknown
+class Base:
+    pass
+class Cloud{base}:
+    def __init__(self, feats):
+        self.feats = feats
+def collate(first):
+    if isinstance(first, np.ndarray):
+        return torch.zeros(3).cuda()
+    return first.feats
+def run():
+    c = Cloud(torch.tensor(np.zeros((1000, 4))))
+    return collate(c).to("cuda", non_blocking=True)   # copy
+"""
+    assert rows(src, "PIN001") == ([row_of(src, "# copy")] if reported else [])

@@ -818,6 +818,11 @@ def instance_of(value: Value, kind: str) -> Optional[bool]:
         return kind == "tensor"
     if isinstance(value, Stream):
         return None if kind == "stream" else False  # which library's stream class is not kept
+    if isinstance(value, Instance):
+        # An object of a class of the checked code that derives from nothing else (`class Cloud:`) is
+        # no ndarray or tensor: a collate's `isinstance(first, np.ndarray)` arm is dead for it.
+        info = value.klass.module.project.class_info(value.klass)
+        return False if info is not None and info.only_checked_code() else None
     return None
 
 

@@ -93,12 +93,18 @@ class ClassInfo:
     project: object = None
     test_case: bool = False         # a base is unittest's TestCase
     library_bases: tuple = ()       # the library classes among its bases, qualified (`torch.nn.Module`)
+    foreign_bases: bool = False     # a base that is neither a class of the checked code nor `object`
 
     _mro: Optional[list] = field(default=None, repr=False)
 
     def library_classes(self) -> frozenset:
         """The library classes it derives from, through its bases of the checked code too."""
         return frozenset(base for info in self.mro() for base in info.library_bases)
+
+    def only_checked_code(self) -> bool:
+        """Every class it derives from is a class of the checked code (or ``object``): its objects are
+        no array, tensor or stream of any library."""
+        return not any(info.foreign_bases for info in self.mro())
 
     def lookup(self, attr: str, after_self: bool = False, record: bool = True) -> Optional[Member]:
         if record and not after_self and self.project._observing:
@@ -821,11 +827,13 @@ class Project:
         bases = []
         library_bases = []
         test_case = False
+        foreign = False
         for base in node.bases:
             value = _base_value(ctx, base.value)
             if isinstance(value, ClassRef):
                 bases.append(value)
                 continue
+            foreign = foreign or not (isinstance(base.value, cst.Name) and base.value.value == "object")
             qualified = ctx.imports.qualify(base.value) if isinstance(base.value, (cst.Name, cst.Attribute)) else None
             if qualified and self.tables.library_of(qualified) is not None:
                 library_bases.append(qualified)
@@ -836,7 +844,7 @@ class Project:
         if _is_dataclass(ctx, node) or fields is not None:
             fields = [s.target.value for s in class_body_small(node)
                       if isinstance(s, cst.AnnAssign) and isinstance(s.target, cst.Name)]
-        info = ClassInfo(cls, members, bases, fields, self, test_case, tuple(library_bases))
+        info = ClassInfo(cls, members, bases, fields, self, test_case, tuple(library_bases), foreign)
         self._classes[cls] = info
         return info
 
