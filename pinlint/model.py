@@ -196,6 +196,15 @@ class Event:
     trace: tuple = ()                     # TraceSteps from this scope's call into the callee's event
     module: object = None                 # ModuleInfo of ``node``
     handed: bool = False                  # ESCAPE: only handed to a call nothing in the tree explains
+    visits: tuple = field(default=(), repr=False)  # COPY of a loop's element: (loop, (sites of each element, ...))
+
+    def visited(self, predicate) -> frozenset:
+        """The sites of the elements a copy of a loop's element takes in turn (``visits``) that satisfy
+        ``predicate`` element by element: each of those buffers is copied on some iteration."""
+        if not self.visits:
+            return frozenset()
+        return frozenset(s for group in self.visits[1] if group <= self.sites and all(predicate(x) for x in group)
+                         for s in group)
 
     @property
     def kinds(self) -> frozenset[Kind]:

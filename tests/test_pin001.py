@@ -3111,14 +3111,16 @@ def upload(n):
 @pytest.mark.parametrize("loop", ["sample.keys()", "sample"])
 @pytest.mark.parametrize("ids, reported", [
     ("torch.from_numpy(np.arange(n))", True),      # every entry pageable: each key's copy is
-    ("torch.arange(n, pin_memory=True)", False),   # one pinned entry: either, as for any join
-    ("torch.arange(n).cuda()", False),
+    ("torch.arange(n, pin_memory=True)", True),    # one pinned entry: the pageable one is copied on its turn
+    ("torch.arange(n).cuda()", True),             # one on the GPU: likewise
 ])
 def test_a_loop_over_a_dicts_keys_reads_each_entry_as_the_loop_found_it(loop, ids, reported):
     # `sample[key] = sample[key].cuda(...)` replaces the entries one by one; the read sees the
     # entry of this key, not what the loop stored under the keys before it (PointNeXt).
     src = KEYED.replace("IDS", ids).replace("LOOP", loop)
     assert rows(src, "PIN001") == ([row_of(src, "# copy")] if reported else [])
+    pinned = src.replace("torch.from_numpy(np.zeros((n, 1), dtype=np.float32))", "torch.zeros(n, pin_memory=True)")
+    assert rows(pinned, "PIN001") == ([row_of(src, "# copy")] if "from_numpy" in ids else [])
 
 
 def test_a_key_of_another_dict_or_a_rebound_key_reads_as_before():
@@ -3150,3 +3152,54 @@ def run():
     return collate(c).to("cuda", non_blocking=True)   # copy
 """
     assert rows(src, "PIN001") == ([row_of(src, "# copy")] if reported else [])
+
+
+MIXED = """
+import numpy as np
+import torch
+def up(v):
+    return v.cuda(non_blocking=True)
+def run(n, flag):
+    a = torch.empty(1 << 20, pin_memory=True)
+    b = torch.zeros(1 << 20)
+    d = {"a": a, "b": b}
+    LOOP
+"""
+
+
+@pytest.mark.parametrize("loop, reported", [
+    ("for t in [a, b]:\n        t.cuda(non_blocking=True)   # copy", True),
+    ("for t in (a, b):\n        x = t.view(-1)\n        x.cuda(non_blocking=True)   # copy", True),
+    ("for k, v in d.items():\n        v.to('cuda', non_blocking=True)   # copy", True),
+    ("for v in d.values():\n        up(v)   # copy", True),
+    ("for k in d:\n        d[k] = d[k].cuda(non_blocking=True)   # copy", True),
+    # The copy may skip the pageable element: quiet.
+    ("for t in (a, b):\n        if t.dim() > 3:\n            t.cuda(non_blocking=True)   # copy", False),
+    ("for t in (a, b):\n        if flag:\n            break\n        t.cuda(non_blocking=True)   # copy", True),
+    # Not a loop over the elements: one of them, either.
+    ("first = next(iter(d.values()))\n    first.cuda(non_blocking=True)   # copy", False),
+    ("t = a if flag else b\n    t.cuda(non_blocking=True)   # copy", False),
+    ("for t in [a, a]:\n        t.cuda(non_blocking=True)   # copy", False),
+])
+def test_a_loop_copying_each_element_of_a_mixed_container_copies_its_pageable_ones(loop, reported):
+    # sam3_trt's decoder inputs (survey 32): a dict of pinned encoder outputs and a pageable np.repeat
+    # result, copied value by value; the pageable one is copied on its iteration.
+    src = MIXED.replace("LOOP", loop)
+    found = [f for f in findings(src) if f.code == "PIN001"]
+    assert [f.location.row for f in found] == ([row_of(src, "# copy")] if reported else [])
+    if reported:
+        assert "torch.zeros" in found[0].message and "torch.empty" not in found[0].message
+
+
+@pytest.mark.parametrize("arg, reported", [
+    ("part.astype(np.float32)", True), ("part[:, 2:3].astype(np.float32)", True), ("part.copy()", True),
+    ("part.astype(np.float32, copy=False)", False), ("part.transpose(2, 0, 1)", False), ("part", False)])
+def test_from_numpy_of_what_a_numpy_method_makes_is_pageable(arg, reported):
+    # torch.from_numpy takes a NumPy array only, and astype/copy always make a new one.
+    src = f"""
+import numpy as np
+import torch
+def up(part):
+    return torch.from_numpy({arg}).cuda(non_blocking=True)
+"""
+    assert ("PIN001" in codes(src)) == reported

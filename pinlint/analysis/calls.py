@@ -678,11 +678,14 @@ class Calls:
             ev.escape(node, values)
             self._rebind(receiver_expr, updated)
             return Const.of(None)
+        known = receiver.rest is None if isinstance(receiver, Mapping) else False  # every entry's value known
         if name in ("values",) and isinstance(receiver, Mapping):
-            return Iteration(element_of(Items(tuple(receiver.values())))) if receiver.values() else Iteration(UNKNOWN)
+            return Iteration(element_of(Items(tuple(receiver.values()))),
+                             items=tuple(receiver.values()) if known else ()) if receiver.values() else Iteration(UNKNOWN)
         if name == "items" and isinstance(receiver, Mapping):
             element = element_of(Items(tuple(receiver.values()))) if receiver.values() else UNKNOWN
-            return Iteration(Items((UNKNOWN, element)))
+            return Iteration(Items((UNKNOWN, element)),
+                             items=tuple(Items((UNKNOWN, v)) for v in receiver.values()) if known else ())
         if name == "keys" and isinstance(receiver, Mapping):
             return Iteration(UNKNOWN)
         if name == "get" and isinstance(receiver, Mapping) and values:

@@ -55,6 +55,10 @@ class Host(Value):
     pointer: bool = False         # a raw address (cudaHostAlloc's ptr, h.ctypes): arithmetic on it reads nothing
     ndim: Optional[int] = None    # dimensions of this view when they differ from the allocation's (a reshape);
                                   # NDIM_UNKNOWN when nothing tells them (a ravel, h[None])
+    # (loop, (sites of one element, ...)): a loop's element over a container whose elements are known
+    # one by one (`for v in feeds.values()`): each element's buffers are taken in turn, not either
+    # (``with_visits``); a join of two values forgets it.
+    visits: tuple = field(default=(), repr=False)
 
     def kinds(self) -> frozenset:
         return frozenset(s.kind for s in self.sites)
@@ -459,6 +463,7 @@ class Iteration(Value):
 
     element: Value
     length: Optional[int] = None
+    items: tuple = field(default=(), repr=False)  # what each step yields, where the code says it (a dict's values)
 
 
 @dataclass(frozen=True)
@@ -659,6 +664,20 @@ def add_element(container: Value, element: Value) -> Value:
         return Mapping(container.entries, element if container.rest is None else join(container.rest, element),
                        container.optional)
     return Seq(element)
+
+
+def with_visits(element: Value, items: tuple, loop) -> Value:
+    """``element`` (the join of ``items``) as the variable of ``loop`` over them: each of the items is
+    taken in turn, so a copy on every iteration copies each (``Host.visits``)."""
+    if len(items) < 2:
+        return element
+    if isinstance(element, Host):
+        groups = tuple(frozenset(v.sites) for v in items if isinstance(v, Host) and v.sites and not v.maybe_unknown)
+        return replace(element, visits=(loop, groups)) if groups else element
+    if isinstance(element, Items) and all(isinstance(v, Items) and len(v.items) == len(element.items) for v in items):
+        return replace(element, items=tuple(with_visits(part, tuple(v.items[i] for v in items), loop)
+                                            for i, part in enumerate(element.items)))
+    return element
 
 
 def varying_in(value: Value, loop) -> Value:

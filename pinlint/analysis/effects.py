@@ -455,6 +455,11 @@ def _view(ev, api: Api, node, receiver, args: Args) -> Value:
     elif isinstance(source, (Device, Tensor)) and api.arg("arg") is not None and \
             (api.arg("arg").is_self or api.library == "torch"):
         result = source  # a view of a GPU tensor (nn.Parameter(d), torch.as_tensor(d)) is on the GPU
+    elif source is UNKNOWN and api.opt("ndarray_arg") and _made_by_numpy_method(ev, api, args):
+        made_by = args.get(api.arg("arg"))[0]
+        site = ev.site(made_by, Kind.PAGEABLE, api.opt("library") or "numpy", f"numpy.ndarray.{made_by.func.attr.value}")
+        result = Host(frozenset([site]), api.opt("library") or "numpy")
+        ev.event(EventType.ALLOC, node, result, api=site.api)
     elif api.opt("otherwise_like") and isinstance(source, (Items, Seq, Const)) and \
             api.opt("otherwise_like") in ev.tables.functions and not args.star:
         # `np.asarray([a, b, c], dtype=np.float32)`: a new array, as `np.array` of the list makes
@@ -484,6 +489,19 @@ _KEEPING_NDIM = frozenset({"asarray", "asanyarray", "transpose", "swapaxes", "__
                            "split", "array_split", "hsplit", "vsplit", "dsplit", "chunk", "tensor_split",
                            "permute", "narrow", "data_as", "frombuffer", "as_array", "ndarray", "byref", "pointer",
                            "addressof", "cast", "c_void_p", "intp", "uintp"})
+
+
+def _made_by_numpy_method(ev, api: Api, args: Args) -> bool:
+    """The argument, which must be a NumPy array (``torch.from_numpy``), is what a NumPy method that
+    always makes a new array gives (``x.astype(np.float32)`` without ``copy=``, ``x.copy()``)."""
+    found = args.get(api.arg("arg"))
+    expr = found[0] if found is not None else None
+    if not (isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute)):
+        return False
+    method = ev.tables.methods.get(("host", expr.func.attr.value))
+    if method is None or any(arg.keyword is not None and arg.keyword.value == "copy" for arg in expr.args):
+        return False
+    return method.effect == "convert" or method.effect == "alloc" and method.opt("kind") == "pageable"
 
 
 def _views_of_each(args: Args) -> Value:

@@ -17,7 +17,7 @@ from ..imports import dotted
 from ..model import Event, EventType, Kind, PendingCopy, Site
 from .domain import (module_stand_in, NDIM_UNKNOWN, ON_GPU, UNKNOWN, Alternatives, ClassRef, Const, Device, DeviceSpec, Host, Instance, Items, Iteration, Loader,
                      GpuFlag, LibraryRef, Mapping, ModuleRef, Scalar, Seq, Stream, Super, Tensor, Value, element_of, flatten, join,
-                     is_none, mapping, ordered, scalar_kind, sites_of, varying_in)
+                     is_none, mapping, ordered, scalar_kind, sites_of, varying_in, with_visits)
 from ..walk import code_parts
 from .dtypes import elementwise_size, fold, item_size, python_number_operands, transposed
 from .state import CAPTURING, DOTTED, ELEMENT_OF, KEY_OF, State, iter_key, put
@@ -113,9 +113,24 @@ class Evaluator:
         if type_ in (EventType.READ, EventType.WRITE) and "pending" not in kw:
             kw["pending"] = self.state.pending_on(sites)
         varies = value.varies if isinstance(value, Host) else frozenset()
+        visits = self._visits(value) if type_ is EventType.COPY else ()
         self.events.append(Event(type=type_, node=node, loops=self.loops, branch=self.branch, sites=sites,
                                  maybe_unknown=maybe_unknown, varies_in=varies, scope=self.scope,
-                                 module=self.module.info, **kw))
+                                 module=self.module.info, visits=visits, **kw))
+
+    def _visits(self, value: Value) -> tuple:
+        """A copy of a loop's element that runs on every iteration of that loop (no ``if`` between the
+        two, or none yet known: a loop of a caller, checked where the event is lifted) copies each
+        element in turn (``Host.visits``)."""
+        if not isinstance(value, Host) or not value.visits:
+            return ()
+        loop = value.visits[0]
+        if loop in self.loops:
+            runs_each_time = len(self.branch) == self.module.project.loop_branch_depth.get(loop, 0) and \
+                self.loops[-1] is loop
+        else:
+            runs_each_time = not self.branch and not self.loops
+        return value.visits if runs_each_time else ()
 
     def copy_event(self, node: cst.CSTNode, host: Value, **kw) -> None:
         """A copy: a truly asynchronous one stays in flight until a synchronization covers it; a
@@ -1202,7 +1217,8 @@ def _iteration_element(iterable: Value, loop) -> Value:
         return UNKNOWN
     if isinstance(iterable, Host) or isinstance(iterable, Loader):
         return element
-    return varying_in(element, loop)
+    items = iterable.items if isinstance(iterable, (Items, Iteration)) else ()
+    return varying_in(with_visits(element, items, loop), loop)
 
 
 iteration_element = _iteration_element

@@ -1234,7 +1234,20 @@ def _lifted(ev, fn: Function, node, event: Event, contextual, pending: frozenset
         varies_in=event.varies_in, api=event.api, direction=event.direction, is_async=event.is_async,
         stream=event.stream, dest_allocated=event.dest_allocated, staged=event.staged, library=event.library,
         family=event.family, stream_node=None, scope=ev.scope, pending=pending, trace=(step,) + event.trace,
-        module=ev.module.info)
+        module=ev.module.info, visits=_lifted_visits(ev, event, contextual))
+
+
+def _lifted_visits(ev, event: Event, contextual) -> tuple:
+    """A callee's copy of each element of a loop (``Event.visits``): of the callee's own loop, as it
+    was; of a loop here, where this call runs on every iteration of it (the callee's copy ran on
+    every call)."""
+    if not event.visits:
+        return ()
+    loop, groups = event.visits
+    if loop not in event.loops and not (ev.loops and ev.loops[-1] is loop and
+                                        len(ev.branch) == ev.module.project.loop_branch_depth.get(loop, 0)):
+        return ()
+    return loop, tuple(frozenset(contextual(s) for s in group) for group in groups)
 
 
 def _blocks(copy: Event) -> bool:

@@ -16,7 +16,7 @@ import libcst as cst
 
 from ..imports import dotted
 from ..model import EventType
-from .domain import (UNKNOWN, Const, Context, Function, Device, Host, Instance, Items, Mapping, Seq, Stream, Tensor, Value,
+from .domain import (with_visits, UNKNOWN, Const, Context, Function, Device, Host, Instance, Items, Mapping, Seq, Stream, Tensor, Value,
                      add_element, element_of, join, merged, rebuild, varying_in)
 from .state import ELEMENT_OF, KEY_OF, MUTATED, RETURN, STREAM, iter_key, put
 
@@ -423,7 +423,7 @@ def _note_keys(ev, loop, iterable) -> None:
     found = ev.lookup(name) if name is not None else None
     marker = KEY_OF + iter_key(loop)
     if isinstance(found, Mapping) and found.entries and found.rest is None:
-        ev.state.env[marker] = Items((Const.of(name), found))
+        ev.state.env[marker] = Items((Const.of(name), found, Const.of(loop)))
     else:
         ev.state.env.pop(marker, None)
 
@@ -436,7 +436,8 @@ def keyed_entry(ev, node: cst.Subscript) -> Optional[Value]:
     marker = ev.state.env.get(KEY_OF + node.slice[0].slice.value.value)
     if not isinstance(marker, Items) or marker.items[0] != Const.of(dotted(node.value)):
         return None
-    return element_of(Items(tuple(marker.items[1].values())))
+    values = tuple(marker.items[1].values())
+    return with_visits(element_of(Items(values)), values, marker.items[2].single)
 
 
 def _bind(ev, element) -> None:

@@ -6,7 +6,7 @@ from typing import Iterator
 
 from ..analysis import FileFacts
 from ..fixers import pin_allocation
-from .base import CheckContext, Report, Rule, below, origins, is_pageable_async_copy, local_site
+from .base import CheckContext, Report, Rule, below, origins, is_pageable_async_copy, local_site, pageable
 
 
 class PageableAsyncCopy(Rule):
@@ -16,9 +16,15 @@ class PageableAsyncCopy(Rule):
 
     def check(self, facts: FileFacts, ctx: CheckContext) -> Iterator[Report]:
         for copy in facts.copies():
+            sites = copy.sites
             if not is_pageable_async_copy(copy):
-                continue
-            if copy.direction == "h2d" and below(copy.sites, ctx.pin001_min_bytes):
+                # A loop's copy of each element of a container holding pinned and pageable buffers (or
+                # ones nothing explains): the pageable ones are copied on their iterations.
+                sites = copy.visited(pageable) if copy.is_async and not copy.staged and not copy.dest_allocated \
+                    else frozenset()
+                if not sites:
+                    continue
+            if copy.direction == "h2d" and below(sites, ctx.pin001_min_bytes):
                 # A small pageable source is staged and the call returns within microseconds; a
                 # device-to-host copy into pageable memory waits for the copy (and the work queued
                 # before it on the stream) whatever its size, so it is reported at every size.
@@ -29,14 +35,14 @@ class PageableAsyncCopy(Rule):
                 message = (f"`{copy.api}`{via} allocates a pageable destination, so this asynchronous "
                            f"{direction} copy blocks the host; pass a pinned destination buffer")
             else:
-                sources = origins(copy.sites, ctx)
+                sources = origins(sites, ctx)
                 message = (f"Pageable host buffer (allocated by {sources}) in asynchronous {direction} copy "
                            f"`{copy.api}`{via}: the call blocks the host and cannot overlap; allocate the buffer "
                            f"pinned")
             plan = None
-            if not copy.dest_allocated and len(copy.sites) == 1 and local_site(next(iter(copy.sites)), ctx):
-                plan = ctx.plan(pin_allocation, next(iter(copy.sites)), copy)
-            yield Report(copy.node, message, copy.sites if not copy.dest_allocated else frozenset(), plan,
+            if not copy.dest_allocated and len(sites) == 1 and sites == copy.sites and local_site(next(iter(sites)), ctx):
+                plan = ctx.plan(pin_allocation, next(iter(sites)), copy)
+            yield Report(copy.node, message, sites if not copy.dest_allocated else frozenset(), plan,
                          copy.direction, copy.trace, scope=copy.scope)
 
     VALID = (
