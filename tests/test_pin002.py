@@ -2001,3 +2001,32 @@ def run(names, loader, frames):
 def test_a_filter_on_the_loops_element_is_no_lazy_set_up(loop, reported):
     src = _FILTERED.replace("LOOP", loop) + "def keep(name):\n    return name.startswith('a')\n"
     assert ("PIN002" in codes(src)) == reported
+
+
+@pytest.mark.parametrize("made", ["    ins = []\n    outs = []\n", "    ins, outs = [], []\n",
+                                  "    ins, outs, bindings = [], [], []\n"])
+def test_holders_collected_in_lists_made_by_one_unpacking_are_the_calls_own(made):
+    # TensorRT's `inputs, outputs, bindings = [], [], []`: lists the helper makes and returns, as
+    # `inputs = []` is; a helper building them for every frame pins on every frame (survey 33).
+    src = f"""
+import numpy as np
+import pycuda.driver as cuda
+
+class Pair:
+    def __init__(self, host, dev):
+        self.host = host
+        self.dev = dev
+
+def make_io(n):
+{made}    for i in range(2):
+        h = cuda.pagelocked_empty(n, np.float32)
+        (ins if i == 0 else outs).append(Pair(h, cuda.mem_alloc(h.nbytes)))
+    return ins, outs
+
+def main(frames, s):
+    for f in frames:
+        ins, outs = make_io(1 << 20)   # per frame
+        cuda.memcpy_htod_async(ins[0].dev, ins[0].host, s)
+        s.synchronize()
+"""
+    assert rows(src, "PIN002") == [row_of(src, "# per frame")]

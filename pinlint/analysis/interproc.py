@@ -1086,15 +1086,15 @@ def _pinned_inside(ev, fn: Function, node, outcome: Outcome) -> None:
     """Pinned memory the callee allocates and drops on every call: each call pays for it."""
     if not _body_runs_per_call(ev.module.project, fn):
         return
-    from .project import local_containers, stored_into
+    from .project import local_containers, stored_into_local
     internal = _internal(outcome)
     returned = all_sites(outcome.returned)
     local = local_containers(fn.node)
     # Stored into a list or dict the call made and drops when it returns (`bufs.append(h)`): that is
     # no escape; it is where a set-up loop of the callee (which its own analysis leaves alone) puts them.
     escapes = [e for e in outcome.events if e.type is EventType.ESCAPE]
-    escaped = outcome.kept | frozenset(s for e in escapes if stored_into(e.node) not in local for s in e.sites)
-    collected = frozenset(s for e in escapes if not e.handed and stored_into(e.node) in local for s in e.sites)
+    escaped = outcome.kept | frozenset(s for e in escapes if not stored_into_local(e.node, local) for s in e.sites)
+    collected = frozenset(s for e in escapes if not e.handed and stored_into_local(e.node, local) for s in e.sites)
     owned = _owned_by_the_new_object(fn, outcome)
     rename = _renamer(ev, fn, node, outcome) if owned and ev.loops else None
     short = _call_name(fn)

@@ -107,6 +107,14 @@ def body_bindings(function: cst.FunctionDef) -> frozenset:
 _BINDINGS: dict = {}
 
 
+def _pairwise(targets: list, value) -> bool:
+    """``inputs, outputs = [], []``: names given one display item each, as plain assignments would."""
+    return len(targets) == 1 and isinstance(targets[0], (cst.Tuple, cst.List)) and \
+        isinstance(value, (cst.Tuple, cst.List)) and len(targets[0].elements) == len(value.elements) and \
+        all(isinstance(e.value, cst.Name) for e in targets[0].elements) and \
+        not any(isinstance(e, cst.StarredElement) for e in value.elements)
+
+
 def bound_once(function: cst.FunctionDef) -> frozenset:
     """Names a function's body binds exactly once, by a plain assignment outside any loop, and that
     no nested function declares ``nonlocal``: a closure made after that assignment reads that value
@@ -123,7 +131,7 @@ def bound_once(function: cst.FunctionDef) -> frozenset:
             targets = [t.target for t in node.targets]
             weight = 2 if in_loop else 1
             names = [(n, weight) for target in targets for n in target_names(target)]
-            if any(not isinstance(t, cst.Name) for t in targets):
+            if any(not isinstance(t, cst.Name) for t in targets) and not _pairwise(targets, node.value):
                 names = [(n, 2) for n, _ in names]  # unpacking: leave it to the plain case
         elif isinstance(node, (cst.AnnAssign, cst.AugAssign, cst.For, cst.CompFor, cst.NamedExpr, cst.AsName,
                                cst.Del)):

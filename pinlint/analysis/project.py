@@ -632,7 +632,7 @@ class Project:
         # keeps nothing beyond the run: that container goes where the scope sends it (returned).
         local = local_containers(node) if isinstance(node, cst.FunctionDef) else frozenset()
         kept = frozenset(s for e in events if e.type.value == "escape" and not e.handed and
-                         not isinstance(e.node, cst.Return) and stored_into(e.node) not in local for s in e.sites)
+                         not isinstance(e.node, cst.Return) and not stored_into_local(e.node, local) for s in e.sites)
         inputs, own = _inputs(node, env, pending)
         returned = exit_state.env.get(RETURN, Const.of(None))
         if isinstance(returned, Instance):
@@ -1042,13 +1042,23 @@ def single_assigned_globals(module: cst.Module) -> set:
     return {name for name, count in counts.items() if count == 1 and name not in declared_global}
 
 
-def stored_into(node) -> Optional[str]:
-    """The name a store is rooted at: ``out`` of ``out[n] = t``, ``out.append(t)``, ``out.x = t``."""
+def stored_into_each(node) -> frozenset:
+    """The names a store is rooted at: ``out`` of ``out[n] = t``, ``out.append(t)``, ``out.x = t``; ``ins``
+    and ``outs`` of ``(ins if i == 0 else outs).append(t)``."""
     if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
         node = node.func.value
     while isinstance(node, (cst.Subscript, cst.Attribute)):
         node = node.value
-    return node.value if isinstance(node, cst.Name) else None
+    if isinstance(node, cst.IfExp):
+        body, orelse = stored_into_each(node.body), stored_into_each(node.orelse)
+        return body | orelse if body and orelse else frozenset()
+    return frozenset([node.value]) if isinstance(node, cst.Name) else frozenset()
+
+
+def stored_into_local(node, local: frozenset) -> bool:
+    """The store is into containers of ``local_containers`` only."""
+    roots = stored_into_each(node)
+    return bool(roots) and roots <= local
 
 
 _LOCAL_CONTAINERS: dict = {}
@@ -1078,6 +1088,12 @@ def _find_local_containers(function: cst.FunctionDef) -> frozenset:
             for target in small.targets:
                 if isinstance(target.target, cst.Name):
                     made.add(target.target.value)
+                elif isinstance(target.target, (cst.Tuple, cst.List)) and isinstance(small.value, (cst.Tuple, cst.List)) \
+                        and len(target.target.elements) == len(small.value.elements):
+                    # `inputs, outputs, bindings = [], [], []` (TensorRT's helpers): one literal each
+                    made.update(element.value.value for element, value in zip(target.target.elements, small.value.elements)
+                                if isinstance(element.value, cst.Name) and
+                                isinstance(value.value, (cst.Dict, cst.List, cst.DictComp, cst.ListComp)))
     # Bound once: a name later rebound to another container (`bufs = self.bufs`) holds that one's
     # contents, which live as long as it does.
     return frozenset(name for name in made if name not in params and name not in outer) & bound_once(function)
