@@ -2030,3 +2030,27 @@ def main(frames, s):
         s.synchronize()
 """
     assert rows(src, "PIN002") == [row_of(src, "# per frame")]
+
+
+@pytest.mark.parametrize("use, reported", [
+    ("for img in images:\n            np.copyto(h, img)\n            cuda.memcpy_htod_async(d, h, s)", False),
+    ("np.copyto(h, images[0])\n        cuda.memcpy_htod_async(d, h, s)", True),
+])
+def test_a_buffer_pinned_per_iteration_and_copied_in_an_inner_loop_is_spread_over_it(use, reported):
+    # One pinning per model, sized by that model, a transfer per image (Ensemble-Model-Inference,
+    # survey 33): the pinning's cost is spread over the inner loop's transfers. One transfer per
+    # pinning stays reported.
+    src = f"""
+import numpy as np
+import pycuda.driver as cuda
+def main(models, images, s, d):
+    for m in models:
+        n = m.volume()
+        h = cuda.pagelocked_empty(n, np.float32)   # pinned
+        {use}
+        s.synchronize()
+"""
+    assert rows(src, "PIN002") == ([row_of(src, "# pinned")] if reported else [])
+    # Of the same making on every iteration (`pinned_array(1024)` per epoch): it could be made once.
+    same = src.replace("cuda.pagelocked_empty(n, np.float32)", "cuda.pagelocked_empty(1 << 20, np.float32)")
+    assert rows(same, "PIN002") == [row_of(same, "# pinned")]

@@ -149,6 +149,27 @@ def _literal(node) -> bool:
     return isinstance(node, cst.Name) and node.value in ("True", "False", "None")
 
 
+def _made_from_this_iteration(node, loop) -> bool:
+    """The allocating call reads a value the iteration makes (``make_io(engine)`` after ``engine =
+    build(name)``, the loop's target): what it allocates may differ from one iteration to the next."""
+    if not isinstance(node, cst.Call):
+        return False
+    changes = Changes()
+    collect_changes(changes, [loop.body] if isinstance(loop, (cst.For, cst.While)) else [])
+    made = set(changes.bound) | (set(target_names(loop.target)) if isinstance(loop, cst.For) else set())
+    return any(names_read(arg.value) & made for arg in node.args)
+
+
+def _reused_in_an_inner_loop(events, alloc) -> bool:
+    """The buffer is copied in a loop inside the iteration that allocates it (one pinning per model,
+    then a transfer per image of an inner loop: Ensemble-Model-Inference, survey 33): its cost is
+    spread over that loop's transfers, not paid for one transfer. (A buffer of the same making on every
+    iteration, `cuda.pinned_array(1024)` per epoch, could be made once: reported.)"""
+    depth = len(alloc.loops)
+    return any(e.type is EventType.COPY and e.sites & alloc.sites and len(e.loops) > depth and
+               e.loops[:depth] == alloc.loops for e in events)
+
+
 class PinnedAllocInLoop(Rule):
     code = "PIN002"
     name = "pinned-alloc-in-loop"
@@ -199,6 +220,8 @@ class PinnedAllocInLoop(Rule):
                     continue  # `for fp8 in [True, False]: export(..., fp8=fp8)`: a run per configuration
                 if _per_device(loop):
                     continue  # `for g in gpus: ... device=f"cuda:{g}"`: a buffer per device
+                if _reused_in_an_inner_loop(scope.events, event) and _made_from_this_iteration(event.node, loop):
+                    continue  # `for model in models: bufs = make_io(engine); for img in images: copy`
                 # (an allocation inside a comprehension cannot be hoisted by a rewrite of its statement)
                 plan = ctx.plan(hoist_allocation, event, loop) if event.type is EventType.ALLOC and not site.via \
                     and not event.trace and isinstance(loop, (cst.For, cst.While)) else None
