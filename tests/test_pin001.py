@@ -3203,3 +3203,21 @@ def up(part):
     return torch.from_numpy({arg}).cuda(non_blocking=True)
 """
     assert ("PIN001" in codes(src)) == reported
+
+
+def test_a_keys_loop_reads_back_what_it_stored_under_the_key_this_iteration():
+    src = """
+import numpy as np
+import torch
+def pinned_first(n):
+    d = {"a": torch.zeros(n), "b": torch.ones(n)}
+    for k in d:
+        d[k] = d[k].pin_memory()
+        d[k].cuda(non_blocking=True)
+def joined(n):
+    d = {"a": [np.zeros(n)], "b": [np.ones(n)]}
+    for k in d.keys():
+        d[k] = np.concatenate(d[k])
+        torch.from_numpy(d[k]).cuda(non_blocking=True)   # copy
+"""
+    assert rows(src, "PIN001") == [row_of(src, "# copy")]
