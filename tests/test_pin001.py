@@ -3221,3 +3221,24 @@ def joined(n):
         torch.from_numpy(d[k]).cuda(non_blocking=True)   # copy
 """
     assert rows(src, "PIN001") == [row_of(src, "# copy")]
+
+
+@pytest.mark.parametrize("block", ["for stage in stages:", "with open('log') as log:", "while ready():"])
+def test_helpers_a_script_defines_in_a_module_level_block_call_each_other(block):
+    # XMem's train.py (survey 32): the script body runs in `for stage in ...:` and its nested helpers
+    # call each other; `build` is the module's function where `renew` calls it.
+    src = f"""
+import numpy as np
+import torch
+stages = ["1", "2"]
+def ready():
+    return True
+{block}
+    def build(n):
+        return torch.from_numpy(np.zeros((n, 1024), np.float32))
+    def renew(n):
+        return build(n)
+    batch = renew(64)
+    batch.cuda(non_blocking=True)   # copy
+"""
+    assert rows(src, "PIN001") == [row_of(src, "# copy")]

@@ -936,7 +936,8 @@ def _top_level_definitions(body) -> list:
     for node in body:
         if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
             found.append(node)
-        elif isinstance(node, (cst.If, cst.Try)) or type(node).__name__ == "TryStar":
+        elif isinstance(node, (cst.If, cst.Try, cst.For, cst.While, cst.With)) or type(node).__name__ == "TryStar":
+            # (a script's body in `for stage in stages:` defines its helpers there: XMem's train.py)
             from ..walk import child_blocks
             for block in child_blocks(node):
                 found.extend(_top_level_definitions(block))
