@@ -619,3 +619,29 @@ def test_an_object_a_constructor_stores_from_its_parameter_runs_its_methods(hand
     # explains (`make()` of another package) leaves the field unknown.
     src = _WIRED.replace("HANDLER", handler)
     assert rows(src, "PIN001") == ([row_of(src, "# call")] if reported else [])
+
+
+@pytest.mark.parametrize("test, reported", [
+    ("self.device_map == 'auto' and self.num_gpus == 1", True),   # the other path keeps "auto"
+])
+def test_a_field_stored_on_one_path_keeps_its_value_on_the_other(test, reported):
+    # RetrievalAttention's init_model (survey 34): a field set in one arm of an `if` still holds what
+    # it held before on the other arm; the multi-GPU arm after it runs where "auto" stays.
+    src = f"""
+import torch
+class Model:
+    def __init__(self, n, device_map="auto"):
+        self.n = n
+        self.device_map = device_map
+    def init_model(self):
+        self.num_gpus = torch.cuda.device_count() if self.device_map == 'auto' else 1
+        if {test}:
+            self.device_map = 'cuda:0'
+        if self.device_map != "auto":
+            self.ids = torch.arange(0, self.n).to(self.device_map, non_blocking=True)
+        else:
+            self.ids = torch.arange(0, self.n).to("cuda:1", non_blocking=True)   # multi
+def main():
+    Model(4096).init_model()
+"""
+    assert (row_of(src, "# multi") in rows(src, "PIN001")) == reported

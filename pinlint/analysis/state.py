@@ -18,6 +18,7 @@ STREAM = "$stream"     # the current stream (None: the default stream)
 CAPTURING = "$capturing"  # Const True between a stream capture's begin and end: copies are recorded, not run
 RETURN = "$return"     # the value returned on the paths that reach the exit
 ELEMENT_OF = "$element-of:"  # prefix: this name holds an element of that container expression (transfer.changed_element)
+BEFORE = "$before:"  # prefix: what an object's field held before this path first stored into it (State.join)
 KEY_OF = "$key-of:"  # prefix: this name is the variable of a loop over that dict's keys (see transfer._note_keys)
 MUTATED = "$mutated:"  # prefix: a parameter whose object the scope changed (appended to, stored into)
 DOTTED = "$dotted"     # present once the environment held an attribute chain (``obj.attr``): rebinding
@@ -64,7 +65,15 @@ class State:
                 if mine is not value and mine != value:
                     env[key] = combine(mine, value)
             else:
-                env[key] = value
+                before = other.env.get(BEFORE + key)
+                env[key] = value if before is None else combine(value, before)
+        for key, value in self.env.items():
+            if key not in other.env:
+                # An object's field stored on this path only: on the other it still holds what it
+                # held before (`if mode == "auto" and n == 1: self.mode = "cuda:0"`).
+                before = self.env.get(BEFORE + key)
+                if before is not None:
+                    env[key] = combine(value, before)
         return State(env, merge_pending(self.pending | other.pending))
 
     # ------------------------------------------------------------------ the copies in flight

@@ -18,7 +18,7 @@ from ..imports import dotted
 from ..model import EventType
 from .domain import (with_visits, UNKNOWN, Const, Context, Function, Device, Host, Instance, Items, Mapping, Seq, Stream, Tensor, Value,
                      add_element, element_of, join, merged, rebuild, varying_in)
-from .state import ELEMENT_OF, KEY_OF, MUTATED, RETURN, STREAM, iter_key, put
+from .state import BEFORE, ELEMENT_OF, KEY_OF, MUTATED, RETURN, STREAM, iter_key, put
 
 
 def run_element(ev, element) -> None:
@@ -212,9 +212,23 @@ def _store_attribute(ev, target: cst.Attribute, value: Value) -> None:
     ev.escape(target, [value])
     key = dotted(target)
     if key is not None:
+        _note_before(ev, key, owner, attr)
         ev.store(key, value)
     elif isinstance(owner, Instance):
         _replace_object(ev, target.value, owner.with_fields({attr: value}))
+
+
+def _note_before(ev, key: str, owner: Value, attr: str) -> None:
+    """What the field held before this scope's first store into it, where the object says: a path
+    that does not store keeps it (``State.join``)."""
+    env = ev.state.env
+    if key in env or BEFORE + key in env or not isinstance(owner, Instance):
+        return
+    before = owner.field(attr)
+    if before is None:
+        before = dict(ev.module.project.class_fields(owner.klass)).get(attr)
+    if before is not None:
+        put(env, BEFORE + key, before)
 
 
 def _replace_object(ev, expr: cst.BaseExpression, value: Value) -> None:
