@@ -197,6 +197,7 @@ class Event:
     module: object = None                 # ModuleInfo of ``node``
     handed: bool = False                  # ESCAPE: only handed to a call nothing in the tree explains
     visits: tuple = field(default=(), repr=False)  # COPY of a loop's element: (loop, (sites of each element, ...))
+    conditional: bool = False             # lifted from a callee, where it ran under an `if` or in a loop
 
     def visited(self, predicate) -> frozenset:
         """The sites of the elements a copy of a loop's element takes in turn (``visits``) that satisfy

@@ -2054,3 +2054,44 @@ def main(models, images, s, d):
     # Of the same making on every iteration (`pinned_array(1024)` per epoch): it could be made once.
     same = src.replace("cuda.pagelocked_empty(n, np.float32)", "cuda.pagelocked_empty(1 << 20, np.float32)")
     assert rows(same, "PIN002") == [row_of(same, "# pinned")]
+
+
+_CACHED = """
+import numpy as np
+import cupy as cp
+
+def alloc_pinned(n):
+    mem = cp.cuda.alloc_pinned_memory(n * 4)
+    return np.frombuffer(mem, np.float32, n)
+
+class Op:
+    def __init__(self, n):
+        self.n = n
+        self._buf = None
+    def _get(self, n):
+        if GUARD:
+            self._buf = alloc_pinned(n)
+        return self._buf
+    def run(self, x):
+        buf = self._get(x.shape[0])
+        buf[:] = x
+        return buf
+
+def main(xs, n):
+    OUTSIDE
+    for x in xs:
+        INSIDE
+        y = op.run(x)   # call
+"""
+
+
+@pytest.mark.parametrize("guard", ["self._buf is None", "self._buf is None or self._buf.shape[0] != n"])
+@pytest.mark.parametrize("made_in_loop", [False, True])
+def test_a_cache_a_method_keeps_on_its_object_lives_as_long_as_the_object(guard, made_in_loop):
+    # model_mosaic's operator (survey 34): built once before the loop, its method hands back a pinned
+    # buffer cached on the object: no allocation per iteration. Built anew in the loop, the cache
+    # goes with each object: pinned on every iteration.
+    src = _CACHED.replace("GUARD", guard)
+    src = src.replace("OUTSIDE", "pass" if made_in_loop else "op = Op(n)").replace(
+        "INSIDE", "op = Op(n)" if made_in_loop else "pass")
+    assert rows(src, "PIN002") == ([row_of(src, "# call")] if made_in_loop else [])

@@ -91,9 +91,39 @@ def call(ev, fn: Function, args, node: cst.Call, receiver_expr) -> Value:
     _copy_back(ev, outcome, exprs, rename)
     returned = map_sites(outcome.returned, rename)
     _announce_allocations(ev, node, returned, outcome, fn)
+    _keep_what_it_keeps(ev, fn, node, outcome, rename, receiver_expr)
     if not _body_runs_per_call(ev.module.project, fn):
         _note_resumed_changes(ev, node, outcome)
     return returned if outcome.reachable else UNKNOWN
+
+
+def _keep_what_it_keeps(ev, fn: Function, node, outcome: Outcome, rename, receiver_expr) -> None:
+    """The buffers the callee keeps beyond the call (a cache on its object: ``self._sino =
+    alloc_pinned(shape)`` under ``if self._sino is None``) are kept by this scope's call too: a caller of
+    this scope sees a cache, not a buffer made on every call (model_mosaic's ``R()``, survey 34). On an
+    object this loop makes anew each iteration (``op = Op(n)`` in the loop), the cache goes with the
+    object: allocated by the call, each iteration."""
+    # Its own buffers and its object's (a cache the class's fields already know of), not what the
+    # caller handed over to keep (`obj.store(h)`: h was made where the caller made it).
+    passed = outcome.inputs - outcome.own_inputs
+    kept = frozenset(rename(s) for s in outcome.kept if s not in passed and s.scope != "<module>")
+    if not kept:
+        return
+    if not _made_each_iteration(ev, receiver_expr):
+        ev.event(EventType.ESCAPE, node, Host(kept, first_site(kept).library))
+        return
+    sites = frozenset(Site(kind=s.kind, library=s.library, api=f"{_call_name(fn)}()", node=node, loops=ev.loops,
+                           nbytes=s.nbytes, pooled=s.pooled, scope=ev.scope, via=frozenset([s]), variant="call",
+                           module=ev.module.info) for s in kept)
+    ev.event(EventType.ALLOC, node, Host(sites, first_site(sites).library), api=f"{_call_name(fn)}()")
+
+
+def _made_each_iteration(ev, receiver_expr) -> bool:
+    """The receiver is a name the innermost loop around the call binds (``op = Op(n); op.R(x)``)."""
+    if not ev.loops or not isinstance(receiver_expr, cst.Name) or not isinstance(ev.loops[-1], (cst.For, cst.While)):
+        return False
+    from .invariance import loop_changes
+    return receiver_expr.value in loop_changes(ev.loops[-1], ev.module.project.changes).bound
 
 
 def _note_resumed_changes(ev, node, outcome: Outcome) -> None:
@@ -938,7 +968,7 @@ def _renamer(ev, fn: Function, node, outcome: Outcome):
     # self.buf is None:`); made on every call, outside any `if` or loop (`def prepare(self, n):
     # self.buf = np.random.rand(n)`), it is a new buffer each call like a returned one.
     every_call = frozenset(s for e in outcome.events if e.type is EventType.ALLOC and not e.branch
-                           and not e.loops for s in e.sites) if outcome.kept else frozenset()
+                           and not e.loops and not e.conditional for s in e.sites) if outcome.kept else frozenset()
 
     def rename(site: Site) -> Site:
         if site in owned:
@@ -1112,6 +1142,8 @@ def _pinned_inside(ev, fn: Function, node, outcome: Outcome) -> None:
             inner_loops = event.loops
         if event.branch and not _every_call_takes(ev, fn, event.branch):
             continue
+        if event.conditional and not event.loops:
+            continue  # under an `if` of a function it calls (a cache: `if self._buf is None:`)
         if owned and event.definitely(lambda s: s.kind.is_pinned and s in owned):
             # Pinned memory the new object holds: allocated by this construction, as long-lived as
             # the object, which the caller keeps (a list of bindings) or drops (one per iteration).
@@ -1234,7 +1266,8 @@ def _lifted(ev, fn: Function, node, event: Event, contextual, pending: frozenset
         varies_in=event.varies_in, api=event.api, direction=event.direction, is_async=event.is_async,
         stream=event.stream, dest_allocated=event.dest_allocated, staged=event.staged, library=event.library,
         family=event.family, stream_node=None, scope=ev.scope, pending=pending, trace=(step,) + event.trace,
-        module=ev.module.info, visits=_lifted_visits(ev, event, contextual))
+        module=ev.module.info, visits=_lifted_visits(ev, event, contextual),
+        conditional=event.conditional or bool(event.branch) or bool(event.loops))
 
 
 def _lifted_visits(ev, event: Event, contextual) -> tuple:
