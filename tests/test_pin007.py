@@ -1492,3 +1492,27 @@ def run(kmax, n):
         cuda.to_device(sel)
 """
     assert ("PIN007" in codes(src)) == reported
+
+
+@pytest.mark.parametrize("bounds, index, reported", [
+    ("st, end = window(i, chunk)", "h[0, :, st:end]", False),      # a window that moves with i
+    ("st, end = i * chunk, i * chunk + chunk", "h[:, st:end]", False),
+    ("st, end = window(i, chunk)", "h[st:end]", False),
+    ("st, end = window(0, chunk)", "h[0, :, st:end]", True),       # the same window every time
+    ("st, end = window(i % 2, chunk)", "h[0, :, st:end]", True),   # two windows that come round
+])
+def test_a_window_computed_from_the_loops_variable_is_another_part_each_time(bounds, index, reported):
+    # model_mosaic's gather (survey 34): per bin, the window `h[0, :, st:end]` where a helper works out
+    # (st, end) from the bin's index.
+    src = f"""
+import numpy as np
+import cupy as cp
+def window(i, chunk):
+    return max(0, i * chunk - 4), (i + 1) * chunk + 4
+def gather(n, chunk):
+    h = np.random.standard_normal((1, 2 * n, n + 1)).astype(np.complex64)
+    for i in range(n // chunk):
+        {bounds}
+        d = cp.asarray({index})   # copy
+"""
+    assert ("PIN007" in codes(src)) == reported

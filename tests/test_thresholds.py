@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import only, row_of, rows, run_in_process, write
+from helpers import codes, only, row_of, rows, run_in_process, write
 from pinlint.config import apply_overrides, load_config
 from pinlint.runner import Cache
 from pinlint.settings import Settings, SettingsError, thresholds_of
@@ -517,3 +517,21 @@ def test_a_table_of_numbers_given_on_through_two_helpers_keeps_the_array_small()
             return [to_labels(l.cpu().numpy(), table, 4).to(dev, non_blocking=True) for l in labels]
         """
     assert rows(src, "PIN001") == []
+
+
+@pytest.mark.parametrize("expr, small", [
+    ("(1j * np.random.randn(3, 32, 64)).astype(np.complex64)", True),     # 6,144 elements: 48 KiB
+    ("(np.random.randn(3, 32, 64) * 1j)", False),                         # complex128: 96 KiB
+    ("np.ones(4096, np.float32) + np.ones(4096, np.float32)", True),      # 1-D, one length: 16 KiB
+    ("np.ones(4096, np.float32) * 1j", True),                             # complex64: 32 KiB
+    ("np.ones((64, 1), np.float32) + np.ones((1, 64), np.float32)", False),  # may broadcast
+])
+def test_complex_numbers_and_equal_1d_arrays_keep_an_elementwise_size(expr, small):
+    src = f"""
+import numpy as np
+import cupy as cp
+h = {expr}
+for i in range(8):
+    d = cp.asarray(h)
+"""
+    assert ("PIN007" in codes(src)) == (not small)

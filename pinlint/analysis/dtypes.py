@@ -138,26 +138,54 @@ def elementwise_size(operands: list, library: str, divides: bool, tables) -> tup
                 return None, None
             sites |= value.sites
         elif isinstance(value, Const) and value.values and \
-                all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value.values):
-            numbers.append("float" if any(isinstance(v, float) for v in value.values) else "int")
+                all(isinstance(v, (int, float, complex)) and not isinstance(v, bool) for v in value.values):
+            numbers.append("complex" if any(isinstance(v, complex) for v in value.values) else
+                           "float" if any(isinstance(v, float) for v in value.values) else "int")
         elif isinstance(value, Scalar):
             numbers.append(value.kind)
         else:
             return None, None  # a list broadcasts, an unknown operand may be an array of any shape
-    if len(sites) != 1:
+    counts = {site.nbytes // item_size(site.dtype, tables) if site.nbytes is not None and item_size(site.dtype, tables)
+              else None for site in sites}
+    if not sites or len(counts) != 1 or None in counts:
         return None, None
-    site = next(iter(sites))
-    size = item_size(site.dtype, tables)
-    if site.nbytes is None or not size:
-        return None, None
-    dtype = site.dtype
-    if not dtype.startswith(("float", "complex", "bfloat")):
-        if not dtype.startswith(("int", "uint")):
-            return None, None  # bool arrays promote by rules not worth following here
-        if divides or any(kind != "int" for kind in numbers):
-            dtype = "float32" if library == "torch" else "float64"
-    new_size = item_size(dtype, tables)
-    return (site.nbytes // size * new_size, dtype) if new_size else (None, None)
+    if len(sites) > 1 and any(site.ndim != 1 for site in sites):
+        return None, None  # two arrays of one count may broadcast ((64, 1) * (1, 64)); 1-D ones of one length do not
+    count = counts.pop()
+    dtype = _promoted(sorted({site.dtype for site in sites}), numbers, divides, library)
+    new_size = item_size(dtype, tables) if dtype else None
+    return (count * new_size, dtype) if new_size else (None, None)
+
+
+_KINDS = ("int", "float", "complex")
+
+
+def _promoted(dtypes: list, numbers: list, divides: bool, library: str) -> Optional[str]:
+    """NumPy's (and torch's) dtype of an elementwise result of arrays of ``dtypes`` and Python numbers
+    of the kinds ``numbers``: the widest kind and size of the arrays; a Python number only raises the
+    kind (NEP 50: `float32 * 2.0` stays float32, `float32 * 1j` is complex64)."""
+    if len(dtypes) == 1 and dtypes[0].startswith("bfloat"):
+        return dtypes[0] if all(kind != "complex" for kind in numbers) else None
+    kinds, bits = [], []
+    for dtype in dtypes:
+        kind = next((k for k in _KINDS if dtype.startswith(k)), None)
+        if kind is None or dtype.startswith("uint") and len(dtypes) > 1:
+            return None  # bool arrays, mixed signedness: rules not worth following here
+        digits = dtype[len(kind):]
+        if not digits.isdigit():
+            return None
+        kinds.append(kind)
+        bits.append(int(digits) // (2 if kind == "complex" else 1))  # a complex's precision: half its bits
+    # a number of unknown kind (`h.max()`) counts as a float, as it did for an integer array
+    kind = max(kinds + [k if k in _KINDS else "float" for k in numbers], key=_KINDS.index)
+    if kind != "complex" and divides:
+        kind = "float" if kind == "int" else kind
+    precision = max(b for k, b in zip(kinds, bits) if k != "int") if any(k != "int" for k in kinds) else None
+    if kind == "int":
+        return dtypes[0] if len(dtypes) == 1 else None
+    if precision is None:
+        precision = 32 if library == "torch" else 64  # an integer array made float (or complex) by a number
+    return f"{kind}{precision * (2 if kind == 'complex' else 1)}"
 
 
 def python_number_operands(operands: list, tables) -> tuple:

@@ -351,6 +351,12 @@ class Evaluator:
             literals[node] = found
         return found
 
+    def _expr_Imaginary(self, node: cst.Imaginary) -> Value:
+        try:
+            return Const.of(complex(node.value.replace("_", "")))
+        except ValueError:
+            return UNKNOWN
+
     def _expr_Float(self, node: cst.Float) -> Value:
         try:
             return Const.of(float(node.value.replace("_", "")))
@@ -585,6 +591,17 @@ class Evaluator:
                 todo.extend(code_parts(item))
         return frozenset(loop for loop in self.loops if loop in found)
 
+    def _moving_bounds(self, node: cst.Subscript) -> frozenset:
+        """The loops in which a slice of ``node`` moves: its lower bound steps with, or is computed from,
+        the loop's variable (``h[p0:p0 + blk]``, ``h[:, st:end]`` with ``st, end = window(i)``)."""
+        found: set = set()
+        for element in node.slice:
+            if not isinstance(element.slice, cst.Slice) or element.slice.lower is None:
+                continue
+            lower = element.slice.lower
+            found.update(self._stepping(lower) or self._following(lower) or self._stepped_while(lower))
+        return frozenset(found)
+
     def _stepped_while(self, expr) -> tuple:
         """The innermost ``while`` loop whose body steps a name ``expr`` computes with (``begin`` of
         ``begin = max(0, end - chunk); end = begin``): another part on each iteration."""
@@ -798,9 +815,7 @@ class Evaluator:
                 plain = len(node.slice) == 1 and node.slice[0].slice.step is None
                 view = base if plain else replace(base, contiguous=None)
                 # h[p0:p0 + blk] in `for p0 in range(0, n, blk)`: another part of h on each iteration.
-                lower = node.slice[0].slice.lower
-                for loop in self._stepping(lower) or (self._following(lower) if lower is not None else ()) or \
-                        self._stepped_while(lower):
+                for loop in self._moving_bounds(node):
                     view = varying_in(view, loop)
                 return view
             if advanced:
@@ -823,6 +838,8 @@ class Evaluator:
                 for index in integers:
                     for loop in self._stepping(index):
                         view = varying_in(view, loop)
+                for loop in self._moving_bounds(node):
+                    view = varying_in(view, loop)  # h[0, :, st:end] with st from the loop's variable
                 return view
             if len(node.slice) == 1 and base.library == "torch" and (base.dimensions() or 0) < 2 and \
                     not base.pointer and not base.batch and not _integer(indexes[0]):

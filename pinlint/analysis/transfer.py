@@ -40,6 +40,8 @@ def _stmt(ev, element) -> None:
             _note_element(ev, node.targets[0].target, node.value.value)  # `sp = self.by_name[name]`
         if derived is not None:
             ev.state.env[derived[0] + node.targets[0].target.value] = derived[1]
+        elif ev.loops and len(node.targets) == 1 and isinstance(node.targets[0].target, (cst.Tuple, cst.List)):
+            _derive_unpacked(ev, node.targets[0].target, node.value)
     elif isinstance(node, cst.AnnAssign):
         if node.value is not None:
             value = ev.expr(node.value)
@@ -424,6 +426,21 @@ def _wait_before(ev, loop, iterable) -> None:
             env.pop(name, None)
         else:
             env[name] = value
+
+
+def _derive_unpacked(ev, target, value) -> None:
+    """``st, end = window(i, chunk)``, ``a, b = i * k, i * k + k`` in a loop: each name computed from the
+    loop's variable picks another part on each iteration, as a single such name does (``derived``)."""
+    from .evaluator import LOOP_DERIVED
+    pairs = zip(target.elements, value.elements) if isinstance(value, (cst.Tuple, cst.List)) and \
+        len(value.elements) == len(target.elements) else ((element, None) for element in target.elements)
+    whole = ev._following(value) if not isinstance(value, (cst.Tuple, cst.List)) else frozenset()
+    for element, part in pairs:
+        if not isinstance(element.value, cst.Name):
+            continue
+        following = ev._following(part.value) if part is not None else whole
+        if following:
+            ev.state.env[LOOP_DERIVED + element.value.value] = Const(frozenset(following))
 
 
 def _note_keys(ev, loop, iterable) -> None:
