@@ -3242,3 +3242,21 @@ def ready():
     batch.cuda(non_blocking=True)   # copy
 """
     assert rows(src, "PIN001") == [row_of(src, "# copy")]
+
+
+def test_a_property_setters_body_is_checked_as_a_method_is():
+    # ChI-SOM's trainer (survey 34): the setter uploads a fresh pageable array on the object's stream.
+    src = """
+import numpy as np
+from numba import cuda
+class Trainer:
+    def __init__(self):
+        self._stream = cuda.stream()
+    @property
+    def codebook(self):
+        return self._codebook
+    @codebook.setter
+    def codebook(self, cb):
+        self._codebook = cuda.to_device(np.array(cb, dtype=np.float32), stream=self._stream)   # copy
+"""
+    assert rows(src, "PIN001") == [row_of(src, "# copy")]

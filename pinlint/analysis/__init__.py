@@ -76,6 +76,12 @@ def _functions_in_block(ctx: ModuleContext, body, scope: str, class_prefix: str)
                 fn = function_value(member)
                 yield fn
                 yield from _functions_in_block(ctx, suite_body(member.node.body), fn.name, "")
+                if member.kind == "property" and member.setter is not None:
+                    # `@x.setter def x(self, v)`: a body of its own (ChI-SOM's codebook upload, survey 34)
+                    setter = Function(node=member.setter, module=member.owner.module, name=member.qualified,
+                                      klass=member.owner, kind="method")
+                    yield setter
+                    yield from _functions_in_block(ctx, suite_body(member.setter.body), setter.name, "")
             nested = [m.node for m in info.members.values() if m.kind == "nested-class"]
             yield from _functions_in_block(ctx, nested, scope, f"{cls.name}.")
         elif not isinstance(node, cst.SimpleStatementLine):
