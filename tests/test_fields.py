@@ -645,3 +645,31 @@ def main():
     Model(4096).init_model()
 """
     assert (row_of(src, "# multi") in rows(src, "PIN001")) == reported
+
+
+def test_a_property_assignment_in_init_keeps_the_fields_stored_before_it():
+    # ChI-SOM's trainer (survey 34): `self._stream` is stored, then `self.codebook = cb` runs a setter;
+    # a device array made on `self._stream` afterwards still remembers that stream, so the no-argument
+    # `copy_to_host()` is an asynchronous copy into new pageable memory.
+    src = source("""
+        import numpy as np
+        from numba import cuda
+
+        class Trainer:
+            def __init__(self, codebook):
+                self._stream = cuda.stream()
+                self.codebook = codebook
+                self.part = cuda.device_array((32, 48), np.int32, stream=self._stream)
+
+            @property
+            def codebook(self):
+                return self._codebook
+
+            @codebook.setter
+            def codebook(self, cb):
+                self._codebook = cb
+
+            def dump(self):
+                return self.part.copy_to_host()   # copy
+        """)
+    assert rows(src, "PIN001") == [row_of(src, "# copy")]

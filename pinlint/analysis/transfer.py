@@ -208,6 +208,12 @@ def _store_attribute(ev, target: cst.Attribute, value: Value) -> None:
     owner = ev.expr(target.value)
     setter = interproc.setter_of(ev, owner, attr)
     if setter is not None:
+        if isinstance(target.value, cst.Name):
+            # the object with what this scope stored on it (`self._stream = s` before `self.codebook =
+            # cb`): the setter runs on it, and rebinding the name to what it leaves keeps them
+            from .project import folded
+            owner = folded(ev.state.env, target.value.value)
+            setter = interproc.setter_of(ev, owner, attr)
         updated = interproc.set_attribute(ev, setter, owner, value, target)
         _replace_object(ev, target.value, updated)
         return
