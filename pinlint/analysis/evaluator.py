@@ -572,7 +572,7 @@ class Evaluator:
                 todo.extend(code_parts(item))
         return False
 
-    def _following(self, expr) -> frozenset:
+    def following(self, expr) -> frozenset:
         """The enclosing loops whose variable ``expr`` mentions, directly or through names computed
         from it (``start = stop - step``, ``e = picks[0, k].item()``)."""
         found = set()
@@ -599,7 +599,7 @@ class Evaluator:
             if not isinstance(element.slice, cst.Slice) or element.slice.lower is None:
                 continue
             lower = element.slice.lower
-            found.update(self._stepping(lower) or self._following(lower) or self._stepped_while(lower))
+            found.update(self._stepping(lower) or self.following(lower) or self._stepped_while(lower))
         return frozenset(found)
 
     def _stepped_while(self, expr) -> tuple:
@@ -619,7 +619,7 @@ class Evaluator:
         stepping = self._stepping(expr)
         if len(stepping) == 1:
             return LOOP_VARIABLE, Const.of(next(iter(stepping)))
-        following = self._following(expr)
+        following = self.following(expr)
         return (LOOP_DERIVED, Const(frozenset(following))) if following else None
 
     def _expr_Comparison(self, node: cst.Comparison) -> Value:
@@ -786,7 +786,7 @@ class Evaluator:
     def keyed_by(self, key, element: Value) -> Value:
         """The element a container gives for ``key`` (an index, a dict's key): where ``key`` follows a
         loop's variable, a different element on each iteration of that loop."""
-        for loop in self._stepping(key) or self._rotating(key) or self._following(key):
+        for loop in self._stepping(key) or self._rotating(key) or self.following(key):
             element = varying_in(element, loop)
         return element
 
@@ -850,7 +850,7 @@ class Evaluator:
                 gathered = self.site(node, Kind.PAGEABLE, base.library, "advanced indexing")
                 picked = replace(base, sites=base.sites | {gathered}, ndim=NDIM_UNKNOWN)
                 index = node.slice[0].slice.value
-                for loop in self._stepping(index) or self._following(index):
+                for loop in self._stepping(index) or self.following(index):
                     picked = varying_in(picked, loop)
                 return picked
             if len(node.slice) == 1 and (base.dimensions() or 0) >= 2:

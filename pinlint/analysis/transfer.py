@@ -440,11 +440,11 @@ def _derive_unpacked(ev, target, value) -> None:
     from .evaluator import LOOP_DERIVED
     pairs = zip(target.elements, value.elements) if isinstance(value, (cst.Tuple, cst.List)) and \
         len(value.elements) == len(target.elements) else ((element, None) for element in target.elements)
-    whole = ev._following(value) if not isinstance(value, (cst.Tuple, cst.List)) else frozenset()
+    whole = ev.following(value) if not isinstance(value, (cst.Tuple, cst.List)) else frozenset()
     for element, part in pairs:
         if not isinstance(element.value, cst.Name):
             continue
-        following = ev._following(part.value) if part is not None else whole
+        following = ev.following(part.value) if part is not None else whole
         if following:
             ev.state.env[LOOP_DERIVED + element.value.value] = Const(frozenset(following))
 
