@@ -2085,6 +2085,13 @@ def main(xs, n):
 """
 
 
+def test_objects_made_in_a_loop_and_kept_keep_what_their_methods_pinned():
+    # Sequoia's offload engine (survey 28's tree): `layer = Layer(i); layer.load(w); layers.append(layer)`.
+    src = _CACHED.replace("GUARD", "self._buf is None").replace("OUTSIDE", "ops = []").replace(
+        "INSIDE", "op = Op(n)").replace("        y = op.run(x)   # call", "        y = op.run(x)   # call\n        ops.append(op)")
+    assert rows(src, "PIN002") == []
+
+
 @pytest.mark.parametrize("guard", ["self._buf is None", "self._buf is None or self._buf.shape[0] != n"])
 @pytest.mark.parametrize("made_in_loop", [False, True])
 def test_a_cache_a_method_keeps_on_its_object_lives_as_long_as_the_object(guard, made_in_loop):

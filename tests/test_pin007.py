@@ -1516,3 +1516,32 @@ def gather(n, chunk):
         d = cp.asarray({index})   # copy
 """
     assert ("PIN007" in codes(src)) == reported
+
+
+@pytest.mark.parametrize("body, reported", [
+    # Reallocated and uploaded together when the box changes: each upload sends a new buffer.
+    ("if dim != self.dim:\n            self.dim = dim\n            self.cells = np.zeros(1 << 20, np.float32)\n"
+     "            self.d_cells = cuda.to_device(self.cells)", False),
+    # Made once (lazily), uploaded on every call: the same buffer again and again.
+    ("if self.cells is None:\n            self.cells = np.zeros(1 << 20, np.float32)\n"
+     "        self.d_cells = cuda.to_device(self.cells)", True),
+])
+def test_a_callee_uploading_the_buffer_it_just_made_repeats_nothing(body, reported):
+    # pygamd's cell list (survey 31's tree): `calculate()` called in a loop reallocates its arrays
+    # under an `if` and uploads them in the same arm.
+    src = f"""
+import numpy as np
+from numba import cuda
+class Cells:
+    def __init__(self):
+        self.dim = 0
+        self.cells = None
+        self.calculate(1)
+    def calculate(self, dim):
+        {body}
+def run(steps):
+    c = Cells()
+    for i in range(steps):
+        c.calculate(i)   # call
+"""
+    assert ("PIN007" in codes(src)) == reported

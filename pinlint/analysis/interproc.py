@@ -20,7 +20,7 @@ import libcst as cst
 
 from ..imports import dotted
 from ..model import Event, EventType, Kind, PendingCopy, Site, TraceStep, first_site, scoped_registration
-from ..walk import code_parts, small_statements, suite_body
+from ..walk import code_parts, small_statements, suite_body, target_names
 from .domain import (ANYTHING, UNKNOWN, ClassRef, Const, Device, DeviceSpec, Function, GpuFlag, Host, Instance, Items, Loader, Mapping,
                      ModuleRef, Scalar, Seq, Stream, Super, Tensor, Value, interesting, leaves, map_sites, all_sites,
                      mapping, unknown_host, flatten)
@@ -119,11 +119,14 @@ def _keep_what_it_keeps(ev, fn: Function, node, outcome: Outcome, rename, receiv
 
 
 def _made_each_iteration(ev, receiver_expr) -> bool:
-    """The receiver is a name the innermost loop around the call binds (``op = Op(n); op.R(x)``)."""
-    if not ev.loops or not isinstance(receiver_expr, cst.Name) or not isinstance(ev.loops[-1], (cst.For, cst.While)):
+    """The receiver is a name the body of the innermost loop around the call assigns (``op = Op(n);
+    op.R(x)``), not the loop's own variable (``for m in models: m.load()`` walks objects made before)."""
+    loop = ev.loops[-1] if ev.loops else None
+    if not isinstance(receiver_expr, cst.Name) or not isinstance(loop, (cst.For, cst.While)):
         return False
     from .invariance import loop_changes
-    return receiver_expr.value in loop_changes(ev.loops[-1], ev.module.project.changes).bound
+    targets = set(target_names(loop.target)) if isinstance(loop, cst.For) else set()
+    return receiver_expr.value in loop_changes(loop, ev.module.project.changes).bound - targets
 
 
 def _note_resumed_changes(ev, node, outcome: Outcome) -> None:
@@ -1220,6 +1223,7 @@ def _lift(ev, fn: Function, node, outcome: Outcome, baseline: Optional[Outcome])
         if event.pending:
             racing.setdefault((event.type, event.node), set()).update(p.node for p in event.pending)
     internal = _internal(outcome)
+    made_here = _made_on_its_path(outcome)
     outside = ev.state.pending  # copies in flight when the call was made
 
     def contextual(site: Site) -> Site:
@@ -1240,7 +1244,7 @@ def _lift(ev, fn: Function, node, outcome: Outcome, baseline: Optional[Outcome])
         # callee's own analysis already: the same copy and access, reported there.
         given = bool(event.sites & passed) or any(p.node not in racing.get((event.type, event.node), ())
                                                   for p in event.pending & outside)
-        if _carried_copy(event, internal):
+        if _carried_copy(event, internal) and not (event.sites & made_here(event)):
             ev.events.append(_lifted(ev, fn, node, event, contextual, frozenset()))
             continue
         if not given and verdict(event) in known.get((event.type, event.node), ()):
@@ -1289,6 +1293,18 @@ def _blocks(copy: Event) -> bool:
     return not copy.is_async or copy.staged
 
 
+def _made_on_its_path(outcome: Outcome):
+    """Sites a call allocates before a given copy on the copy's own path (the allocation's ``if`` arms
+    are the copy's too): such a copy sends the buffer that call made, however the object's field
+    that holds it is shared with earlier calls (pygamd's cell list, reallocated and uploaded when the
+    box changes)."""
+    allocations = [e for e in outcome.events if e.type is EventType.ALLOC and not e.loops]
+
+    def made(event: Event) -> frozenset:
+        return frozenset(s for a in allocations if event.branch[:len(a.branch)] == a.branch for s in a.sites)
+    return made
+
+
 def _carried_copy(event: Event, internal) -> bool:
     """A blocking copy, outside any loop of the callee, of a pageable buffer the callee did not make
     (its object's, a global's, one it was given): a loop around some caller moves that same buffer
@@ -1303,8 +1319,9 @@ def _carried_copy(event: Event, internal) -> bool:
 def _lift_carried_copies(ev, fn: Function, node, baseline: Outcome) -> None:
     """``_carried_copy`` events of a callee analysed as it is on its own, at this call."""
     internal = _internal(baseline)
+    made_here = _made_on_its_path(baseline)
     for event in baseline.events:
-        if _carried_copy(event, internal):
+        if _carried_copy(event, internal) and not (event.sites & made_here(event)):
             ev.events.append(_lifted(ev, fn, node, event, lambda site: site, frozenset()))
 
 

@@ -202,8 +202,8 @@ class PinnedAllocInLoop(Rule):
                     # copies every time; a block of a size the helper fixes could be the caller's.
                     continue
                 # Buffers that outlive the iteration (appended, stored, returned) are set-up, not waste.
-                if any(site in escaped for site in event.sites):
-                    continue
+                if any(site in escaped or site.via & escaped for site in event.sites):
+                    continue  # (or the buffer a call's site stands for: `layers.append(layer)` after `layer.load()`)
                 site = first_site(event.sites)
                 if any(loop not in site.loops for loop in event.loops):
                     continue  # allocated before the loop; this event is a use of it
