@@ -3260,3 +3260,24 @@ class Trainer:
         self._codebook = cuda.to_device(np.array(cb, dtype=np.float32), stream=self._stream)   # copy
 """
     assert rows(src, "PIN001") == [row_of(src, "# copy")]
+
+
+@pytest.mark.parametrize("made, reported", [
+    ("np.ndarray(shape=(n, 11), dtype=np.float32)", True),     # no buffer: a new array, as np.empty
+    ("np.ndarray((n, 11), np.float32)", True),
+    ("np.ndarray((n, 11), np.float32, buffer=cuda.pinned_array(n * 11, np.float32))", False),
+    ("np.matmul(np.ones((n, 11), np.float32), np.eye(11, dtype=np.float32))", True),
+    ("np.dot(w, w.T)", False),                                  # of values nothing explains
+])
+def test_arrays_made_by_the_ndarray_constructor_and_products_are_pageable(made, reported):
+    # MonteCarloRender's result arrays (survey 35); cuImageOps' np.matmul kernel weights.
+    src = f"""
+import numpy as np
+from numba import cuda
+def run(n, w):
+    s = cuda.stream()
+    h = {made}
+    d = cuda.device_array((n, 11), np.float32, stream=s)
+    d.copy_to_host(h, stream=s)   # copy
+"""
+    assert rows(src, "PIN001") == ([row_of(src, "# copy")] if reported else [])

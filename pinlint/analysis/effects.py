@@ -466,7 +466,9 @@ def _view(ev, api: Api, node, receiver, args: Args) -> Value:
         like = ev.tables.functions[api.opt("otherwise_like")]
         return _err_tuple(api, apply(ev, like, node, receiver, args))
     elif api.opt("otherwise") == "pageable" and not isinstance(source, (Device, Tensor)) and \
-            (isinstance(source, (Items, Seq, Const)) or api.library == "torch"):
+            (isinstance(source, (Items, Seq, Const)) or api.library == "torch" or
+             not args.present(api.arg("arg")) and not args.star and not args.unsure(api.arg("arg").kw)):
+        # (`np.ndarray(shape, dtype)` with no buffer: a new array, as np.empty makes)
         flavour = api.opt("library") if api.opt("library") in ("torch",) else "numpy"
         site = ev.site(node, Kind.PAGEABLE, flavour, api.name)
         result = Host(frozenset([site]), flavour)
