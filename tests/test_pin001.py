@@ -3268,6 +3268,7 @@ class Trainer:
     ("np.ndarray((n, 11), np.float32, buffer=cuda.pinned_array(n * 11, np.float32))", False),
     ("np.matmul(np.ones((n, 11), np.float32), np.eye(11, dtype=np.float32))", True),
     ("np.dot(w, w.T)", False),                                  # of values nothing explains
+    ("np.linalg.inv(np.matmul(np.eye(11), np.eye(11)))", True),
 ])
 def test_arrays_made_by_the_ndarray_constructor_and_products_are_pageable(made, reported):
     # MonteCarloRender's result arrays (survey 35); cuImageOps' np.matmul kernel weights.
