@@ -150,14 +150,21 @@ def _literal(node) -> bool:
 
 
 def _made_from_this_iteration(node, loop) -> bool:
-    """The allocating call reads a value the iteration makes (``make_io(engine)`` after ``engine =
-    build(name)``, the loop's target): what it allocates may differ from one iteration to the next."""
-    if not isinstance(node, cst.Call):
+    """The allocating call reads an object a call of the iteration builds (``make_io(engine)`` after
+    ``engine = build(name)``): each iteration's buffers belong to another object, sized by it. (Data of
+    the iteration, `batch["pixel_values"]`, usually keeps its size: its buffers could be made once.)"""
+    if not isinstance(node, cst.Call) or not isinstance(loop, (cst.For, cst.While)):
         return False
-    changes = Changes()
-    collect_changes(changes, [loop.body] if isinstance(loop, (cst.For, cst.While)) else [])
-    made = set(changes.bound) | (set(target_names(loop.target)) if isinstance(loop, cst.For) else set())
-    return any(names_read(arg.value) & made for arg in node.args)
+    built = set()
+    stack = [loop.body]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, cst.Assign) and len(item.targets) == 1 and isinstance(item.targets[0].target, cst.Name) \
+                and isinstance(item.value, cst.Call):
+            built.add(item.targets[0].target.value)
+        if not isinstance(item, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            stack.extend(code_parts(item))
+    return any(names_read(arg.value) & built for arg in node.args)
 
 
 def _reused_in_an_inner_loop(events, alloc) -> bool:
