@@ -259,7 +259,9 @@ class ProgramGenerator:
         if rng.random() < 0.1:
             lines.insert(0, '"""A generated program."""')
         if rng.random() < 0.15:
-            lines.insert(rng.randrange(len(lines) + 1), "# a comment line")
+            # anywhere but after a backslash continuation, where a comment line ends the statement
+            spots = [i for i in range(len(lines) + 1) if i == 0 or not lines[i - 1].endswith("\\")]
+            lines.insert(rng.choice(spots), "# a comment line")
         indent = rng.choice(["    ", "    ", "  ", "\t"])
         text = "\n".join(line.replace("    ", indent) if indent != "    " else line for line in lines) + "\n"
         return text
