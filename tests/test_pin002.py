@@ -2104,3 +2104,34 @@ def test_a_cache_a_method_keeps_on_its_object_lives_as_long_as_the_object(guard,
     src = src.replace("OUTSIDE", "pass" if made_in_loop else "op = Op(n)").replace(
         "INSIDE", "op = Op(n)" if made_in_loop else "pass")
     assert rows(src, "PIN002") == ([row_of(src, "# call")] if made_in_loop else [])
+
+
+def test_an_object_the_loop_keeps_keeps_what_its_methods_pinned_even_after_it_moves():
+    # UMbreLLa's layers (survey 20's tree): `layer.init_parameters(w)` pins the weights, `layer.to(dev)`
+    # moves them, then `layers.append(layer)`: the object, and what it pinned, outlive the loop.
+    src = """
+import torch
+
+class Layer:
+    def __init__(self, i):
+        self.i = i
+        self.w = None
+    def init_parameters(self, w):
+        self.w = w.detach().pin_memory()
+    def to(self, dev):
+        self.w_dev = self.w.to(dev, non_blocking=True)
+        self.w = None
+
+def build(weights, dev):
+    layers = []
+    for i, w in enumerate(weights):
+        layer = Layer(i)
+        layer.init_parameters(w)   # call
+        layer.to(dev)
+        KEEP
+    return layers
+"""
+    kept = src.replace("KEEP", "layers.append(layer)")
+    assert rows(kept, "PIN002") == []
+    dropped = src.replace("KEEP", "pass")
+    assert rows(dropped, "PIN002") == [row_of(dropped, "# call")]

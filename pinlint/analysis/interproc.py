@@ -126,7 +126,26 @@ def _made_each_iteration(ev, receiver_expr) -> bool:
         return False
     from .invariance import loop_changes
     targets = set(target_names(loop.target)) if isinstance(loop, cst.For) else set()
-    return receiver_expr.value in loop_changes(loop, ev.module.project.changes).bound - targets
+    name = receiver_expr.value
+    return name in loop_changes(loop, ev.module.project.changes).bound - targets and not _kept_by_the_loop(loop, name)
+
+
+def _kept_by_the_loop(loop, name: str) -> bool:
+    """The loop's body keeps the object it made (``layers.append(layer)``, ``self.cache[k] = layer``):
+    what the object holds outlives the iteration (UMbreLLa's offloaded layers, survey 20)."""
+    stack = [loop.body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and \
+                node.func.attr.value in ("append", "add", "insert", "appendleft", "put", "setdefault") and \
+                any(isinstance(arg.value, cst.Name) and arg.value.value == name for arg in node.args):
+            return True
+        if isinstance(node, cst.Assign) and isinstance(node.value, cst.Name) and node.value.value == name and \
+                any(isinstance(t.target, (cst.Attribute, cst.Subscript)) for t in node.targets):
+            return True
+        if not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            stack.extend(code_parts(node))
+    return False
 
 
 def _note_resumed_changes(ev, node, outcome: Outcome) -> None:
