@@ -419,7 +419,6 @@ def is_none(value: Value) -> bool:
     return isinstance(value, Const) and value.values == frozenset([None])
 
 
-
 def _has_library(value: Value) -> bool:
     return isinstance(value, LibraryRef) or \
         (isinstance(value, Alternatives) and any(isinstance(o, LibraryRef) for o in value.options))

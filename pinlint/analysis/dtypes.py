@@ -125,6 +125,12 @@ def _fold_float(operator, a, b) -> Optional[Value]:
     return Const.of(float(result)) if math.isfinite(result) else None
 
 
+def element_total(site, tables) -> Optional[int]:
+    """How many elements an allocation holds, where its size and dtype say it."""
+    size = item_size(site.dtype, tables)
+    return site.nbytes // size if site.nbytes is not None and size else None
+
+
 def elementwise_size(operands: list, library: str, divides: bool, tables) -> tuple:
     """(nbytes, dtype) of an elementwise result, or (None, None): one host array of known size and
     dtype (or the same one several times), the rest Python numbers. The element count is the
@@ -145,8 +151,7 @@ def elementwise_size(operands: list, library: str, divides: bool, tables) -> tup
             numbers.append(value.kind)
         else:
             return None, None  # a list broadcasts, an unknown operand may be an array of any shape
-    counts = {site.nbytes // item_size(site.dtype, tables) if site.nbytes is not None and item_size(site.dtype, tables)
-              else None for site in sites}
+    counts = {element_total(site, tables) for site in sites}
     if not sites or len(counts) != 1 or None in counts:
         return None, None
     if len(sites) > 1 and any(site.ndim != 1 for site in sites):

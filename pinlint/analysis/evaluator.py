@@ -19,7 +19,7 @@ from .domain import (module_stand_in, NDIM_UNKNOWN, ON_GPU, UNKNOWN, Alternative
                      GpuFlag, LibraryRef, Mapping, ModuleRef, Scalar, Seq, Stream, Super, Tensor, Value, element_of, flatten, join,
                      is_none, mapping, ordered, scalar_kind, sites_of, varying_in, with_visits)
 from ..walk import code_parts
-from .dtypes import elementwise_size, fold, item_size, python_number_operands, transposed
+from .dtypes import element_total, elementwise_size, fold, python_number_operands, transposed
 from .state import CAPTURING, DOTTED, ELEMENT_OF, KEY_OF, State, iter_key, put
 
 _TRANSPOSING = frozenset({"T", "mT", "transpose", "swapaxes", "permute", "moveaxis"})
@@ -657,9 +657,7 @@ class Evaluator:
         """``h < kmax``, ``a == b`` of host arrays: a new boolean array (pageable), one byte an element."""
         hosts = [v for v in operands if isinstance(v, Host)]
         library = "torch" if any(h.library == "torch" for h in hosts) else "numpy"
-        counts = {site.nbytes // item_size(site.dtype, self.tables)
-                  if site.nbytes is not None and item_size(site.dtype, self.tables) else None
-                  for host in hosts for site in host.sites}
+        counts = {element_total(site, self.tables) for host in hosts for site in host.sites}
         nbytes = counts.pop() if len(counts) == 1 else None  # as many elements as the arrays compared
         site = self.site(node, Kind.PAGEABLE, library, "comparison", nbytes=nbytes, dtype="bool")
         return Host(frozenset([site]), library)

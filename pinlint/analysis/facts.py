@@ -17,7 +17,7 @@ import libcst as cst
 from ..model import Event, EventType, PendingCopy, Site
 from ..positions import contains
 from ..walk import code_parts, ends_by_leaving, suite_body, target_names
-from .invariance import invariant, loop_changes
+from .invariance import Changes, collect_changes, invariant, loop_changes, names_read
 
 _BUILTIN_NAMES = frozenset(dir(builtins))
 
@@ -172,10 +172,12 @@ def _filters_elements(owner: cst.If, elements: set, changes, is_library) -> bool
     changes (``if buf is None:``, ``if key not in cache:``)."""
     if not elements:
         return False
-    read = {node.value for node in _read_names(owner.test)}
+    read = names_read(owner.test)
     changed = changes.bound | changes.mutated_names
-    return bool(read & elements) and not ((read - elements) & changed) and \
-        not (set(_assigned_names(owner.body)) & read) and _plain_calls(owner.test, elements, is_library)
+    arm = Changes()
+    collect_changes(arm, [owner.body])
+    return bool(read & elements) and not ((read - elements) & changed) and not (arm.bound & read) and \
+        _plain_calls(owner.test, elements, is_library)
 
 
 def _plain_calls(test, elements: set, is_library) -> bool:
@@ -198,31 +200,6 @@ def _walk_expression(node) -> Iterator[cst.CSTNode]:
         item = stack.pop()
         yield item
         stack.extend(code_parts(item))
-
-
-def _read_names(node) -> Iterator[cst.Name]:
-    stack = [node]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, cst.Name):
-            yield item
-        elif isinstance(item, cst.Attribute):
-            stack.append(item.value)  # `name.endswith`: `name` is read, `endswith` is no name
-        elif not isinstance(item, (cst.Lambda, cst.BaseComp)):
-            stack.extend(code_parts(item))
-
-
-def _assigned_names(body) -> Iterator[str]:
-    """Names the statements of ``body`` assign."""
-    stack = [body]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
-            targets = [t.target for t in item.targets] if isinstance(item, cst.Assign) else [item.target]
-            for target in targets:
-                yield from target_names(target)
-        elif not isinstance(item, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            stack.extend(code_parts(item))
 
 
 def _settled_names(loop, changes, is_library, owner) -> set:
