@@ -599,3 +599,73 @@ def run(dev):
     assert bool(rows(src, "PIN006")) is reported, src
     racy = src.replace("        self.lens_gpu.copy_(self.lens_cpu)\n", "")
     assert rows(racy, "PIN006"), racy
+
+
+_ISSUED_THEN_WAITED = """
+import torch
+
+class Job:
+    def __init__(self, dev):
+        self.dev = dev
+        self.mask = torch.empty((1, 32000), dtype=torch.half, pin_memory=True)
+        self.dev_mask = None
+
+    def prepare(self, banned):
+        self.mask.zero_()  # write
+        self.mask[:, banned] = float("-inf")
+        self.dev_mask = self.mask.to(self.dev, non_blocking=True)
+
+def step(job, logits, bounds, banned, flag):
+    job.prepare(banned)
+    launched = []
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        if a == b:
+            continue
+        launched.append(torch.argmax(logits[a:b] + job.dev_mask, dim=-1))
+    {wait}
+    return launched
+
+def main(logits, flag):
+    job = Job("cuda")
+    for i in range(64):
+        step(job, logits, [0, 1], [i], flag)
+"""
+
+
+@pytest.mark.parametrize("wait, reported", [
+    ("if launched:\n        torch.cuda.synchronize()", False),   # skipped only where nothing was launched
+    ("if len(launched) > 0:\n        torch.cuda.synchronize()", False),
+    ("if flag:\n        torch.cuda.synchronize()", False),  # some path waits: its callers see no copy in flight
+    ("pass", True),
+])
+def test_a_wait_skipped_only_where_nothing_was_issued_covers_the_copy(wait, reported):
+    """exllamav3's generator step (survey 36): the mask uploaded, samples launched in a loop that may
+    skip every job, then `if launched: torch.cuda.synchronize()`. The arm without the wait is the
+    one with no work in flight that reads the mask, and the next step's write is no race; a step
+    that never waits races with it."""
+    src = _ISSUED_THEN_WAITED.format(wait=wait)
+    assert bool(rows(src, "PIN006")) is reported, src
+
+
+@pytest.mark.parametrize("wait, reported", [
+    ("if launched:\n            torch.cuda.synchronize()", False),
+    ("if flag:\n            torch.cuda.synchronize()", True),   # a flag's false arm issued work and skips the wait
+    ("pass", True),
+])
+def test_in_one_function_only_a_wait_guarded_by_the_work_issued_counts_on_both_arms(wait, reported):
+    src = f"""
+import torch
+
+def run(chunks, logits, flag):
+    mask = torch.empty(32000, pin_memory=True)
+    for c in chunks:
+        mask.fill_(c)  # write
+        dev = mask.to("cuda", non_blocking=True)
+        launched = []
+        for row in logits:
+            if row is None:
+                continue
+            launched.append(row + dev)
+        {wait}
+"""
+    assert (rows(src, "PIN006") == [row_of(src, "# write")]) is reported, src

@@ -642,7 +642,7 @@ class Project:
                 if exit_state.env.get(name) == returned:
                     returned = folded(exit_state.env, name)
                     break
-        pending = exit_state.pending
+        pending = exit_state.unwaited()
         if pending and self.drops_device_memory(ctx, node):
             pending = frozenset()  # the free at the return waits for the whole device
         return Outcome(returned, pending, exit_state.env.get(STREAM),

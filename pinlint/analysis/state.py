@@ -39,17 +39,20 @@ def put(env: dict, key: str, value: Value) -> None:
 
 
 class State:
-    __slots__ = ("env", "pending")
+    __slots__ = ("env", "pending", "waited")
 
-    def __init__(self, env: Optional[dict] = None, pending: frozenset = frozenset()) -> None:
+    def __init__(self, env: Optional[dict] = None, pending: frozenset = frozenset(),
+                 waited: frozenset = frozenset()) -> None:
         self.env = env if env is not None else {}
         self.pending = pending
+        self.waited = waited  # nodes of the copies a synchronization completed on some path to here
 
     def copy(self) -> "State":
-        return State(dict(self.env), self.pending)
+        return State(dict(self.env), self.pending, self.waited)
 
     def __eq__(self, other) -> bool:
-        return isinstance(other, State) and self.pending == other.pending and self.env == other.env
+        return isinstance(other, State) and self.pending == other.pending and self.waited == other.waited and \
+            self.env == other.env
 
     def __hash__(self):  # states are compared, never hashed
         raise TypeError("State is not hashable")
@@ -74,7 +77,7 @@ class State:
                 before = self.env.get(BEFORE + key)
                 if before is not None:
                     env[key] = combine(value, before)
-        return State(env, merge_pending(self.pending | other.pending))
+        return State(env, merge_pending(self.pending | other.pending), self.waited | other.waited)
 
     # ------------------------------------------------------------------ the copies in flight
     def add_pending(self, copy: PendingCopy) -> None:
@@ -86,14 +89,30 @@ class State:
         if not self.pending:
             return
         if stream is None:
-            self.pending = frozenset(p for p in self.pending if p.captured)  # recorded copies stay recorded
+            self._complete(frozenset(p for p in self.pending if p.captured))  # recorded copies stay recorded
             return
-        self.pending = frozenset(p for p in self.pending if p.captured or
-                                 p.stream is not None and not _same_stream(p.stream, stream))
+        self._complete(frozenset(p for p in self.pending if p.captured or
+                                 p.stream is not None and not _same_stream(p.stream, stream)))
 
     def blocking_copy(self) -> None:
         """A blocking copy waits for the device (counted generously: for every stream)."""
-        self.pending = frozenset(p for p in self.pending if p.captured)
+        self._complete(frozenset(p for p in self.pending if p.captured))
+
+    def _complete(self, left: frozenset) -> None:
+        done = self.pending - left
+        if done:
+            self.waited = self.waited | frozenset(p.node for p in done)
+        self.pending = left
+
+    def unwaited(self) -> frozenset:
+        """The copies in flight at a function's exit that no path to it waited for. A copy some path
+        waits for (``if launched: torch.cuda.synchronize()`` after a loop that may launch nothing, a
+        read-back of the sampled token on one arm) is waited for where it matters: the path that
+        skips the wait is one that issued no work depending on it, which the analysis cannot tell
+        apart. Its callers do not see it in flight (exllamav3's generator step, survey 36)."""
+        if not self.waited:
+            return self.pending
+        return frozenset(p for p in self.pending if p.node not in self.waited)
 
     def launch_graphs(self, stream) -> None:
         """A CUDA graph launched: the copies recorded into graphs run now, on ``stream`` when known

@@ -16,7 +16,7 @@ import libcst as cst
 
 from ..imports import dotted
 from ..model import EventType
-from .domain import (with_visits, UNKNOWN, Const, Context, Function, Device, Host, Instance, Items, Mapping, Seq, Stream, Tensor, Value,
+from .domain import (with_visits, UNKNOWN, Const, Context, Obj, Function, Device, Host, Instance, Items, Mapping, Seq, Stream, Tensor, Value,
                      add_element, element_of, join, merged, rebuild, varying_in)
 from .state import BEFORE, ELEMENT_OF, KEY_OF, MUTATED, RETURN, STREAM, iter_key, put
 
@@ -372,6 +372,54 @@ def _test(ev, element) -> None:
         ev.state.env[key] = value
     else:
         ev.state.env.pop(key, None)
+        if isinstance(element.extra, cst.If) and element.node is element.extra.test:
+            _wait_of_what_was_issued(ev, element.extra)
+
+
+def _wait_of_what_was_issued(ev, node: cst.If) -> None:
+    """``if launched: torch.cuda.synchronize()`` after a loop that fills ``launched`` with the work it
+    issued; ``if ev is not None: ev.synchronize()`` on the event a copy recorded: the arm that skips
+    the wait is the one where nothing was issued (no sample launched, no copy recorded its event), so
+    the copies before it are waited for on either arm. The synchronize runs as the test is made.
+    A flag (``if args.sync:``), a number or a value nothing explains decides no such thing."""
+    from ..walk import suite_body
+    if node.orelse is not None:
+        return
+    subject = _truth_tested(node.test)
+    if subject is None:
+        return
+    waits = [small.value for statement in suite_body(node.body) if isinstance(statement, cst.SimpleStatementLine)
+             for small in statement.body if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call) and
+             isinstance(small.value.func, (cst.Attribute, cst.Name)) and _called_name(small.value.func) == "synchronize"]
+    if not waits:
+        return
+    value = ev.expr(subject)
+    issued = isinstance(value, (Seq, Mapping)) or isinstance(value, Items) and bool(value.items)
+    awaited = value == Obj("event") or value is UNKNOWN and isinstance(subject, cst.Subscript)
+    for wait in waits:
+        if issued or awaited and isinstance(wait.func, cst.Attribute) and wait.func.value.deep_equals(subject):
+            ev.expr(wait)
+
+
+def _called_name(func) -> str:
+    return func.attr.value if isinstance(func, cst.Attribute) else func.value
+
+
+def _truth_tested(test) -> Optional[cst.BaseExpression]:
+    """``x`` of ``if x:``, ``if x is not None:``, ``if len(x):`` and ``if len(x) > 0:``."""
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        operator, right = test.comparisons[0].operator, test.comparisons[0].comparator
+        if isinstance(operator, cst.IsNot) and isinstance(right, cst.Name) and right.value == "None":
+            return _truth_tested(test.left)
+        if isinstance(operator, cst.GreaterThan) and isinstance(right, cst.Integer) and right.value == "0":
+            return _truth_tested(test.left)
+        return None
+    if isinstance(test, cst.Call) and isinstance(test.func, cst.Name) and test.func.value == "len" and \
+            len(test.args) == 1 and not test.args[0].star:
+        return test.args[0].value
+    if isinstance(test, (cst.Name, cst.Attribute, cst.Subscript)):
+        return test
+    return None
 
 
 def _iter(ev, element) -> None:
