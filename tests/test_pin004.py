@@ -280,3 +280,51 @@ def test_cuda_python_kernel_params_packed_in_numpy_arrays():
         "for i in range(10):\n"
         "    driver.cuLaunchKernel(kernel, 4096, 1, 1, 256, 1, 1, 0, stream, args.ctypes.data, 0)\n")
     assert rows(src, "PIN004") == [row_of(src, "cuLaunchKernel")]
+
+
+_DEMOD = """
+import numpy as np
+import pycuda.autoinit
+import pycuda.driver as cuda
+from pycuda.compiler import SourceModule
+
+class Demod:
+    def __init__(self, n):
+        self.n = n
+        {make}
+        self.host = cuda.pagelocked_empty((n,), np.float32, mem_flags=cuda.host_alloc_flags.{flags})
+        self.ptr = np.intp(self.host.base.get_device_pointer())
+        self.out = cuda.mem_alloc(4 * n)
+
+    def step(self):
+        {launch}  # launch
+
+def run(steps):
+    d = Demod(1 << 22)
+    for _ in range(steps):
+        d.step()  # step
+"""
+
+_KEPT_KERNELS = [
+    ('self.k = SourceModule("__global__ void k(float *o, float *i, int n) {}").get_function("k")',
+     "self.k(self.out, self.ptr, np.int32(self.n), block=(256, 1, 1), grid=(1, 1))"),
+    ('self.k = SourceModule("__global__ void k(float *o, float *i, int n) {}").get_function("k").prepare("PPi")',
+     "self.k.prepared_call((1, 1), (256, 1, 1), self.out, self.ptr, np.int32(self.n))"),
+    ('self.k = SourceModule("__global__ void k(float *o, float *i, int n) {}").get_function("k").prepare("PPi")',
+     "self.k.prepared_async_call((1, 1), (256, 1, 1), None, self.out, self.ptr, np.int32(self.n))"),
+]
+
+
+@pytest.mark.parametrize("make, launch", _KEPT_KERNELS)
+def test_a_kernel_kept_on_the_object_launched_by_a_method_called_in_a_loop(make, launch):
+    """pyCuSDR's demodulators (survey 36): kernels compiled in `__init__` and kept on the object
+    (called directly or `.prepare`d and launched with `prepared_call`), reading a DEVICEMAP buffer
+    of the object from a method a loop calls: every iteration reads it over the bus again."""
+    src = _DEMOD.format(make=make, launch=launch, flags="DEVICEMAP")
+    assert rows(src, "PIN004") == [row_of(src, "# step")], src
+    # Plain page-locked memory (not mapped) is read by no kernel across the bus.
+    plain = _DEMOD.format(make=make, launch=launch, flags="PORTABLE")
+    assert rows(plain, "PIN004") == [], plain
+    # Launched once, outside any loop, it is one pass.
+    once = src.replace("    for _ in range(steps):\n        d.step()", "    d.step()")
+    assert rows(once, "PIN004") == [], once

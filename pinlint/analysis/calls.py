@@ -299,7 +299,8 @@ class Calls:
                 receiver = self._with_stored_fields(receiver, receiver_expr)
             member = self.member(receiver, name, node)
             args = self.arguments(node)
-            if isinstance(member, (Function, ClassRef)) or _callables(member) or self._called_object(member, node):
+            if isinstance(member, (Function, ClassRef)) or _callables(member) or self._called_object(member, node) or \
+                    member == _KERNEL:
                 return self.call_value(member, node, args, receiver_expr)
             if isinstance(receiver, Instance) and member is UNKNOWN and self._returns_itself(receiver, name):
                 return receiver  # `Model(cfg).cuda()`: nn.Module's method hands the module back
@@ -380,7 +381,8 @@ class Calls:
             return self.named_call(node, f"{receiver.name}.{name}")
         if isinstance(receiver, (Instance, ClassRef, ModuleRef, Super)):
             member = self.member(receiver, name, node)
-            if isinstance(member, (Function, ClassRef)) or _callables(member) or self._called_object(member, node):
+            if isinstance(member, (Function, ClassRef)) or _callables(member) or self._called_object(member, node) or \
+                    member == _KERNEL:
                 return self.call_value(member, node, args, receiver_expr)
         self.ev.escape(node, args.values())
         return UNKNOWN
@@ -899,6 +901,9 @@ def _number(name: str, values: list, args: Args) -> Optional[Value]:
         if kind is not None:
             return Scalar("int" if name == "round" and len(values) == 1 else kind)
     return None
+
+
+_KERNEL = Obj("kernel")  # a compiled kernel kept on an object (`self.k = mod.get_function("k")`): calling it launches
 
 
 def _unexplained(value: Value) -> bool:

@@ -1331,6 +1331,12 @@ def _carried_copy(event: Event, internal) -> bool:
     which neither the callee's own analysis nor one caller alone sees (PIN007). Carried up to each
     call, as the callee's own events are not; pinned buffers are left out (PIN008 counts their
     transfers)."""
+    if event.type is EventType.LAUNCH:
+        # A kernel reading mapped memory the callee did not make (its object's zero-copy buffer): a
+        # loop around a caller re-reads it over the bus on every iteration (PIN004; pyCuSDR's
+        # demodulator methods, survey 36).
+        return not event.loops and bool(event.sites) and \
+            all(s.kind is Kind.MAPPED and not internal(s) for s in event.sites)
     return event.type is EventType.COPY and _blocks(event) and not event.loops and bool(event.sites) and \
         all(s.kind is Kind.PAGEABLE and not internal(s) for s in event.sites)
 
