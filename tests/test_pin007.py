@@ -1586,3 +1586,67 @@ def test_a_retry_loop_repeats_only_after_a_failure(body, reported):
     transfer repeated on every pass of a hot loop."""
     src = _RETRY.format(body=body)
     assert bool(rows(src, "PIN007")) is reported, src
+
+
+_REGROWN = """
+import numpy as np
+import torch
+
+class Cache:
+    def __init__(self, device):
+        self.device = device
+        self.map_cpu = None
+        self.map_gpu = None
+        self.dims = (0, 0)
+
+    def _ensure(self, layer, expert):
+        nl, ne = max(self.dims[0], layer + 1), max(self.dims[1], expert + 1)
+        if self.map_cpu is None:
+            self.map_cpu = np.full((nl, ne), -1, dtype=np.int32)
+            self.map_gpu = torch.from_numpy(self.map_cpu).to(self.device)
+            self.dims = (nl, ne)
+        elif nl > self.map_cpu.shape[0] or ne > self.map_cpu.shape[1]:
+            grown = np.full((nl, ne), -1, dtype=np.int32)
+            grown[: self.dims[0], : self.dims[1]] = self.map_cpu
+            self.map_cpu = grown
+            self.map_gpu = torch.from_numpy(grown).to(self.device)
+            self.dims = (nl, ne)
+{tail}
+
+    def allocate(self, layer, expert):
+        self._ensure(layer, expert)
+        self.map_cpu[layer, expert] = 1
+
+class Loader:
+    def __init__(self, cache):
+        self.cache = cache
+
+    def load(self, layer, expert):
+        self.cache.allocate(layer, expert)
+
+class Batcher:
+    def __init__(self, loader):
+        self.loader = loader
+
+    def run(self, layer, groups):
+        for expert, rows in groups.items():
+            self.loader.load(layer, expert)
+
+def main(groups):
+    cache = Cache("cuda")
+    cache.allocate(0, 0)  # made before the loop
+    Batcher(Loader(cache)).run(0, groups)
+"""
+
+
+@pytest.mark.parametrize("tail, reported", [
+    ("", False),
+    # sent again on every call, whether or not it was regrown: the same buffer each iteration
+    ("        self.map_gpu = torch.from_numpy(self.map_cpu).to(self.device)", True),
+])
+def test_a_buffer_regrown_and_sent_in_one_arm_is_sent_once_per_buffer_however_deep(tail, reported):
+    """tinyserve's expert cache (survey 30): the slot map made, or regrown, and uploaded in the same
+    arm, three calls below the batcher's loop. Each upload sends the buffer just made; the loop
+    sends no buffer twice."""
+    src = _REGROWN.format(tail=tail)
+    assert bool(rows(src, "PIN007")) is reported, src

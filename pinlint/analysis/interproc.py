@@ -1266,6 +1266,8 @@ def _lift(ev, fn: Function, node, outcome: Outcome, baseline: Optional[Outcome])
         if _carried_copy(event, internal) and not (event.sites & made_here(event)):
             ev.events.append(_lifted(ev, fn, node, event, contextual, frozenset()))
             continue
+        if _sends_what_it_just_made(event, made_here):
+            continue
         if not given and verdict(event) in known.get((event.type, event.node), ()):
             continue
         if event.type in (EventType.ALLOC, EventType.REGISTER) and all(internal(s) for s in event.sites):
@@ -1322,6 +1324,15 @@ def _made_on_its_path(outcome: Outcome):
     def made(event: Event) -> frozenset:
         return frozenset(s for a in allocations if event.branch[:len(a.branch)] == a.branch for s in a.sites)
     return made
+
+
+def _sends_what_it_just_made(event: Event, made_here) -> bool:
+    """A blocking copy of pageable buffers the callee allocated on the copy's own path (a slot map
+    regrown and uploaded in the same arm): one copy per new buffer, nothing a caller's loop moves
+    again and the same copy no other rule is about, so no caller, however far up, sees it (tinyserve's
+    expert cache, three calls below the batcher's loop, survey 30)."""
+    return event.type is EventType.COPY and _blocks(event) and bool(event.sites) and \
+        all(s.kind is Kind.PAGEABLE for s in event.sites) and event.sites <= made_here(event)
 
 
 def _carried_copy(event: Event, internal) -> bool:
