@@ -1327,11 +1327,11 @@ def _made_on_its_path(outcome: Outcome):
 
 
 def _sends_what_it_just_made(event: Event, made_here) -> bool:
-    """A blocking copy of pageable buffers the callee allocated on the copy's own path (a slot map
-    regrown and uploaded in the same arm): one copy per new buffer, nothing a caller's loop moves
-    again and the same copy no other rule is about, so no caller, however far up, sees it (tinyserve's
-    expert cache, three calls below the batcher's loop, survey 30)."""
-    return event.type is EventType.COPY and _blocks(event) and bool(event.sites) and \
+    """A blocking copy, outside any loop of the callee's own, of pageable buffers it allocated on the
+    copy's own path (a slot map regrown and uploaded in the same arm): one copy per new buffer, which
+    no caller's loop moves again and no other rule is about, so no caller, however far up, sees it
+    (tinyserve's expert cache, three calls below the batcher's loop, survey 30)."""
+    return event.type is EventType.COPY and _blocks(event) and not event.loops and bool(event.sites) and \
         all(s.kind is Kind.PAGEABLE for s in event.sites) and event.sites <= made_here(event)
 
 

@@ -389,8 +389,7 @@ def _wait_of_what_was_issued(ev, node: cst.If) -> None:
     if subject is None:
         return
     waits = [small.value for statement in suite_body(node.body) if isinstance(statement, cst.SimpleStatementLine)
-             for small in statement.body if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call) and
-             isinstance(small.value.func, (cst.Attribute, cst.Name)) and _called_name(small.value.func) == "synchronize"]
+             for small in statement.body if _synchronize_call(small)]
     if not waits:
         return
     value = ev.expr(subject)
@@ -401,8 +400,13 @@ def _wait_of_what_was_issued(ev, node: cst.If) -> None:
             ev.expr(wait)
 
 
-def _called_name(func) -> str:
-    return func.attr.value if isinstance(func, cst.Attribute) else func.value
+def _synchronize_call(small) -> bool:
+    """A statement `x.synchronize()` or `synchronize()` (torch.cuda.synchronize(device), s.synchronize())."""
+    if not isinstance(small, cst.Expr) or not isinstance(small.value, cst.Call):
+        return False
+    func = small.value.func
+    name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+    return name == "synchronize"
 
 
 def _truth_tested(test) -> Optional[cst.BaseExpression]:
