@@ -392,7 +392,11 @@ def _wait_of_what_was_issued(ev, node: cst.If) -> None:
              for small in statement.body if _synchronize_call(small)]
     if not waits:
         return
-    value = ev.expr(subject)
+    emit, ev.emit = ev.emit, False  # the test has read it already: no second read event
+    try:
+        value = ev.expr(subject)
+    finally:
+        ev.emit = emit
     issued = isinstance(value, (Seq, Mapping)) or isinstance(value, Items) and bool(value.items)
     awaited = value == Obj("event") or value is UNKNOWN and isinstance(subject, cst.Subscript)
     for wait in waits:
