@@ -1547,47 +1547,6 @@ def run(steps):
     assert ("PIN007" in codes(src)) == reported
 
 
-_RETRY = """
-import numpy as np
-from numba import cuda
-
-class Sim:
-    def __init__(self, n):
-        self.pos = np.random.rand(n, 3).astype(np.float32)
-        self.plan = {{"tp": 8}}
-
-    def launch(self):
-        d = cuda.to_device(self.pos)  # upload
-        return d
-
-    def jit_and_test(self):
-        while True:
-{body}
-"""
-
-
-@pytest.mark.parametrize("body, reported", [
-    # an attempt that breaks once it works: the loop comes round only after a failed launch
-    ("            try:\n                self.launch()\n                break\n"
-     "            except RuntimeError:\n                self.plan['tp'] //= 2", False),
-    ("            try:\n                self.launch()\n                return\n"
-     "            except RuntimeError:\n                continue", False),
-    # no break: every pass uploads again
-    ("            try:\n                self.launch()\n"
-     "            except RuntimeError:\n                self.plan['tp'] //= 2", True),
-    # a `continue` in the attempt itself goes round without failing
-    ("            try:\n                if self.plan['tp'] > 4:\n                    self.plan['tp'] -= 1\n"
-     "                    self.launch()\n                    continue\n                break\n"
-     "            except RuntimeError:\n                pass", True),
-])
-def test_a_retry_loop_repeats_only_after_a_failure(body, reported):
-    """gamdpy's JIT-and-test loop (survey 31): `while True: try: build; upload; run; break` `except
-    CudaAPIError: adjust the plan`. The upload happens again only when an attempt failed: no
-    transfer repeated on every pass of a hot loop."""
-    src = _RETRY.format(body=body)
-    assert bool(rows(src, "PIN007")) is reported, src
-
-
 _REGROWN = """
 import numpy as np
 import torch

@@ -395,24 +395,6 @@ def build(body: Sequence[cst.CSTNode], function: bool) -> Graph:
 
 def comes_round(loop) -> bool:
     """Whether a loop's body can run a second time: not when its last statement always leaves
-    (`break`, `return`, `raise`) and no `continue` of its own goes back to the head, nor in a retry
-    loop (`while True: try: ...; break` `except Error: adjust`), whose body runs again only when an
-    attempt failed: what an attempt does is not repeated on every pass of some hot loop (gamdpy's
-    JIT-and-test loop re-sending its configuration after a launch failure, survey 31)."""
+    (`break`, `return`, `raise`) and no `continue` of its own goes back to the head."""
     body = suite_body(loop.body)
-    if not body:
-        return True
-    if ends_by_leaving(body):
-        return has_own_continue(body)
-    return not _retries(body)
-
-
-def _retries(body) -> bool:
-    """The body ends with a `try` whose block always leaves the loop, with nothing before it or in
-    that block going back to the head: only an exception handler lets the loop come round."""
-    last = body[-1]
-    if not isinstance(last, cst.Try) or last.orelse is not None:
-        return False
-    attempt = suite_body(last.body)
-    return bool(attempt) and ends_by_leaving(attempt) and not has_own_continue(attempt) and \
-        not has_own_continue(body[:-1])
+    return not body or not ends_by_leaving(body) or has_own_continue(body)
