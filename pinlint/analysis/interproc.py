@@ -477,41 +477,38 @@ def _calls_methods_of_its_fields(fn: Function, env: dict) -> bool:
 
 def _methods_called_on_fields(fn: Function, receiver: str) -> dict:
     """{field: names of the methods the body calls on it} (``self.handler.predict(...)``)."""
+    prefix = receiver + "."
+    return {key[len(prefix):]: names for key, names in _method_calls(fn).items() if key.startswith(prefix)}
+
+
+def _methods_called_on_parameters(fn: Function) -> dict:
+    """{parameter: names of the methods the body calls on it} (``p.m(...)``), the first parameter of a
+    method (its ``self`` or ``cls``) left out."""
+    params = [p.name.value for p in (*fn.node.params.posonly_params, *fn.node.params.params,
+                                     *fn.node.params.kwonly_params)]
+    if params and fn.bound is not None or params and params[0] in ("self", "cls"):
+        params = params[1:]
+    calls = _method_calls(fn)
+    return {name: calls[name] for name in params if name in calls}
+
+
+def _method_calls(fn: Function) -> dict:
+    """{receiver as written: names of the methods the body calls on it}, for ``p.m(...)`` and
+    ``self.f.m(...)``; kept per function."""
     cache = fn.module.project.called_methods
-    key = (fn.node, "fields")
-    found = cache.get(key)
+    found = cache.get(fn.node)
     if found is None:
         found = {}
         stack = [fn.node.body]
         while stack:
             node = stack.pop()
-            if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and \
-                    isinstance(node.func.value, cst.Attribute) and isinstance(node.func.value.value, cst.Name) and \
-                    node.func.value.value.value == receiver:
-                found.setdefault(node.func.value.attr.value, set()).add(node.func.attr.value)
-            stack.extend(code_parts(node))
-        cache[key] = found
-    return found
-
-
-def _methods_called_on_parameters(fn: Function) -> dict:
-    """{parameter: names of the methods the body calls on it} (``p.m(...)``), the first parameter of a
-    method (its ``self`` or ``cls``) left out; kept per function."""
-    cache = fn.module.project.called_methods
-    found = cache.get(fn.node)
-    if found is None:
-        params = [p.name.value for p in (*fn.node.params.posonly_params, *fn.node.params.params,
-                                         *fn.node.params.kwonly_params)]
-        if params and fn.bound is not None or params and params[0] in ("self", "cls"):
-            params = params[1:]
-        names = set(params)
-        found = {}
-        stack = [fn.node.body]
-        while names and stack:
-            node = stack.pop()
-            if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and \
-                    isinstance(node.func.value, cst.Name) and node.func.value.value in names:
-                found.setdefault(node.func.value.value, set()).add(node.func.attr.value)
+            if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+                receiver = node.func.value
+                key = receiver.value if isinstance(receiver, cst.Name) else \
+                    f"{receiver.value.value}.{receiver.attr.value}" if isinstance(receiver, cst.Attribute) and \
+                    isinstance(receiver.value, cst.Name) else None
+                if key is not None:
+                    found.setdefault(key, set()).add(node.func.attr.value)
             stack.extend(code_parts(node))
         cache[fn.node] = found
     return found
@@ -1331,8 +1328,7 @@ def _sends_what_it_just_made(event: Event, made_here) -> bool:
     copy's own path (a slot map regrown and uploaded in the same arm): one copy per new buffer, which
     no caller's loop moves again and no other rule is about, so no caller, however far up, sees it
     (tinyserve's expert cache, three calls below the batcher's loop, survey 30)."""
-    return event.type is EventType.COPY and _blocks(event) and not event.loops and bool(event.sites) and \
-        all(s.kind is Kind.PAGEABLE for s in event.sites) and event.sites <= made_here(event)
+    return _blocking_pageable_copy(event) and event.sites <= made_here(event)
 
 
 def _carried_copy(event: Event, internal) -> bool:
@@ -1348,8 +1344,13 @@ def _carried_copy(event: Event, internal) -> bool:
         # demodulator methods, survey 36).
         return not event.loops and bool(event.sites) and \
             all(s.kind is Kind.MAPPED and not internal(s) for s in event.sites)
+    return _blocking_pageable_copy(event) and not any(internal(s) for s in event.sites)
+
+
+def _blocking_pageable_copy(event: Event) -> bool:
+    """A blocking copy of pageable buffers, outside any loop of the scope that made it."""
     return event.type is EventType.COPY and _blocks(event) and not event.loops and bool(event.sites) and \
-        all(s.kind is Kind.PAGEABLE and not internal(s) for s in event.sites)
+        all(s.kind is Kind.PAGEABLE for s in event.sites)
 
 
 def _lift_carried_copies(ev, fn: Function, node, baseline: Outcome) -> None:
