@@ -129,6 +129,17 @@ def code_parts(node: cst.CSTNode) -> list:
     return out
 
 
+def code_nodes(root: cst.CSTNode, into_definitions: bool = True) -> Iterator[cst.CSTNode]:
+    """``root`` and every node of code under it (``code_parts``), in no particular order; with
+    ``into_definitions`` False, a nested def, class or lambda is given but not walked into."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        yield node
+        if into_definitions or not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            stack.extend(code_parts(node))
+
+
 _NODE_TYPES: dict = {}
 
 

@@ -16,7 +16,7 @@ import libcst as cst
 
 from ..model import Event, EventType, PendingCopy, Site
 from ..positions import contains
-from ..walk import code_parts, ends_by_leaving, suite_body, target_names
+from ..walk import code_nodes, code_parts, ends_by_leaving, suite_body, target_names
 from .invariance import Changes, collect_changes, invariant, loop_changes, names_read
 
 _BUILTIN_NAMES = frozenset(dir(builtins))
@@ -183,7 +183,7 @@ def _filters_elements(owner: cst.If, elements: set, changes, is_library) -> bool
 def _plain_calls(test, elements: set, is_library) -> bool:
     """Every call in ``test`` is a method of an element (``name.endswith(...)``), a builtin or a library
     function (``os.path.splitext(name)``): none keeps state of its own between iterations."""
-    for node in _walk_expression(test):
+    for node in code_nodes(test):
         if isinstance(node, cst.Call):
             root = node.func
             while isinstance(root, (cst.Attribute, cst.Subscript, cst.Call)):
@@ -192,14 +192,6 @@ def _plain_calls(test, elements: set, is_library) -> bool:
                                                       is_library(root.value)):
                 return False
     return True
-
-
-def _walk_expression(node) -> Iterator[cst.CSTNode]:
-    stack = [node]
-    while stack:
-        item = stack.pop()
-        yield item
-        stack.extend(code_parts(item))
 
 
 def _settled_names(loop, changes, is_library, owner) -> set:

@@ -20,7 +20,7 @@ import libcst as cst
 
 from ..imports import dotted
 from ..model import Event, EventType, Kind, PendingCopy, Site, TraceStep, first_site, scoped_registration
-from ..walk import code_parts, small_statements, suite_body, target_names
+from ..walk import code_nodes, code_parts, small_statements, suite_body, target_names
 from .domain import (ANYTHING, UNKNOWN, ClassRef, Const, Device, DeviceSpec, Function, GpuFlag, Host, Instance, Items, Loader, Mapping,
                      ModuleRef, Scalar, Seq, Stream, Super, Tensor, Value, interesting, leaves, map_sites, all_sites,
                      mapping, unknown_host, flatten)
@@ -133,9 +133,7 @@ def _made_each_iteration(ev, receiver_expr) -> bool:
 def _kept_by_the_loop(loop, name: str) -> bool:
     """The loop's body keeps the object it made (``layers.append(layer)``, ``self.cache[k] = layer``):
     what the object holds outlives the iteration (UMbreLLa's offloaded layers, survey 20)."""
-    stack = [loop.body]
-    while stack:
-        node = stack.pop()
+    for node in code_nodes(loop.body, into_definitions=False):
         if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and \
                 node.func.attr.value in ("append", "add", "insert", "appendleft", "put", "setdefault") and \
                 any(isinstance(arg.value, cst.Name) and arg.value.value == name for arg in node.args):
@@ -143,8 +141,6 @@ def _kept_by_the_loop(loop, name: str) -> bool:
         if isinstance(node, cst.Assign) and isinstance(node.value, cst.Name) and node.value.value == name and \
                 any(isinstance(t.target, (cst.Attribute, cst.Subscript)) for t in node.targets):
             return True
-        if not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            stack.extend(code_parts(node))
     return False
 
 
@@ -499,9 +495,7 @@ def _method_calls(fn: Function) -> dict:
     found = cache.get(fn.node)
     if found is None:
         found = {}
-        stack = [fn.node.body]
-        while stack:
-            node = stack.pop()
+        for node in code_nodes(fn.node.body):
             if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
                 receiver = node.func.value
                 key = receiver.value if isinstance(receiver, cst.Name) else \
@@ -509,7 +503,6 @@ def _method_calls(fn: Function) -> dict:
                     isinstance(receiver.value, cst.Name) else None
                 if key is not None:
                     found.setdefault(key, set()).add(node.func.attr.value)
-            stack.extend(code_parts(node))
         cache[fn.node] = found
     return found
 

@@ -9,7 +9,7 @@ import libcst as cst
 from ..analysis import FileFacts
 from ..analysis.invariance import Changes, arithmetic_names, collect_changes, names_read, stepped_names
 from ..model import EventType, first_site, scoped_registration
-from ..walk import code_parts, target_names
+from ..walk import code_nodes, code_parts, target_names
 from ..fixers import hoist_allocation
 from .base import CheckContext, Report, Rule
 
@@ -155,15 +155,9 @@ def _made_from_this_iteration(node, loop) -> bool:
     the iteration, `batch["pixel_values"]`, usually keeps its size: its buffers could be made once.)"""
     if not isinstance(node, cst.Call) or not isinstance(loop, (cst.For, cst.While)):
         return False
-    built = set()
-    stack = [loop.body]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, cst.Assign) and len(item.targets) == 1 and isinstance(item.targets[0].target, cst.Name) \
-                and isinstance(item.value, cst.Call):
-            built.add(item.targets[0].target.value)
-        if not isinstance(item, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            stack.extend(code_parts(item))
+    built = {item.targets[0].target.value for item in code_nodes(loop.body, into_definitions=False)
+             if isinstance(item, cst.Assign) and len(item.targets) == 1 and isinstance(item.targets[0].target, cst.Name)
+             and isinstance(item.value, cst.Call)}
     return any(names_read(arg.value) & built for arg in node.args)
 
 
