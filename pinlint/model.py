@@ -130,6 +130,17 @@ def scoped_registration(site: Site) -> bool:
 
 
 @dataclass(frozen=True)
+class IssuedBy:
+    """A call through which an asynchronous copy was issued, as its caller sees it: the copy made in
+    ``m.upload(stream)`` runs, for the loop calling it, at that call (``PendingCopy.calls``)."""
+
+    scope: str                                       # the calling function
+    node: cst.CSTNode = field(repr=False)            # the call
+    loops: tuple = field(default=(), repr=False)     # loop nodes around the call, outermost first
+    module: object = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
 class TraceStep:
     """One step of an interprocedural path: a node of some module, and what happens there."""
 
@@ -158,6 +169,7 @@ class PendingCopy:
     varies: frozenset = field(default=frozenset(), repr=False)  # loops in which the copied buffer is a different one each iteration
     scope: str = ""                # the function the copy is in
     captured: bool = False         # recorded into a CUDA graph (stream capture): runs only when a graph is launched
+    calls: tuple = ()              # IssuedBy of the calls it was issued through, innermost first
 
 
 class EventType(str, enum.Enum):
@@ -198,6 +210,7 @@ class Event:
     handed: bool = False                  # ESCAPE: only handed to a call nothing in the tree explains
     visits: tuple = field(default=(), repr=False)  # COPY of a loop's element: (loop, (sites of each element, ...))
     conditional: bool = False             # lifted from a callee, where it ran under an `if` or in a loop
+    replaced: frozenset = frozenset()     # REGISTER in place: the sites of the buffer as it was before
 
     def visited(self, predicate) -> frozenset:
         """The sites of the elements a copy of a loop's element takes in turn (``visits``) that satisfy

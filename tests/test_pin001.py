@@ -3282,3 +3282,48 @@ def run(n, w):
     d.copy_to_host(h, stream=s)   # copy
 """
     assert rows(src, "PIN001") == ([row_of(src, "# copy")] if reported else [])
+
+
+_PAGE_LOCKED_BY_A_HELPER = """
+import torch
+
+
+def lock_one(t):
+    torch.cuda.cudart().cudaHostRegister(t.data_ptr(), t.numel() * t.element_size(), 0)
+
+
+def lock_all(tensors):
+    rt = torch.cuda.cudart()
+    for t in tensors:
+        rt.cudaHostRegister(t.data_ptr(), t.numel() * t.element_size(), 0)
+
+
+class Staging:
+    def __init__(self, n):
+        self.buf = torch.zeros(n)
+        {lock}
+
+    def send(self, dev):
+        return self.buf.to(dev, non_blocking=True)
+
+
+def main(dev):
+    s = Staging(1 << 20)
+    for step in range(10):
+        s.send(dev)
+"""
+
+
+@pytest.mark.parametrize("lock, reported", [
+    ("lock_one(self.buf)", False),
+    ("lock_all([self.buf])", False),
+    ("lock_all((self.buf, torch.zeros(8)))", False),
+    ("lock_all([torch.zeros(8)])", True),   # another buffer registered: this one stays pageable
+    ("pass", True),
+])
+def test_a_buffer_a_helper_registers_in_place_is_pinned(lock, reported):
+    """Registration pins the memory, whichever name reaches it: the list a helper loops over holds
+    the caller's field, which is then page-locked (PQCache's slots). Reporting it pageable would
+    offer a fix that allocates it pinned, and registering pinned memory fails."""
+    src = _PAGE_LOCKED_BY_A_HELPER.format(lock=lock)
+    assert ("PIN001" in codes(src)) == reported, src

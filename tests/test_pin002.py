@@ -2135,3 +2135,85 @@ def build(weights, dev):
     assert rows(kept, "PIN002") == []
     dropped = src.replace("KEEP", "pass")
     assert rows(dropped, "PIN002") == [row_of(dropped, "# call")]
+
+
+_REGISTERED_BY_A_HELPER = """
+import numpy as np
+from cuda.bindings import runtime as rt
+
+
+def lock_each(arrays):
+    for a in arrays:
+        rt.cudaHostRegister(a.ctypes.data, a.nbytes, 0)
+
+
+def lock(a):
+    rt.cudaHostRegister(a.ctypes.data, a.nbytes, 0)
+
+
+def work(n, stream):
+    kept = np.empty(n, np.float32)
+    held = []
+    for i in range(100):
+        {body}
+        rt.cudaMemcpyAsync(0, x.ctypes.data, x.nbytes, rt.cudaMemcpyKind.cudaMemcpyHostToDevice, stream)
+"""
+
+
+@pytest.mark.parametrize("body, reported", [
+    # A new buffer each iteration, page-locked in place by a helper given it (or a list holding it):
+    # registered at the call, for one iteration.
+    ("x = np.empty(n, np.float32)\n        lock(x)", True),
+    ("x = np.empty(n, np.float32)\n        lock_each([x])", True),
+    # Registered again on every iteration, as the same call written in the loop is reported.
+    ("x = kept\n        lock(x)", True),
+    # Kept beyond the iteration: a set-up.
+    ("x = np.empty(n, np.float32)\n        lock(x)\n        held.append(x)", False),
+    ("x = np.empty(n, np.float32)\n        lock_each([x])\n        held.append(x)", False),
+])
+def test_a_helper_that_registers_the_callers_buffer_in_place(body, reported):
+    """`cudaHostRegister(a.ctypes.data, ...)` in a helper pins the caller's array, not memory of the
+    helper's own: the registration is the caller's, at the call, of the buffer it made."""
+    src = _REGISTERED_BY_A_HELPER.format(body=body)
+    pin002 = [f for f in findings(src) if f.code == "PIN002"]
+    assert bool(pin002) == reported, src
+    if reported:
+        assert "registration" in pin002[0].message and "lock" in pin002[0].message
+        assert source(src).splitlines()[pin002[0].location.row - 1].strip().startswith("lock")
+
+
+def test_objects_a_comprehension_builds_whose_constructor_registers_their_fields_are_kept():
+    """A pool of slots built by a comprehension and kept, each slot's constructor page-locking its
+    tensors through a helper looping over a list of them (PQCache's shared-memory sets): a set-up that
+    runs once per slot, not a registration per use."""
+    src = """
+    import torch
+
+
+    def lock_pages(tensors):
+        rt = torch.cuda.cudart()
+        for t in tensors:
+            rt.cudaHostRegister(t.data_ptr(), t.numel() * t.element_size(), 0)
+
+
+    class Slot:
+        def __init__(self, rows):
+            self.table = torch.zeros([rows, 256], dtype=torch.float16).share_memory_()
+            lock_pages([self.table])
+            self.ids = torch.zeros([rows], dtype=torch.int64).share_memory_()
+            lock_pages([self.ids])
+
+
+    class Pool:
+        def __init__(self, count, rows):
+            self.slots = [Slot(rows) for _ in range(count)]
+
+        def upload(self, i, dev):
+            return self.slots[i].table.to(dev, non_blocking=True)
+
+
+    pool = Pool(4, 1 << 14)
+    for step in range(100):
+        pool.upload(step % 4, "cuda")
+    """
+    assert codes(src) == []

@@ -669,3 +669,90 @@ def run(chunks, logits, flag):
         {wait}
 """
     assert (rows(src, "PIN006") == [row_of(src, "# write")]) is reported, src
+
+
+_EACH_OBJECT_UPLOADS_ITS_OWN = """
+import numpy as np
+import pycuda.driver as cuda
+
+
+class Mem:
+    def __init__(self, n):
+        self.host = cuda.pagelocked_empty(n, np.float32)
+        self.device = cuda.mem_alloc(self.host.nbytes)
+
+    def upload(self, stream):
+        cuda.memcpy_htod_async(self.device, self.host, stream)
+
+
+def put(arrays, ins, stream):
+    for a, m in zip(arrays, ins):
+        {body}
+    stream.synchronize()
+
+
+def main(arrays, stream):
+    ins = []
+    for _ in range(3):
+        ins.append(Mem(1024))
+    put(arrays, ins, stream)
+"""
+
+
+@pytest.mark.parametrize("body, reported", [
+    # Each object's own pinned buffer, filled then uploaded by its method: the copy in flight at the
+    # next write is the previous object's (ezvtuber-rt's TensorRT bindings).
+    ("np.copyto(m.host, a)\n        m.upload(stream)", False),
+    # This object's buffer written while its own upload runs.
+    ("m.upload(stream)\n        np.copyto(m.host, a)", True),
+    # One object for every item: the next write is to the buffer still being copied.
+    ("np.copyto(ins[0].host, a)\n        ins[0].upload(stream)", True),
+])
+def test_a_copy_a_method_issues_in_a_loop_over_objects_is_of_that_iterations_object(body, reported):
+    src = _EACH_OBJECT_UPLOADS_ITS_OWN.format(body=body)
+    assert ("PIN006" in codes(src)) == reported, src
+
+
+_TILES = """
+import numpy as np
+import pycuda.driver as cuda
+
+
+def run(d_in, d_out, stream, tiles, ctx):
+    h_in = cuda.pagelocked_empty(1 << 20, dtype=np.float32)
+    h_out = cuda.pagelocked_empty(1 << 20, dtype=np.float32)
+    for t in tiles:
+{body}
+"""
+
+
+@pytest.mark.parametrize("body, reported", [
+    # Every path that goes on normally waits; the one that skips the wait is an error's, whose work
+    # is dropped (TensorRT-Tiling-Upscaler's tile loop).
+    ("""        try:
+            np.copyto(h_in, t.ravel())
+            cuda.memcpy_htod_async(d_in, h_in, stream)
+            ctx.execute_async_v3(stream_handle=stream.handle)
+            cuda.memcpy_dtoh_async(h_out, d_out, stream)
+            stream.synchronize()
+        except Exception as e:
+            print(e)""", False),
+    # No wait at all: the next tile's write races on the normal path.
+    ("""        try:
+            np.copyto(h_in, t.ravel())
+            cuda.memcpy_htod_async(d_in, h_in, stream)
+            ctx.execute_async_v3(stream_handle=stream.handle)
+        except Exception as e:
+            print(e)""", True),
+    # The copy issued before the try: the error does not drop it.
+    ("""        np.copyto(h_in, t.ravel())
+        cuda.memcpy_htod_async(d_in, h_in, stream)
+        try:
+            ctx.execute_async_v3(stream_handle=stream.handle)
+            stream.synchronize()
+        except Exception as e:
+            print(e)""", True),
+])
+def test_copies_of_work_that_raised_are_dropped_with_it(body, reported):
+    src = _TILES.format(body=body)
+    assert ("PIN006" in codes(src)) == reported, src

@@ -1609,3 +1609,34 @@ def test_a_buffer_regrown_and_sent_in_one_arm_is_sent_once_per_buffer_however_de
     sends no buffer twice."""
     src = _REGROWN.format(tail=tail)
     assert bool(rows(src, "PIN007")) is reported, src
+
+
+_ROWS = """
+import io
+import torch
+
+
+def send(blob, n, epochs):
+    dev = torch.device("cuda")
+    frames = torch.load(io.BytesIO(blob), map_location="cpu")
+    table = torch.zeros((64, 1 << 16))
+    out = []
+{body}
+    return out
+"""
+
+
+@pytest.mark.parametrize("body, reported", [
+    # Each row (a view, another part of the memory) crosses the bus once.
+    ("    for row in table:\n        out.append(row.to(dev))", False),
+    ("    for i in range(n):\n        out.append(table[i].to(dev))", False),
+    # Saved frames walked one by one (RLinf's world-model state): each sent once.
+    ("    for i in range(n):\n        for frame in frames[i]:\n            out.append(frame.to(dev))", False),
+    # Every row again on each epoch, or a row that comes round again: re-sent.
+    ("    for e in range(epochs):\n        for row in table:\n            out.append(row.to(dev))", True),
+    ("    for i in range(n):\n        out.append(table[i % 2].to(dev))", True),
+    ("    for i in range(n):\n        out.append(table.to(dev))", True),
+])
+def test_rows_of_a_buffer_walked_by_the_loop_are_sent_once(body, reported):
+    src = _ROWS.format(body=body)
+    assert ("PIN007" in codes(src)) == reported, src

@@ -141,6 +141,32 @@ def test_a_unique_signature_is_not_unique_where_the_checked_code_defines_the_met
     assert codes(src) == []
 
 
+@pytest.mark.parametrize("helper, reported", [
+    # A function at the top of the module is no method of the stream the helper returns.
+    ("def synchronize(device=None):\n    torch.cuda.synchronize(device)\n", False),
+    # A method of that name somewhere in the checked code: `s.synchronize()` may be it.
+    ("class Barrier:\n    def synchronize(self):\n        pass\n", True),
+])
+def test_a_module_function_does_not_take_a_method_name_from_an_unknown_receiver(helper, reported):
+    """jasna's stream helpers: `s = make_stream(dev)` (a stream made through an accelerator module
+    nothing here explains) and `s.synchronize()` each iteration, in a module that also defines a
+    device-wide `synchronize()` function. The unknown stream's synchronize is still a wait."""
+    src = """
+    import torch
+
+    {helper}
+    def frames(groups, n, dev, make_stream):
+        pinned = torch.empty(n, pin_memory=True)
+        staging = torch.empty(n, device="cuda")
+        s = make_stream(dev)
+        for g in groups:
+            pinned.fill_(g)
+            staging.copy_(pinned, non_blocking=True)
+            s.synchronize()
+    """.replace("{helper}", helper.replace("\n", "\n    "))
+    assert ("PIN006" in codes(src)) == reported, src
+
+
 def test_torch_non_blocking_to_cpu_of_a_tensor_of_unknown_device_is_a_device_to_host_copy():
     # Only a GPU tensor is moved asynchronously to the CPU (issue 13: decided from the call itself);
     # a tensor known to be on the CPU stays no copy at all.

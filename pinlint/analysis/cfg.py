@@ -84,7 +84,8 @@ class Builder:
     """Element kinds: "stmt" (a small statement), "test" (an expression for its effects; extra: the
     owning if/while), "iter" (a for's iterable, evaluated once), "bind" (a for's target takes the
     next element; extra: the For), "enter"/"exit" (a with statement; extra: the WithItem / index),
-    "handler" (an except clause binds its name), "def"/"class", "case" (a match arm's pattern),
+    "handler" (an except clause binds its name), "handled" (its body ran to its end: the error is
+    dealt with), "def"/"class", "case" (a match arm's pattern),
     "return-none" (falling off the end of a function), "comp" (unused here: comprehensions are
     expressions and are handled by the expression evaluator)."""
 
@@ -363,6 +364,8 @@ class Builder:
             self.branch.append((handler, 0))
             self.add("handler", handler)
             self.statements(suite_body(handler.body))
+            if self.current is not None:
+                self.add("handled", handler, node)  # the handler goes on past the try
             self.branch.pop()
             if self.current is not None:
                 normal_ends.append(self.current)

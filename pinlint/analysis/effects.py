@@ -16,10 +16,10 @@ import libcst as cst
 
 from .. import tableschema
 from ..apitables import Api, ArgSpec
-from ..model import EventType, Kind
+from ..model import EventType, Kind, first_site
 from .domain import (ANYTHING, NDIM_UNKNOWN, ON_GPU, UNKNOWN, Const, Context, Device, DeviceSpec, Host, Items, Iteration, LibraryRef, Loader, Obj, Scalar, Seq, Stream,
                      Tensor, Value, element_of, flatten, join, unknown_host, Function, Instance, Mapping, rebuild,
-                     true_in_gpu_runs, interesting)
+                     true_in_gpu_runs, interesting, map_hosts)
 from .dtypes import canonical_dtype, common, element_count, has_float, item_size, range_length, transposed
 from .state import CAPTURING, MUTATED, STREAM
 
@@ -668,15 +668,11 @@ def _register(ev, api: Api, node, receiver, args: Args) -> Value:
         site = ev.site(node, kind, value.library, api.name, variant=variant)
         # The same buffers, pinned: another one on each iteration of the loops they varied in.
         new_value = Host(frozenset([site]), value.library, varies=value.varies)
-        ev.event(EventType.REGISTER, node, new_value, api=api.name)
+        ev.event(EventType.REGISTER, node, new_value, api=api.name, replaced=value.sites)
         if root is not None:
             registered.append((root, new_value))
-            if value.pointer and not api.opt("context"):
-                # `addr = host.ctypes.data; hostRegister(addr, ...)`: the memory behind the address is
-                # pinned, so the arrays the code holds of it are too
-                registered += [(key, replace(new_value, pointer=False)) for key, other in ev.state.env.items()
-                               if key != root and not key.startswith("$") and isinstance(other, Host) and
-                               not other.pointer and other.sites == value.sites]
+            if not api.opt("context"):
+                pin_in_place(ev, value.sites, new_value, root)
     if api.opt("context"):
         waits = api.opt("waits") == "device"
         return Context(registered=tuple(registered), sync_node=node if waits else None,
@@ -687,6 +683,29 @@ def _register(ev, api: Api, node, receiver, args: Args) -> Value:
     if api.opt("returns") == "view":
         return registered[0][1] if registered else UNKNOWN
     return UNKNOWN
+
+
+def pin_in_place(ev, sites: frozenset, pinned: Host, root: Optional[str] = None) -> None:
+    """Registration pins memory, not a name: every value this scope holds of that memory sees it
+    pinned from here on: another name for it (`addr = host.ctypes.data; hostRegister(addr, ...)`),
+    the list a loop took it from (`for t in tensors: cudaHostRegister(t.data_ptr(), ...)`), an
+    object's field. A parameter holding it is changed, so the caller's values of it are too
+    (``interproc._copy_back``)."""
+    target = first_site(pinned.sites)
+
+    def repin(host: Host) -> Host:
+        if not host.sites & sites:
+            return host
+        return replace(host, sites=(host.sites - sites) | {target})
+
+    env = ev.state.env
+    for key, held in list(env.items()):
+        if key == root or key.startswith("$") or isinstance(held, Const):
+            continue
+        changed = map_hosts(held, repin)
+        if changed != held:
+            env[key] = changed
+            env[MUTATED + key.split(".")[0]] = Const.of(True)
 
 
 def _register_unpacked(ev, api: Api, node, kind: Kind) -> list:

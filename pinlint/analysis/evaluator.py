@@ -774,11 +774,10 @@ class Evaluator:
     def subscript(self, base: Value, node: cst.Subscript, indexes: list) -> Value:
         element = self._subscript(base, node, indexes)
         # weights[name], tables[i, j] with `name`, `i` a loop's variable: a different element on each
-        # iteration of that loop.
-        if not isinstance(base, Host):
-            # host[n_in + i] (one buffer per binding after the inputs) follows i as host[i] does.
-            for index in _index_expressions(node):
-                element = self.keyed_by(index, element)
+        # iteration of that loop; host[n_in + i] (one buffer per binding after the inputs) follows i as
+        # host[i] does; so does a row of an array, `frames[i]`, another part of its memory each time.
+        for index in _index_expressions(node):
+            element = self.keyed_by(index, element)
         return element
 
     def keyed_by(self, key, element: Value) -> Value:
@@ -1230,8 +1229,12 @@ def _iteration_element(iterable: Value, loop) -> Value:
         # `for xp in (numpy, cupy):` runs the body once with each module, not with either on every
         # iteration: a copy through `xp` happens once, not once per iteration.
         return UNKNOWN
-    if isinstance(iterable, Host) or isinstance(iterable, Loader):
+    if isinstance(iterable, Loader):
         return element
+    if isinstance(iterable, Host):
+        # A row of the array (a view), another part of its memory on each iteration: sent once
+        # each, not the same bytes again (a file of saved frames loaded whole, walked frame by frame)
+        return varying_in(element, loop) if isinstance(element, Host) else element
     items = iterable.items if isinstance(iterable, (Items, Iteration)) else ()
     return varying_in(with_visits(element, items, loop), loop)
 

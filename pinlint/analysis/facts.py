@@ -70,13 +70,20 @@ def other_iterations_element(copy: PendingCopy, event) -> bool:
     the source order in one function: the write comes before the copy in the body of a loop in
     which both buffers differ on each iteration, and no loop inside it holds both (where the same
     element would come round again)."""
-    if copy.scope != event.scope or copy.module is not event.module or not hasattr(copy.module, "position"):
+    node, loops, module = copy.node, copy.loops, copy.module
+    if copy.scope != event.scope:
+        # issued in a callee (`m.upload(stream)` in the loop): as this scope sees it, at that call
+        call = next((c for c in copy.calls if c.scope == event.scope), None)
+        if call is None:
+            return False
+        node, loops, module = call.node, call.loops, call.module
+    if module is not event.module or not hasattr(module, "position"):
         return False
-    shared = [loop for loop in copy.loops if loop in event.loops]
+    shared = [loop for loop in loops if loop in event.loops]
     if not shared:
         return False
     innermost = shared[-1]
-    access, copied = _start(copy.module, event.node), _start(copy.module, copy.node)
+    access, copied = _start(module, event.node), _start(module, node)
     if not access < copied:
         return False
     if innermost in copy.varies and innermost in event.varies_in:
@@ -84,8 +91,8 @@ def other_iterations_element(copy: PendingCopy, event) -> bool:
     # A buffer allocated in the loop's body before the access (`buf = torch.empty(n, pin_memory=True)`,
     # written, then copied): the access is to this iteration's buffer, the copy in flight of an
     # earlier one (a pool does not hand a block back while a copy of it may run).
-    return bool(event.sites) and all(innermost in site.loops and site.module is copy.module and
-                                     _start(copy.module, site.node) < access for site in event.sites)
+    return bool(event.sites) and all(innermost in site.loops and site.module is module and
+                                     _start(module, site.node) < access for site in event.sites)
 
 
 def _start(module, node) -> tuple:

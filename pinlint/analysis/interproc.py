@@ -19,8 +19,8 @@ from typing import Optional
 import libcst as cst
 
 from ..imports import dotted
-from ..model import Event, EventType, Kind, PendingCopy, Site, TraceStep, first_site, scoped_registration
-from ..walk import code_nodes, code_parts, small_statements, suite_body, target_names
+from ..model import Event, EventType, IssuedBy, Kind, PendingCopy, Site, TraceStep, first_site, scoped_registration
+from ..walk import class_body_small, code_nodes, code_parts, small_statements, suite_body, target_names
 from .domain import (ANYTHING, UNKNOWN, ClassRef, Const, Device, DeviceSpec, Function, GpuFlag, Host, Instance, Items, Loader, Mapping,
                      ModuleRef, Scalar, Seq, Stream, Super, Tensor, Value, interesting, leaves, map_sites, all_sites,
                      mapping, unknown_host, flatten)
@@ -670,7 +670,10 @@ def _add_names(node: cst.CSTNode, names: set) -> None:
 def _apply_flow(ev, fn: Function, node, outcome: Outcome) -> None:
     """The caller's state after the call: the copies still in flight, the current stream."""
     rename = _renamer(ev, fn, node, outcome)
-    ev.state.pending = merge_pending(frozenset(_rename_pending(p, rename) for p in outcome.pending))
+    here = IssuedBy(ev.scope, node, ev.loops, ev.module.info)
+    before = ev.state.pending
+    ev.state.pending = merge_pending(frozenset(_issued_here(_rename_pending(p, rename), here, before)
+                                               for p in outcome.pending))
     if outcome.stream is not None and outcome.stream is not UNKNOWN:
         ev.state.env[STREAM] = outcome.stream
     _pinned_inside(ev, fn, node, outcome)
@@ -805,10 +808,15 @@ def literal(node) -> Value:
 def default_value(fn: Function, default) -> Value:
     """A parameter's default, where a call leaves it out: a literal, or a device the library names
     (``buffer_device=torch.device("cpu")``), read in the function's own module."""
+    return constant_in(fn.module, default)
+
+
+def constant_in(module, default) -> Value:
+    """What an expression evaluated once, in ``module``'s namespace, gives, as far as it can be told
+    without running it: a literal, or a device the library names (``torch.device("cpu")``)."""
     constant = literal(default)
     if constant is not UNKNOWN or not isinstance(default, cst.Call) or not default.args:
         return constant
-    module = fn.module
     qualified = module.imports.qualify(default.func) if module is not None else None
     api = module.project.tables.functions.get(qualified) if qualified else None
     if api is None or api.effect != "device-spec" or default.args[0].keyword is not None:
@@ -1009,6 +1017,17 @@ def _via_depth(site: Site) -> int:
     return depth
 
 
+def _issued_here(pending: PendingCopy, here: IssuedBy, before: frozenset) -> PendingCopy:
+    """A copy the callee issued and leaves in flight was issued, as far as this scope goes, at this
+    call; one that was in flight before the call and that the callee did not touch keeps its place."""
+    if pending in before or pending.scope == here.scope:
+        return pending
+    if pending.calls and pending.calls[-1].scope == here.scope:
+        # merged in the callee with the one an earlier run of a call of this scope issued
+        return pending if pending.calls[-1] == here else replace(pending, calls=pending.calls[:-1] + (here,))
+    return replace(pending, calls=pending.calls + (here,))
+
+
 def _rename_pending(pending: PendingCopy, rename) -> PendingCopy:
     sites = frozenset(rename(s) for s in pending.sites)
     return pending if sites == pending.sites else replace(pending, sites=sites)
@@ -1022,6 +1041,14 @@ def _copy_back(ev, outcome: Outcome, exprs: dict, rename) -> None:
         expr = exprs.get(name)
         if expr is not None and dotted(expr) is not None:
             rebind(ev, expr, map_sites(value, rename), mutated=True)
+        elif isinstance(expr, (cst.List, cst.Tuple)) and isinstance(value, Items) and \
+                len(value.items) == len(expr.elements) and \
+                not any(isinstance(e, cst.StarredElement) for e in expr.elements):
+            # `lock_pages([self.table, self.ids])`: the list is new, its elements are the caller's
+            # objects, changed in place by the callee (registered, a field set)
+            for element, item in zip(expr.elements, value.items):
+                if dotted(element.value) is not None:
+                    rebind(ev, element.value, map_sites(item, rename), mutated=True)
 
 
 def _announce_allocations(ev, node, returned: Value, outcome: Outcome, fn: Function) -> None:
@@ -1136,12 +1163,20 @@ def _pinned_inside(ev, fn: Function, node, outcome: Outcome) -> None:
     # no escape; it is where a set-up loop of the callee (which its own analysis leaves alone) puts them.
     escapes = [e for e in outcome.events if e.type is EventType.ESCAPE]
     escaped = outcome.kept | frozenset(s for e in escapes if not stored_into_local(e.node, local) for s in e.sites)
+    # Memory it was given and registered in place (`for t in tensors: cudaHostRegister(...)`) is the
+    # caller's buffer, now pinned: handed back through the changed parameter, not allocated here.
+    handed_back = [h for _, value in outcome.params for h in flatten([value]) if isinstance(h, Host)]
+    escaped |= frozenset(s for h in handed_back for s in h.sites)
     collected = frozenset(s for e in escapes if not e.handed and stored_into_local(e.node, local) for s in e.sites)
     owned = _owned_by_the_new_object(fn, outcome)
     rename = _renamer(ev, fn, node, outcome) if owned and ev.loops else None
     short = _call_name(fn)
     for event in outcome.events:
         if event.type not in (EventType.ALLOC, EventType.REGISTER):
+            continue
+        if event.type is EventType.REGISTER and event.sites and all(internal(s) for s in event.sites) and \
+                event.sites <= escaped - outcome.kept:
+            _registered_in_place(ev, fn, node, outcome, event, handed_back)
             continue
         # A loop of the callee's own: its PIN002, or a set-up whose buffers it keeps. Unless the
         # callee registers in its loop buffers only its callers explain (`for buf in bufs: with
@@ -1178,6 +1213,29 @@ def _pinned_inside(ev, fn: Function, node, outcome: Outcome) -> None:
                 ev.events.append(replace(lifted, api=site.api))
             else:
                 ev.event(EventType.ALLOC, node, Host(frozenset([site]), inner.library), api=site.api)
+
+
+def _registered_in_place(ev, fn: Function, node, outcome: Outcome, event: Event, handed_back: list) -> None:
+    """The callee registered, on every call, memory its caller gave it (`lock_pages([self.table])`,
+    `pin(x)`): the registration happens at this call, of the caller's buffer, as if written here. Every
+    name the caller has for that memory now sees it pinned (the arguments themselves are rebound by
+    ``_copy_back``); PIN002 decides, as for a registration written in the loop, whether the buffer
+    outlives the iteration."""
+    if event.conditional or (event.branch and not _every_call_takes(ev, fn, event.branch)):
+        return
+    held = next((h for h in handed_back if h.sites & event.sites), None)
+    if held is None:
+        return
+    rename = _renamer(ev, fn, node, outcome)
+    if event.replaced:
+        from .effects import pin_in_place
+        pin_in_place(ev, event.replaced, Host(frozenset(rename(s) for s in event.sites), held.library))
+    if ev.emit:
+        lifted = _lifted(ev, fn, node, event, rename, frozenset())
+        # (a callee's loop over the list it was given registers each element: that loop stays the
+        # innermost, as for the registration written out, and is no condition on the registration)
+        ev.events.append(replace(lifted, api=f"{_call_name(fn)}()", replaced=event.replaced,
+                                 conditional=event.conditional or bool(event.branch), maybe_unknown=False))
 
 
 def _registers_alone(ev, fn: Function, node) -> bool:
@@ -1387,7 +1445,7 @@ def member(ev, base: Value, attr: str, node) -> Value:
         for key, value in fields:
             if key == attr:
                 return value
-        return UNKNOWN
+        return _class_attribute(project, base.klass, attr)
     if isinstance(base, ClassRef):
         info = project.class_info(base)
         found = info.lookup(attr, record=False) if info is not None else None
@@ -1410,6 +1468,32 @@ def member(ev, base: Value, attr: str, node) -> Value:
             return function_value(found, bound=base.receiver)
         return UNKNOWN
     return UNKNOWN
+
+
+def _class_attribute(project, klass: ClassRef, attr: str) -> Value:
+    """``device = torch.device("cpu")`` in a class body (a test double's), read through an object
+    that no method gives that attribute: the class's value, found along its bases as Python does.
+    Only a single unconditional assignment of a constant counts."""
+    info = project.class_info(klass)
+    for owner in (info.mro() if info is not None else []):
+        if attr in owner.members:
+            return UNKNOWN
+        bound = [small for small in class_body_small(owner.cls.node)
+                 if isinstance(small, (cst.Assign, cst.AnnAssign)) and attr in _assigned_names(small)]
+        if not bound:
+            if any(not isinstance(statement, (cst.SimpleStatementLine, cst.FunctionDef, cst.ClassDef))
+                   for statement in suite_body(owner.cls.node.body)):
+                return UNKNOWN  # perhaps bound under an `if` or a `for` of the class body
+            continue
+        if len(bound) > 1 or bound[0].value is None:
+            return UNKNOWN
+        return constant_in(owner.cls.module, bound[0].value)
+    return UNKNOWN
+
+
+def _assigned_names(small) -> frozenset:
+    targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target]
+    return frozenset(t.value for t in targets if isinstance(t, cst.Name))
 
 
 _NUMBER_FIELDS: dict = {}

@@ -350,8 +350,11 @@ class Project:
         self._file_methods: dict = {}     # resolved path -> method names the file defines
         self.imports_of: dict = {}       # ModuleContext -> the project modules its code resolved
         names = sorted(tables.unknown_methods)
-        self._method_pattern = re.compile(r"^\s*(?:async\s+)?def\s+(" + "|".join(map(re.escape, names)) + r")\s*\(",
-                                          re.MULTILINE) if names else None
+        # An indented `def` (a method; a nested or conditional function too, counted to be safe): a
+        # function at the top of a module is no attribute of an object (`s.synchronize()` of a stream
+        # whatever `def synchronize(device=None):` the module defines beside it).
+        self._method_pattern = re.compile(r"^[ \t]+(?:async[ \t]+)?def[ \t]+(" + "|".join(map(re.escape, names)) +
+                                          r")[ \t]*\(", re.MULTILINE) if names else None
 
     # ------------------------------------------------------------------ modules
     def add_module(self, filename: str, module: cst.Module, path: Optional[Path] = None, text: str = "") -> ModuleContext:

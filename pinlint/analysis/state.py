@@ -151,7 +151,8 @@ def _merged(copies: list) -> PendingCopy:
     first = min(copies, key=_trace_order)
     sites = frozenset().union(*(c.sites for c in copies))
     varies = frozenset.intersection(*(c.varies for c in copies))
-    return replace(first, sites=sites, varies=varies)
+    calls = first.calls if all(c.calls == first.calls for c in copies) else ()  # issued through other calls: not known which
+    return replace(first, sites=sites, varies=varies, calls=calls)
 
 
 def _trace_order(copy: PendingCopy) -> tuple:

@@ -627,6 +627,37 @@ def _handler(ev, element) -> None:
         assign(ev, handler.name.name, UNKNOWN)
 
 
+def _handled(ev, element) -> None:
+    """An exception caught after the try body issued asynchronous copies (a tile whose inference
+    raised), the handler done: that work failed and is dropped; what its copies read or write
+    belongs to it alone, and the next copy on the stream waits for them. What runs after the try on
+    this path is no race with them (the handler's own body, reading the buffer, still is)."""
+    if ev.state.pending:
+        _abandon_failed_work(ev, element.extra)
+
+
+def _abandon_failed_work(ev, try_node) -> None:
+    info = ev.module.info
+    if not hasattr(info, "position"):
+        return
+    body = info.position(try_node.body)
+    first, last = (body.start.line, body.start.column), (body.end.line, body.end.column)
+
+    def issued_in_body(copy) -> bool:
+        node, module = copy.node, copy.module
+        if copy.scope != ev.scope:
+            call = next((c for c in copy.calls if c.scope == ev.scope), None)
+            if call is None:
+                return False
+            node, module = call.node, call.module
+        if module is not info:
+            return False
+        start = info.position(node).start
+        return first <= (start.line, start.column) <= last
+
+    ev.state.pending = frozenset(p for p in ev.state.pending if not issued_in_body(p))
+
+
 def _def(ev, element) -> None:
     node = element.node
     fn = ev.module.function_value(node, ev.scope)
@@ -702,5 +733,5 @@ def _return_none(ev, element) -> None:
 
 _HANDLERS = {
     "stmt": _stmt, "test": _test, "iter": _iter, "bind": _bind, "enter": _enter, "exit": _exit,
-    "handler": _handler, "def": _def, "class": _class, "case": _case, "return-none": _return_none,
+    "handler": _handler, "handled": _handled, "def": _def, "class": _class, "case": _case, "return-none": _return_none,
 }
