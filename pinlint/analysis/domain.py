@@ -496,7 +496,7 @@ _DEPTH_LIMIT = 4      # containers nested deeper than this are widened to UNKNOW
 
 
 def join(a: Value, b: Value) -> Value:
-    if a == b:
+    if a is b or a == b:
         return a
     if isinstance(a, Host) and isinstance(b, Host):
         return Host(a.sites | b.sites, a.library if a.library == b.library else "numpy",
@@ -683,6 +683,8 @@ def varying_in(value: Value, loop) -> Value:
     """The element a loop binds on each iteration of a container: a different buffer every time."""
     if isinstance(value, Host):
         return replace(value, varies=value.varies | {loop})
+    if type(value) in _COMPOSITES and not any(type(leaf) is Host for leaf in _leaves(value)):
+        return value  # no buffer in it (an object of many objects: rebuilding it was a cold run's cost)
     if isinstance(value, Items):
         return replace(value, items=tuple(varying_in(item, loop) for item in value.items))
     if isinstance(value, Instance):

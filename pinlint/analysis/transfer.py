@@ -652,7 +652,10 @@ def _abandon_failed_work(ev, try_node) -> None:
             node, module = call.node, call.module
         if module is not info:
             return False
-        start = info.position(node).start
+        try:
+            start = info.position(node).start
+        except KeyError:
+            return False  # a node the analysis made, in no place of the file
         return first <= (start.line, start.column) <= last
 
     ev.state.pending = frozenset(p for p in ev.state.pending if not issued_in_body(p))
