@@ -3327,3 +3327,54 @@ def test_a_buffer_a_helper_registers_in_place_is_pinned(lock, reported):
     offer a fix that allocates it pinned, and registering pinned memory fails."""
     src = _PAGE_LOCKED_BY_A_HELPER.format(lock=lock)
     assert ("PIN001" in codes(src)) == reported, src
+
+
+_PINNED_ITEMS = """
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+
+class Chunks(Dataset):
+    def __init__(self, n):
+        self.items = [torch.randn(4096, 16).pin_memory() for _ in range(n)]
+
+    def __getitem__(self, i):
+        return self.items[i]
+
+    def __len__(self):
+        return len(self.items)
+
+
+def train(dev):
+    loader = DataLoader(Chunks(8), {args})
+    for x in loader:
+        x = x.to(dev, non_blocking=True)
+"""
+
+
+@pytest.mark.parametrize("args, reported", [
+    # One item per batch, no pinning, no workers: the batch is the dataset's own pinned tensor
+    # (torchani's in-memory dataset).
+    ("batch_size=None, pin_memory=False", False),
+    ("batch_size=None, shuffle=True, num_workers=0", False),
+    # Collated into new tensors, or sent from worker processes through shared memory: pageable.
+    ("batch_size=4, pin_memory=False", True),
+    ("batch_size=None, num_workers=2", True),
+])
+def test_a_loader_that_hands_the_datasets_items_through_keeps_their_memory(args, reported):
+    src = _PINNED_ITEMS.replace("{args}", args)
+    assert ("PIN001" in codes(src)) == reported, src
+
+
+@pytest.mark.parametrize("made, reported", [
+    ("    ints = col.astype(np.int64)\n", True),                     # a new NumPy array, named first
+    ("    ints = col.astype(np.int64, copy=False)\n", False),        # may be `col` itself
+    ("    ints = col.astype(np.int64)\n    if flag:\n        ints = col\n", False),  # bound twice
+    ("", False),                                                    # `ints` is the caller's (a parameter)
+])
+def test_from_numpy_of_a_name_bound_once_to_a_new_numpy_array_is_pageable(made, reported):
+    """earth2studio: `ints = table[...].values.astype(np.int64)` then `torch.from_numpy(ints).to(dev,
+    non_blocking=True)`, as pageable as the same call written inline."""
+    src = ("import numpy as np\nimport torch\n\n\ndef send(col, dev, flag" + ("" if made else ", ints") + "):\n" + made +
+           "    return torch.from_numpy(ints).to(dev, non_blocking=True)\n")
+    assert ("PIN001" in codes(src)) == reported, src

@@ -17,6 +17,7 @@ import libcst as cst
 from .. import tableschema
 from ..apitables import Api, ArgSpec
 from ..model import EventType, Kind, first_site
+from ..walk import small_statements, suite_body
 from .domain import (ANYTHING, NDIM_UNKNOWN, ON_GPU, UNKNOWN, Const, Context, Device, DeviceSpec, Host, Items, Iteration, LibraryRef, Loader, Obj, Scalar, Seq, Stream,
                      Tensor, Value, element_of, flatten, join, unknown_host, Function, Instance, Mapping, rebuild,
                      true_in_gpu_runs, interesting, map_hosts)
@@ -455,8 +456,8 @@ def _view(ev, api: Api, node, receiver, args: Args) -> Value:
     elif isinstance(source, (Device, Tensor)) and api.arg("arg") is not None and \
             (api.arg("arg").is_self or api.library == "torch"):
         result = source  # a view of a GPU tensor (nn.Parameter(d), torch.as_tensor(d)) is on the GPU
-    elif source is UNKNOWN and api.opt("ndarray_arg") and _made_by_numpy_method(ev, api, args):
-        made_by = args.get(api.arg("arg"))[0]
+    elif source is UNKNOWN and api.opt("ndarray_arg") and _made_by_numpy_method(ev, api, args) is not None:
+        made_by = _made_by_numpy_method(ev, api, args)
         site = ev.site(made_by, Kind.PAGEABLE, api.opt("library") or "numpy", f"numpy.ndarray.{made_by.func.attr.value}")
         result = Host(frozenset([site]), api.opt("library") or "numpy")
         ev.event(EventType.ALLOC, node, result, api=site.api)
@@ -493,17 +494,40 @@ _KEEPING_NDIM = frozenset({"asarray", "asanyarray", "transpose", "swapaxes", "__
                            "addressof", "cast", "c_void_p", "intp", "uintp"})
 
 
-def _made_by_numpy_method(ev, api: Api, args: Args) -> bool:
-    """The argument, which must be a NumPy array (``torch.from_numpy``), is what a NumPy method that
-    always makes a new array gives (``x.astype(np.float32)`` without ``copy=``, ``x.copy()``)."""
+def _made_by_numpy_method(ev, api: Api, args: Args) -> Optional[cst.Call]:
+    """The call of a NumPy method that always makes a new array (``x.astype(np.float32)`` without
+    ``copy=``, ``x.copy()``) whose result the argument, which must be a NumPy array
+    (``torch.from_numpy``), is; None when it is not known to be one."""
     found = args.get(api.arg("arg"))
     expr = found[0] if found is not None else None
+    if isinstance(expr, cst.Name):
+        expr = _single_binding(ev, expr.value)  # `ints = col.astype(np.int64)`, then `from_numpy(ints)`
     if not (isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute)):
-        return False
+        return None
     method = ev.tables.methods.get(("host", expr.func.attr.value))
     if method is None or any(arg.keyword is not None and arg.keyword.value == "copy" for arg in expr.args):
-        return False
-    return method.effect == "convert" or method.effect == "alloc" and method.opt("kind") == "pageable"
+        return None
+    makes = method.effect == "convert" or method.effect == "alloc" and method.opt("kind") == "pageable"
+    return expr if makes else None
+
+
+def _single_binding(ev, name: str):
+    """The expression the function being analysed assigns to ``name``, when that plain assignment,
+    outside any loop, is the name's only binding there (not a parameter): a read of the name sees it."""
+    fn = ev.invocation.function
+    node = getattr(fn, "node", None)
+    if not isinstance(node, cst.FunctionDef):
+        return None
+    from .invariance import bound_once
+    params = node.params
+    if name not in bound_once(node) or any(p.name.value == name for p in (*params.posonly_params, *params.params,
+                                                                            *params.kwonly_params)):
+        return None
+    for small in small_statements(suite_body(node.body)):
+        if isinstance(small, cst.Assign) and len(small.targets) == 1 and \
+                isinstance(small.targets[0].target, cst.Name) and small.targets[0].target.value == name:
+            return small.value
+    return None
 
 
 def _views_of_each(args: Args) -> Value:
@@ -766,7 +790,31 @@ def _loader(ev, api: Api, node, receiver, args: Args) -> Value:
     site = ev.site(node, kind, "torch", api.name, fix=api.opt("fix") if kind is Kind.PAGEABLE else None,
                    fresh_each_iteration=True)
     collate = args.keywords.get(api.opt("collate_kw")) if api.opt("collate_kw") else None
+    if collate is None and kind is Kind.PAGEABLE and _hands_items_through(args):
+        return Loader(site, _items_as_they_are(ev, node, args))
     return Loader(site, _collated(ev, node, collate[1], site, args) if collate is not None else None)
+
+
+def _hands_items_through(args: Args) -> bool:
+    """``DataLoader(ds, batch_size=None, pin_memory=False)`` in the main process: each batch is the
+    dataset's item itself (the default conversion keeps tensors and views NumPy arrays), so its
+    memory is whatever the dataset made (torchani's dataset pins its own tensors). Worker processes
+    would send the items through shared memory instead."""
+    if args.star or args.unsure("batch_size") or args.unsure("num_workers") or len(args.positional) > 1:
+        return False
+    batch_size = args.keywords.get("batch_size")
+    workers = args.keywords.get("num_workers")
+    return batch_size is not None and batch_size[1] == Const.of(None) and \
+        (workers is None or workers[1] == Const.of(0))
+
+
+def _items_as_they_are(ev, node, args: Args) -> Value:
+    state, emit = ev.state.copy(), ev.emit
+    ev.emit = False
+    try:
+        return _dataset_items(ev, node, args)  # an item nothing explains stays unknown
+    finally:
+        ev.state, ev.emit = state, emit
 
 
 def _dataset_items(ev, node, args: Args) -> Value:
