@@ -756,3 +756,34 @@ def run(d_in, d_out, stream, tiles, ctx):
 def test_copies_of_work_that_raised_are_dropped_with_it(body, reported):
     src = _TILES.format(body=body)
     assert ("PIN006" in codes(src)) == reported, src
+
+
+_ONE_ITEM = """
+import numpy as np
+import pycuda.driver as cuda
+
+
+def put(items, bufs, dev, stream):
+    for a, h in zip(items, bufs):
+        np.copyto(h, a)
+        cuda.memcpy_htod_async(dev, h, stream)
+
+
+def caller(imgs, img, dev, stream):
+    h = cuda.pagelocked_empty(1024, np.float32)
+{body}
+"""
+
+
+@pytest.mark.parametrize("body, reported", [
+    # The helper's loop goes over the one item it is given: no second iteration meets the first's copy
+    # (ezvtuber-rt's setImage: syncInfer([img])).
+    ("    put([img], [h], dev, stream)\n    stream.synchronize()", False),
+    # Called on every frame: the previous frame's copy is still in flight at the next write.
+    ("    for x in imgs:\n        put([x], [h], dev, stream)", True),
+    ("    for x in imgs:\n        for a in [x]:\n            np.copyto(h, a)\n"
+     "            cuda.memcpy_htod_async(dev, h, stream)", True),
+])
+def test_a_loop_over_one_item_does_not_come_round(body, reported):
+    src = _ONE_ITEM.format(body=body)
+    assert ("PIN006" in codes(src)) == reported, src

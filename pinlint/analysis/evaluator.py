@@ -1240,6 +1240,7 @@ def _iteration_element(iterable: Value, loop) -> Value:
 
 
 iteration_element = _iteration_element
+single_pass = _single_pass
 
 
 def _calls_something(node) -> bool:

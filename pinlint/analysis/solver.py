@@ -12,9 +12,12 @@ from __future__ import annotations
 import heapq
 from typing import Optional
 
+import libcst as cst
+
 from .narrowing import narrowed
-from .state import State
+from .state import State, iter_key
 from .transfer import run_element
+from .evaluator import single_pass
 
 WIDEN_AFTER = 2          # visits of a loop head before its join widens
 MAX_VISITS_PER_BLOCK = 40  # a safety net: past it the solver stops and records what it has
@@ -56,6 +59,20 @@ def truthiness(value) -> Optional[bool]:
     return answers.pop() if len(answers) == 1 else None
 
 
+def _successors(block, out: State) -> list:
+    """Where ``block`` hands its state: a `for` loop over one item (`for x in [h]`, a helper's loop
+    over the one-item list its caller passes) does not come round again, so the end of its body goes
+    on to what follows the loop instead of back to its head (whose next iteration would meet the
+    first one's copies still in flight: a race with nothing)."""
+    succs = block.succs
+    for index, succ in enumerate(succs):
+        loop = succ.loop_head
+        if loop is not None and block.depth >= succ.depth and isinstance(loop, cst.For) and \
+                len(succ.succs) > 1 and single_pass(out.env.get(iter_key(loop))):
+            return succs[:index] + succ.succs[1:] + succs[index + 1:]
+    return succs
+
+
 def solve(graph, ev, entry: State) -> tuple[list, Optional[State]]:
     # Deeper blocks first, then reverse postorder: an inner loop settles before the loop around
     # it runs again, so what it finds reaches the outer loop in one step, not one change at a time.
@@ -78,7 +95,7 @@ def solve(graph, ev, entry: State) -> tuple[list, Optional[State]]:
         for element in block.elements:
             run_element(ev, element)
         out = ev.state
-        for succ in block.succs:
+        for succ in _successors(block, out):
             arm = out
             if succ in block.conditions:
                 if not feasible(out, block.conditions[succ]):
