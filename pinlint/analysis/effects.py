@@ -456,8 +456,7 @@ def _view(ev, api: Api, node, receiver, args: Args) -> Value:
     elif isinstance(source, (Device, Tensor)) and api.arg("arg") is not None and \
             (api.arg("arg").is_self or api.library == "torch"):
         result = source  # a view of a GPU tensor (nn.Parameter(d), torch.as_tensor(d)) is on the GPU
-    elif source is UNKNOWN and api.opt("ndarray_arg") and _made_by_numpy_method(ev, api, args) is not None:
-        made_by = _made_by_numpy_method(ev, api, args)
+    elif source is UNKNOWN and api.opt("ndarray_arg") and (made_by := _made_by_numpy_method(ev, api, args)) is not None:
         site = ev.site(made_by, Kind.PAGEABLE, api.opt("library") or "numpy", f"numpy.ndarray.{made_by.func.attr.value}")
         result = Host(frozenset([site]), api.opt("library") or "numpy")
         ev.event(EventType.ALLOC, node, result, api=site.api)

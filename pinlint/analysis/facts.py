@@ -64,19 +64,25 @@ class ScopeFacts:
         return False
 
 
+def issued_at(copy: PendingCopy, scope: str) -> Optional[tuple]:
+    """(node, loops, module) where ``scope`` issued ``copy``: its own copy call, or the call through
+    which a callee issued it (`m.upload(stream)` in the loop); None when it came from elsewhere."""
+    if copy.scope == scope:
+        return copy.node, copy.loops, copy.module
+    call = next((c for c in copy.calls if c.scope == scope), None)
+    return (call.node, call.loops, call.module) if call is not None else None
+
+
 def other_iterations_element(copy: PendingCopy, event) -> bool:
     """``hosts[i]`` written, then copied, on each iteration of ``for i``: the copy still in flight at
     the write is the one of an earlier iteration, of another element (``hosts[i - 1]``). Told from
     the source order in one function: the write comes before the copy in the body of a loop in
     which both buffers differ on each iteration, and no loop inside it holds both (where the same
     element would come round again)."""
-    node, loops, module = copy.node, copy.loops, copy.module
-    if copy.scope != event.scope:
-        # issued in a callee (`m.upload(stream)` in the loop): as this scope sees it, at that call
-        call = next((c for c in copy.calls if c.scope == event.scope), None)
-        if call is None:
-            return False
-        node, loops, module = call.node, call.loops, call.module
+    place = issued_at(copy, event.scope)
+    if place is None:
+        return False
+    node, loops, module = place
     if module is not event.module or not hasattr(module, "position"):
         return False
     shared = [loop for loop in loops if loop in event.loops]

@@ -644,14 +644,11 @@ def _abandon_failed_work(ev, try_node) -> None:
     first, last = (body.start.line, body.start.column), (body.end.line, body.end.column)
 
     def issued_in_body(copy) -> bool:
-        node, module = copy.node, copy.module
-        if copy.scope != ev.scope:
-            call = next((c for c in copy.calls if c.scope == ev.scope), None)
-            if call is None:
-                return False
-            node, module = call.node, call.module
-        if module is not info:
+        from .facts import issued_at
+        place = issued_at(copy, ev.scope)
+        if place is None or place[2] is not info:
             return False
+        node = place[0]
         try:
             start = info.position(node).start
         except KeyError:
