@@ -2217,3 +2217,32 @@ def test_objects_a_comprehension_builds_whose_constructor_registers_their_fields
         pool.upload(step % 4, "cuda")
     """
     assert codes(src) == []
+
+
+def test_a_call_that_pins_several_buffers_for_the_iteration_is_one_finding():
+    """cuda_sandbox's clean(): each call registers the arrays it is given and pins one of its own;
+    called in a loop, that is one mistake at the call, naming how many buffers."""
+    src = """
+    import numpy as np
+    import pycuda.driver as drv
+
+
+    def clean(res, ker):
+        res_pin = drv.register_host_memory(res)
+        ker_pin = drv.register_host_memory(ker)
+        out = drv.pagelocked_empty(res.shape, res.dtype)
+        drv.memcpy_htod(0, res_pin)
+        drv.memcpy_htod(0, ker_pin)
+        drv.memcpy_dtoh(out, 0)
+        return float(out[0])
+
+
+    img = np.zeros(1 << 20, np.float32)
+    ker = np.zeros(1 << 20, np.float32)
+    for i in range(12):
+        clean(img, ker)
+    """
+    pin002 = [f for f in findings(src) if f.code == "PIN002"]
+    assert len(pin002) == 1
+    assert "(and 2 more pinned buffers through this call)" in pin002[0].message
+    assert source(src).splitlines()[pin002[0].location.row - 1].strip() == "clean(img, ker)"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Iterator
 
 import libcst as cst
@@ -177,6 +178,21 @@ class PinnedAllocInLoop(Rule):
     summary = "Pinned allocation or registration whose buffer lives for one iteration of a loop"
 
     def check(self, facts: FileFacts, ctx: CheckContext) -> Iterator[Report]:
+        # A call that pins several buffers for the iteration (a helper registering each of its
+        # arguments) is one finding there, naming how many.
+        at: dict = {}
+        for report in self._reports(facts, ctx):
+            at.setdefault(id(report.node), []).append(report)
+        for reports in at.values():
+            first = reports[0]
+            if len(reports) > 1:
+                more = len(reports) - 1
+                first = replace(first, message=first.message.replace(
+                    " inside a loop,", f" (and {more} more pinned buffer{'s' if more > 1 else ''} through this call)"
+                    " inside a loop,", 1), sites=frozenset().union(*(r.sites for r in reports)))
+            yield first
+
+    def _reports(self, facts: FileFacts, ctx: CheckContext) -> Iterator[Report]:
         for scope in facts.scopes:
             escaped = scope.escaped()
             for event in scope.events:
