@@ -1474,6 +1474,15 @@ def _class_attribute(project, klass: ClassRef, attr: str) -> Value:
     """``device = torch.device("cpu")`` in a class body (a test double's), read through an object
     that no method gives that attribute: the class's value, found along its bases as Python does.
     Only a single unconditional assignment of a constant counts."""
+    cache = project.__dict__.setdefault("_class_attributes", {})
+    key = (klass, attr)
+    found = cache.get(key)
+    if found is None:
+        found = cache[key] = _find_class_attribute(project, klass, attr)
+    return found
+
+
+def _find_class_attribute(project, klass: ClassRef, attr: str) -> Value:
     info = project.class_info(klass)
     for owner in (info.mro() if info is not None else []):
         if attr in owner.members:
