@@ -1474,11 +1474,10 @@ def _class_attribute(project, klass: ClassRef, attr: str) -> Value:
     """``device = torch.device("cpu")`` in a class body (a test double's), read through an object
     that no method gives that attribute: the class's value, found along its bases as Python does.
     Only a single unconditional assignment of a constant counts."""
-    cache = project.__dict__.setdefault("_class_attributes", {})
     key = (klass, attr)
-    found = cache.get(key)
+    found = project.class_attributes.get(key)
     if found is None:
-        found = cache[key] = _find_class_attribute(project, klass, attr)
+        found = project.class_attributes[key] = _find_class_attribute(project, klass, attr)
     return found
 
 

@@ -319,6 +319,7 @@ class Project:
         self.by_name: dict = {}          # ModuleRef name -> ModuleContext
         self._lookups: dict = {}         # (module name, importing file's folder) -> ModuleContext or None
         self._attributes: dict = {}      # (ModuleRef name, attribute) -> value, once settled
+        self.class_attributes: dict = {}  # (ClassRef, attribute) -> its class-body constant (interproc)
         self._attribute_running: set = set()  # (ModuleRef name, attribute) being resolved now
         self._graphs: dict = {}
         self._drops_device_memory: dict = {}  # function node -> whether returning frees device memory

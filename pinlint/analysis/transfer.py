@@ -637,23 +637,12 @@ def _handled(ev, element) -> None:
 
 
 def _abandon_failed_work(ev, try_node) -> None:
-    info = ev.module.info
-    if not hasattr(info, "position"):
-        return
-    body = info.position(try_node.body)
-    first, last = (body.start.line, body.start.column), (body.end.line, body.end.column)
+    from ..positions import contains
+    from .facts import issued_at
 
     def issued_in_body(copy) -> bool:
-        from .facts import issued_at
         place = issued_at(copy, ev.scope)
-        if place is None or place[2] is not info:
-            return False
-        node = place[0]
-        try:
-            start = info.position(node).start
-        except KeyError:
-            return False  # a node the analysis made, in no place of the file
-        return first <= (start.line, start.column) <= last
+        return place is not None and place[2] is ev.module.info and contains(try_node.body, place[0])
 
     ev.state.pending = frozenset(p for p in ev.state.pending if not issued_in_body(p))
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Iterator
 
 import libcst as cst
@@ -181,18 +180,16 @@ class PinnedAllocInLoop(Rule):
         # A call that pins several buffers for the iteration (a helper registering each of its
         # arguments) is one finding there, naming how many.
         at: dict = {}
-        for report in self._reports(facts, ctx):
-            at.setdefault(id(report.node), []).append(report)
-        for reports in at.values():
-            first = reports[0]
-            if len(reports) > 1:
-                more = len(reports) - 1
-                first = replace(first, message=first.message.replace(
-                    " inside a loop,", f" (and {more} more pinned buffer{'s' if more > 1 else ''} through this call)"
-                    " inside a loop,", 1), sites=frozenset().union(*(r.sites for r in reports)))
-            yield first
+        for found in self._found(facts, ctx):
+            at.setdefault(id(found[0].node), []).append(found)
+        for group in at.values():
+            event, site, plan = group[0]
+            sites = frozenset().union(*(e.sites for e, _, _ in group))
+            yield Report(event.node, self._message(event, site, ctx, more=len(group) - 1), sites, plan,
+                         trace=event.trace)
 
-    def _reports(self, facts: FileFacts, ctx: CheckContext) -> Iterator[Report]:
+    def _found(self, facts: FileFacts, ctx: CheckContext) -> Iterator[tuple]:
+        """(event, its site, the fix plan) of each pinning that lives for one iteration."""
         for scope in facts.scopes:
             escaped = scope.escaped()
             for event in scope.events:
@@ -242,10 +239,10 @@ class PinnedAllocInLoop(Rule):
                 # (an allocation inside a comprehension cannot be hoisted by a rewrite of its statement)
                 plan = ctx.plan(hoist_allocation, event, loop) if event.type is EventType.ALLOC and not site.via \
                     and not event.trace and isinstance(loop, (cst.For, cst.While)) else None
-                yield Report(event.node, self._message(event, site, ctx), event.sites, plan, trace=event.trace)
+                yield event, site, plan
 
     @staticmethod
-    def _message(event, site, ctx) -> str:
+    def _message(event, site, ctx, more: int = 0) -> str:
         what = "registration" if event.type is EventType.REGISTER else "allocation"
         verb = "registers" if event.type is EventType.REGISTER else "allocates"
         via = f" (it {verb} with `{first_site(site.via).api}`)" if site.via else ctx.via(event.trace)
@@ -257,7 +254,8 @@ class PinnedAllocInLoop(Rule):
                     "against 15 ms for pageable memory on an H200")
         advice = "register it once before the loop and keep it registered" if event.type is EventType.REGISTER \
             else "allocate it once before the loop and reuse it"
-        return f"Pinned {what} `{event.api}`{via} inside a loop, used for one iteration only: {cost}; {advice}"
+        others = f" (and {more} more pinned buffer{'s' if more > 1 else ''} through this call)" if more else ""
+        return f"Pinned {what} `{event.api}`{via}{others} inside a loop, used for one iteration only: {cost}; {advice}"
 
     VALID = (
         # Allocated once, before the loop.
