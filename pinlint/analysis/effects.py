@@ -1013,6 +1013,8 @@ def _copy(ev, api: Api, node, receiver, args: Args) -> Value:
         # array, with no host buffer of the checked code's to speak of.
         return Device(api.opt("library", api.library))
     asynchronous, stream = is_async(ev, api, receiver, args)
+    if direction == "h2d" and asynchronous and api.library == "torch":
+        host = _contiguous_source(ev, node, host)
     dest_allocated = False
     if api.opt("returns") == "host-dest":
         out_spec = api.arg("out")
@@ -1036,6 +1038,19 @@ def _copy(ev, api: Api, node, receiver, args: Args) -> Value:
     if returns == "host-dest":
         return host
     return UNKNOWN
+
+
+def _contiguous_source(ev, node, host: Value) -> Value:
+    """What PyTorch copies to the GPU: a non-contiguous host view (``pinned.T``, ``t.permute(...)``) is
+    first copied by ``.contiguous()`` into a new CPU tensor, which is pageable whatever the view's
+    memory is (ATen's ``copy_kernel_cuda``), so the pinning is wasted and the copy is staged."""
+    if not isinstance(host, Host) or host.contiguous is not False:
+        return host
+    ev.event(EventType.READ, node, host, api="torch.Tensor.contiguous")
+    site = ev.site(node, Kind.PAGEABLE, "torch", "torch.Tensor.contiguous", variant="contiguous-copy",
+                   dtype=common(s.dtype for s in host.sites), ndim=common(s.ndim for s in host.sites),
+                   nbytes=common(s.nbytes for s in host.sites), fresh_each_iteration=True)
+    return Host(frozenset([site]), "torch")
 
 
 # ------------------------------------------------------------------------------ streams & syncs

@@ -124,6 +124,8 @@ def describe_site(site: Site, ctx: CheckContext) -> str:
     api = site.api.replace("numpy.", "np.")
     if site.variant == "tested-pageable":
         return f"the caller: `.is_pinned()` is False at {place}"  # analysis/narrowing.py
+    if site.variant == "contiguous-copy":
+        return f"PyTorch's contiguous copy of a non-contiguous view at {place}"
     if site.variant == "from-sequence":
         return f"`{api}` converting a Python sequence at {place}"
     return f"`{api}` at {place}"

@@ -34,6 +34,10 @@ class PageableAsyncCopy(Rule):
             if copy.dest_allocated:
                 message = (f"`{copy.api}`{via} allocates a pageable destination, so this asynchronous "
                            f"{direction} copy blocks the host; pass a pinned destination buffer")
+            elif all(s.variant == "contiguous-copy" for s in sites):
+                message = (f"Non-contiguous host view in asynchronous {direction} copy `{copy.api}`{via}: PyTorch "
+                           f"first copies it into a new pageable tensor, so the call blocks the host and cannot "
+                           f"overlap; copy from a contiguous pinned buffer (allocate it in the layout the device needs)")
             else:
                 sources = origins(sites, ctx)
                 message = (f"Pageable host buffer (allocated by {sources}) in asynchronous {direction} copy "
