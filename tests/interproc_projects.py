@@ -1464,3 +1464,95 @@ def case(n):
     cudart.cudaMemcpyAsync(w.buffer["x"][1], w.buffer["x"][0].ctypes.data, w.buffer["x"][2],  # expect: PIN001
                            cudart.cudaMemcpyKind.cudaMemcpyHostToDevice, stream)
 ''')
+
+
+# ------------------------------------------------------------------ globals that functions rebind
+# `global _POOL; _POOL = [...]` in an init function: what the module's other functions read is what
+# the top level and those functions bind to it (Project.rebound_global).
+project("rebound-global-torch", pool_DOT_py='''
+import torch
+
+_STAGING = None
+
+
+def init_staging(shape):
+    global _STAGING
+    _STAGING = torch.empty(shape)
+
+
+def upload(device):
+    return _STAGING.to(device, non_blocking=True)  # expect: PIN001
+''', main_DOT_py='''
+from pool import init_staging, upload
+
+init_staging((4096, 4096))
+x = upload("cuda")
+''')
+
+project("rebound-global-list-cupy", main_DOT_py='''
+import numpy as np
+import cupy as cp
+
+_BUFS = []
+
+
+def setup(n):
+    global _BUFS
+    _BUFS = [np.zeros(n, dtype=np.float32) for _ in range(2)]
+
+
+def push(d, i, stream):
+    d.set(_BUFS[i % 2], stream=stream)  # via: PIN001
+
+
+def run(n):
+    setup(n)
+    s = cp.cuda.Stream(non_blocking=True)
+    for i in range(10):
+        push(cp.empty(n, dtype=cp.float32), i, s)  # expect: PIN001
+''')
+
+project("rebound-global-pinned-pycuda", main_DOT_py='''
+import numpy as np
+import pycuda.driver as cuda
+
+_HOST = None
+
+
+def setup(n):
+    global _HOST
+    if _HOST is None:
+        _HOST = cuda.pagelocked_empty(n, np.float32)
+
+
+def push(dev, stream):
+    cuda.memcpy_htod_async(dev, _HOST, stream)
+''')
+
+# A function that binds the global to something the tree does not explain (or that falls back to a
+# pageable buffer only when pinning fails) leaves it unknown: no finding.
+project("rebound-global-unknown-or-fallback-torch", main_DOT_py='''
+import torch
+
+_BUF = None
+_POOL = []
+
+
+def set_buffer(buf):
+    global _BUF
+    _BUF = buf
+
+
+def make_pool(n, shape):
+    global _POOL
+    try:
+        _POOL = [torch.empty(shape, pin_memory=True) for _ in range(n)]
+    except RuntimeError:
+        _POOL = [torch.empty(shape) for _ in range(n)]
+
+
+def send(device, i):
+    a = _BUF.to(device, non_blocking=True)
+    b = _POOL[i].to(device, non_blocking=True)
+    return a, b
+''')

@@ -41,6 +41,7 @@ class Outcome:
     reachable: bool = True
     inputs: frozenset = frozenset()       # sites the call was given (arguments, copies in flight)
     own_inputs: frozenset = frozenset()   # of those, the ones the caller did not pass as arguments
+    rebound: tuple = ()           # ((global name, value bound to it on the paths that reach the exit), ...)
 
 
 @dataclass

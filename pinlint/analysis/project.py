@@ -26,7 +26,7 @@ from .domain import UNKNOWN, Alternatives, ClassRef, Const, Function, Instance, 
 from .fields import FieldSolver
 from .interproc import Invocation, Outcome, context_free_env
 from .solver import solve
-from .state import MUTATED, RETURN, STREAM, State
+from .state import MUTATED, REBOUND, RETURN, STREAM, State
 
 MAX_DEPTH = 5            # calls followed below a function's own analysis
 MAX_ANALYSES = 400       # callee analyses one call chain may start
@@ -150,6 +150,7 @@ class ModuleContext:
         self._single: Optional[set] = None
         self._star_sources: Optional[tuple] = None
         self._none_slots: Optional[frozenset] = None
+        self._rebinders: Optional[dict] = None
         self._top_names: Optional[frozenset] = None
         self.loads: dict = {}            # module name -> what Project.load found for this importer
         self._functions: dict = {}
@@ -212,6 +213,15 @@ class ModuleContext:
         return self._none_slots
 
     @property
+    def rebinders(self) -> dict:
+        """Globals the module's functions rebind (``global _POOL; _POOL = [...]``) and the top level
+        assigns at most once: name -> the functions (module-level, or methods of its top-level classes:
+        ``(def node, class node or None)``) that bind it."""
+        if self._rebinders is None:
+            self._rebinders = rebinding_functions(self.info.module)
+        return self._rebinders
+
+    @property
     def star_sources(self) -> tuple:
         """The modules its top level imports everything from (``from .utils_class import *`` in a
         package's ``__init__``), absolute: a name the module does not define may come from them."""
@@ -253,6 +263,8 @@ class ModuleContext:
         if found is not None:
             return found
         if name not in self.single_globals:
+            if name in self.rebinders:
+                return self.project.rebound_global(self, name)
             # The module's globals are its names assigned once: any other name is not among them,
             # so the module body is not analysed to find that out. (It was: every `from .x import y`
             # of a package's __init__ analysed x's body, and its imports theirs, down the whole
@@ -328,7 +340,8 @@ class Project:
         self._baselines: dict = {}
         self._baseline_running: set = set()
         self._globals: dict = {}
-        self._globals_running: set = set()
+        self._globals_running: set = set()   # modules (and (module, name) of rebound globals) being worked out
+        self._rebound: dict = {}             # (module, global name) -> Project.rebound_global
         self._classes: dict = {}
         self.fields = FieldSolver(self)
         self._fields_running = self.fields.running
@@ -649,8 +662,10 @@ class Project:
         pending = exit_state.unwaited()
         if pending and self.drops_device_memory(ctx, node):
             pending = frozenset()  # the free at the return waits for the whole device
+        rebound = tuple(sorted((key[len(REBOUND):], value) for key, value in exit_state.env.items()
+                               if key.startswith(REBOUND)))
         return Outcome(returned, pending, exit_state.env.get(STREAM),
-                       tuple(events), tuple(sorted(changed, key=lambda kv: kv[0])), kept, True, inputs, own)
+                       tuple(events), tuple(sorted(changed, key=lambda kv: kv[0])), kept, True, inputs, own, rebound)
 
     def drops_device_memory(self, ctx: ModuleContext, node) -> bool:
         """Whether returning from `node` drops device memory that is freed at once (lifetimes.py)."""
@@ -791,7 +806,7 @@ class Project:
         self._globals_running.add(ctx)
         try:
             _, exit_state = self.solve(ctx, "<module>", ctx.info.module, {}, frozenset(), None, Invocation())
-            single = single_assigned_globals(ctx.info.module)
+            single = single_assigned_globals(ctx.info.module) | set(ctx.rebinders)
             env = exit_state.env if exit_state is not None else {}
             result = {name: value for name, value in env.items()
                       if name in single and not name.startswith("$") and "." not in name}
@@ -800,6 +815,47 @@ class Project:
             self._settled()
         self._globals[ctx] = result
         return result
+
+    def rebound_global(self, ctx: ModuleContext, name: str) -> Optional[Value]:
+        """What a global that functions rebind (``global _POOL; _POOL = [pinned ...]`` in ``init()``)
+        holds when another function reads it: the join of its top-level value (if any) and of what
+        each of those functions leaves in it, each analysed with nothing known of its callers; a
+        function that cannot be analysed makes it unknown (None)."""
+        key = (ctx, name)
+        if key in self._rebound:
+            return self._rebound[key]
+        if key in self._globals_running:
+            self._read_unfinished(key)
+            return None
+        from .fields import field_join
+        self._globals_running.add(key)
+        value: Optional[Value] = None
+        try:
+            top = (self.module_globals(ctx) or {}).get(name)
+            values = [top] if top is not None else []
+            for node, class_node in ctx.rebinders[name]:
+                if class_node is None:
+                    fn = ctx.function_value(node, "<module>")
+                else:
+                    klass = ctx.class_value(class_node)
+                    fn = Function(node=node, module=ctx, name=f"{klass.name}.{node.name.value}",
+                                  kernel=ctx.is_kernel(node), klass=klass, kind="method")
+                outcome = self.baseline(fn)
+                if outcome is None:
+                    values = []
+                    break
+                bound = dict(outcome.rebound).get(name)
+                if bound is not None:
+                    values.append(bound)
+            for one in values:
+                value = one if value is None else field_join(value, one)
+        finally:
+            self._globals_running.discard(key)
+            self._settled()
+        if value is UNKNOWN:
+            value = None
+        self._rebound[key] = value
+        return value
 
     def module_scope(self, ctx: ModuleContext) -> Outcome:
         """The module body's own analysis (its functions see the module's globals)."""
@@ -1102,6 +1158,35 @@ def _find_local_containers(function: cst.FunctionDef) -> frozenset:
     # Bound once: a name later rebound to another container (`bufs = self.bufs`) holds that one's
     # contents, which live as long as it does.
     return frozenset(name for name in made if name not in params and name not in outer) & bound_once(function)
+
+
+def rebinding_functions(module: cst.Module) -> dict:
+    """Names that module-level functions, or methods of top-level classes, declare ``global`` and
+    bind, where the top level assigns the name at most once: name -> ((def node, class node or None), ...)."""
+    from ..walk import small_statements
+    found: dict = {}
+    functions = [(node, None) for node in module.body if isinstance(node, cst.FunctionDef)]
+    for node in module.body:
+        if isinstance(node, cst.ClassDef):
+            functions += [(item, node) for item in suite_body(node.body) if isinstance(item, cst.FunctionDef)]
+    for node, class_node in functions:
+        declared = {name.name.value for small in small_statements(suite_body(node.body))
+                    if isinstance(small, cst.Global) for name in small.names}
+        if not declared:
+            continue
+        from .invariance import body_bindings
+        for name in declared & body_bindings(node):
+            found.setdefault(name, []).append((node, class_node))
+    if not found:
+        return {}
+    counts: dict = {}
+    for small in small_statements(module.body):
+        targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else \
+            [small.target] if isinstance(small, (cst.AnnAssign, cst.AugAssign)) else []
+        for target in targets:
+            for name in target_names(target):
+                counts[name] = counts.get(name, 0) + 1
+    return {name: tuple(where) for name, where in found.items() if counts.get(name, 0) <= 1}
 
 
 def none_slots(module: cst.Module) -> frozenset:

@@ -21,6 +21,8 @@ ELEMENT_OF = "$element-of:"  # prefix: this name holds an element of that contai
 BEFORE = "$before:"  # prefix: what an object's field held before this path first stored into it (State.join)
 KEY_OF = "$key-of:"  # prefix: this name is the variable of a loop over that dict's keys (see transfer._note_keys)
 MUTATED = "$mutated:"  # prefix: a parameter whose object the scope changed (appended to, stored into)
+GLOBAL = "$global:"    # prefix: a name the scope declares ``global``
+REBOUND = "$rebound:"  # prefix: what the scope last bound to that global on this path (Outcome.rebound)
 DOTTED = "$dotted"     # present once the environment held an attribute chain (``obj.attr``): rebinding
                        # a name must then drop its chains (see ``Evaluator.bind``); set by ``put``
 _HELD = Const.of(True)

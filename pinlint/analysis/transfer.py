@@ -18,7 +18,7 @@ from ..imports import dotted
 from ..model import EventType
 from .domain import (with_visits, UNKNOWN, Const, Context, Obj, Function, Device, Host, Instance, Items, Mapping, Seq, Stream, Tensor, Value,
                      add_element, element_of, join, merged, rebuild, varying_in)
-from .state import BEFORE, ELEMENT_OF, KEY_OF, MUTATED, RETURN, STREAM, iter_key, put
+from .state import BEFORE, ELEMENT_OF, GLOBAL, KEY_OF, MUTATED, REBOUND, RETURN, STREAM, iter_key, put
 
 
 def run_element(ev, element) -> None:
@@ -69,6 +69,8 @@ def _stmt(ev, element) -> None:
             # as on the first call; any other global may hold anything by now.
             ev.state.env[name.name.value] = Const.of(None) if name.name.value in slots else UNKNOWN
             ev.state.env["$outer:" + name.name.value] = Const.of(True)
+            if isinstance(node, cst.Global):
+                ev.state.env[GLOBAL + name.name.value] = Const.of(True)
     elif isinstance(node, cst.Del):
         _forget(ev, node.target)
     elif isinstance(node, cst.Assert):
@@ -185,6 +187,8 @@ def assign(ev, target: cst.BaseExpression, value: Value) -> None:
     if isinstance(target, cst.Name):
         if "$outer:" + target.value in env:
             ev.escape(target, [value])  # a global or nonlocal: it outlives this scope
+            if GLOBAL + target.value in env:
+                env[REBOUND + target.value] = value  # what the module's other functions may see (Project.rebound_global)
         ev.bind(target.value, value)
         return
     if isinstance(target, cst.Attribute):
