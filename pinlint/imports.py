@@ -5,7 +5,9 @@
 This replaces libcst's QualifiedNameProvider, whose scope analysis costs about 20 ms a file
 (DESIGN.md's speed notes): the interpreter already knows which names are local variables, so all
 it needs from imports is this alias map. A name bound to two different modules is ambiguous and
-resolves to nothing (precision first).
+resolves to nothing (precision first), except where the imports that bind it are in different
+functions: a function's own import binds the name in that function (``import pycuda.driver as cuda``
+in one, ``import cuda.cuda as cuda`` in another), and the module's imports bind it elsewhere.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Optional, Union
 
 import libcst as cst
 
-from .walk import small_statements
+from .walk import child_blocks, small_statements
 
 _AMBIGUOUS = object()
 
@@ -42,6 +44,10 @@ def _module_name(node: Union[cst.Attribute, cst.Name]) -> str:
 class ImportMap:
     def __init__(self) -> None:
         self._bindings: dict[str, object] = {}
+        # For a name bound to several modules by imports in different functions: each function's
+        # uses of the name (Name nodes) -> what its own import binds, and the module's own binding.
+        self._in_function: dict = {}
+        self._outside: dict[str, str] = {}
 
     def bind(self, name: str, target: str) -> None:
         previous = self._bindings.get(name)
@@ -62,7 +68,13 @@ class ImportMap:
         root, _, rest = name.partition(".")
         target = self.lookup(root)
         if target is None:
-            return None
+            if root not in self._outside and not self._in_function:
+                return None
+            while isinstance(node, cst.Attribute):
+                node = node.value
+            target = self._in_function.get(node) or self._outside.get(root)
+            if target is None:
+                return None
         return f"{target}.{rest}" if rest else target
 
     def bindings(self) -> dict:
@@ -104,4 +116,58 @@ def collect_imports(module: cst.Module) -> ImportMap:
             _bind_import(imports, small)
         elif isinstance(small, cst.ImportFrom):
             _bind_import_from(imports, small)
+    if any(target is _AMBIGUOUS for target in imports._bindings.values()):
+        _scope_ambiguous(imports, module)
     return imports
+
+
+def _scope_ambiguous(imports: ImportMap, module: cst.Module) -> None:
+    """Names bound to several modules: where each function's own imports agree, the function's uses
+    of the name are that module; where the module's own imports (outside functions) agree, so are
+    the uses outside the functions that import the name themselves."""
+    ambiguous = {name for name, target in imports._bindings.items() if target is _AMBIGUOUS}
+    outside = ImportMap()
+    functions: list = []   # (def node, its own ImportMap), outer functions before inner ones
+
+    def visit(body, own: ImportMap) -> None:
+        for node in body:
+            if isinstance(node, cst.SimpleStatementLine):
+                for small in node.body:
+                    if isinstance(small, cst.Import):
+                        _bind_import(own, small)
+                    elif isinstance(small, cst.ImportFrom):
+                        _bind_import_from(own, small)
+                continue
+            if isinstance(node, cst.FunctionDef):
+                mine = ImportMap()
+                functions.append((node, mine))
+                visit(node.body.body if isinstance(node.body, cst.IndentedBlock) else [node.body], mine)
+                continue
+            for block in child_blocks(node):
+                visit(block, own)
+
+    visit(module.body, outside)
+    for name in ambiguous:
+        target = outside.lookup(name)
+        if target is not None:
+            imports._outside[name] = target
+    for node, own in functions:
+        for name in ambiguous:
+            target = own._bindings.get(name)
+            if target is None:
+                continue
+            for found in _names(node, name):
+                imports._in_function[found] = target if isinstance(target, str) else None
+
+
+def _names(node: cst.CSTNode, name: str) -> list:
+    """Every ``Name`` node spelling ``name`` inside ``node``."""
+    found: list = []
+
+    class _Collect(cst.CSTVisitor):
+        def visit_Name(self, item: cst.Name) -> None:
+            if item.value == name:
+                found.append(item)
+
+    node.visit(_Collect())
+    return found

@@ -84,7 +84,7 @@ EFFECTS: dict[str, EffectSchema] = {
     "view": EffectSchema(frozenset({"arg"}), {"otherwise": _one_of("unknown", "pageable"), "pointer": _is_bool,
                                              "library": _is_str, "returns": _RETURNS_TUPLE, "shape_args": _is_bool,
                                              "each": _is_bool, "pieces": _is_bool, "movable": _is_bool,
-                                             "otherwise_like": _is_str, "ndarray_arg": _is_bool},
+                                             "otherwise_like": _is_str, "ndarray_arg": _is_bool, "cpu_only": _is_bool},
                          "the same memory as its argument, seen another way (with `each`: a tuple, one view "
                          "of each argument)"),
     "convert": EffectSchema(frozenset({"dtype", "copy", "source"}), {"targets": _is_str_dict, "copies": _is_bool,

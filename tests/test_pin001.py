@@ -3410,3 +3410,48 @@ h = torch.empty((1024, 1024), pin_memory=True)
 r = {view}.to("cuda", non_blocking=True)
 """
     assert "PIN001" not in codes(src)
+
+
+_STACKED = """
+import numpy as np
+import torch
+import pycuda.driver as cuda
+
+
+def send(frames, d, s):
+    x = {made}
+    h = {host}
+    cuda.memcpy_htod_async(d, h, s)
+"""
+
+
+@pytest.mark.parametrize("made, host, origin", [
+    ("torch.stack(frames, dim=1)", "x.unsqueeze(0).numpy()", "torch.stack"),   # on the CPU: the stack's memory
+    ("torch.cat(frames)", "x.numpy()", "torch.cat"),
+    ("torch.stack(frames)", "x.numpy().astype(np.float32)", "ndarray.astype"),  # astype copies whatever x is
+])
+def test_a_new_tensor_of_unplaced_tensors_is_pageable_once_numpy_shows_it_on_the_cpu(made, host, origin):
+    # torch.stack/cat of tensors nothing places makes new memory on their device; `.numpy()` raises for
+    # a GPU tensor, so where it runs that memory is pageable CPU memory.
+    src = _STACKED.format(made=made, host=host)
+    f = only(src, "PIN001")
+    assert f.location.row == row_of(src, "cuda.memcpy_htod_async") and f"`{origin}`" in f.message
+
+
+@pytest.mark.parametrize("made, host", [
+    ("torch.stack(frames)", "x.pin_memory().numpy()"),        # pinned by the code
+    ("frames[0]", "x.numpy()"),                               # a tensor nothing explains: kind unknown
+    ("torch.stack(frames)", "x"),                             # a torch tensor on an unknown device
+])
+def test_unplaced_or_pinned_tensors_stay_quiet(made, host):
+    assert "PIN001" not in codes(_STACKED.format(made=made, host=host))
+
+
+def test_a_non_blocking_copy_of_a_stack_of_unplaced_tensors_is_not_reported():
+    # On the CPU it would be pageable; on the GPU there is no transfer at all: nothing to report.
+    src = """
+    import torch
+    def send(frames, device):
+        return torch.stack(frames).to(device, non_blocking=True)
+    """
+    assert codes(src) == []

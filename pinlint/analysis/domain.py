@@ -99,7 +99,12 @@ class Device(Value):
 @dataclass(frozen=True)
 class Tensor(Value):
     """A torch tensor whose device nothing tells (a ``torch.Tensor`` parameter, a receiver that only
-    PyTorch's signatures fit): its methods resolve as torch's, its memory is unknown."""
+    PyTorch's signatures fit): its methods resolve as torch's, its memory is unknown. ``made``: the
+    site of the new memory it is where it is on the CPU (``torch.stack(frames)`` of tensors nothing
+    places: new pageable memory on the CPU, or device memory), seen once the code shows it is on the
+    CPU (``.numpy()``)."""
+
+    made: object = field(default=None, compare=True, repr=False)
 
 
 @dataclass(frozen=True)

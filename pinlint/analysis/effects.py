@@ -239,16 +239,20 @@ def _alloc(ev, api: Api, node, receiver, args: Args) -> Value:
     pin_kw = api.opt("pin_kw")
     pinned_by_keyword = bool(pin_kw) and pin_kw in args.keywords and true_in_gpu_runs(args.keywords[pin_kw][1])
     like_device = api.arg("like_device")
-    placed_elsewhere = False
+    placed_elsewhere = unplaced = False
     if like_device is not None and not (device_kw and device_kw in args.keywords) and not pinned_by_keyword:
         prototype = _joined_elements(_arg_value(like_device, receiver, args))
         if isinstance(prototype, Device):
             return Device(api.library)
         if not isinstance(prototype, Host):
-            return UNKNOWN
+            if api.library != "torch" or receiver is not None or kind is not Kind.PAGEABLE:
+                return UNKNOWN
+            # `torch.stack(frames)` of tensors nothing places: new memory where they are, a torch
+            # tensor whose device is unknown (pageable were it on the CPU: Tensor.made).
+            unplaced = True
         # these buffers or something else (a GPU tensor on another path: `t.pin_memory() if cpu else
         # t`): what is made like it may be on the GPU too (a host of unknown kind has no sites)
-        placed_elsewhere = prototype.maybe_unknown and bool(prototype.sites)
+        placed_elsewhere = isinstance(prototype, Host) and prototype.maybe_unknown and bool(prototype.sites)
     if pin_kw and pin_kw in args.keywords:
         pinned = args.keywords[pin_kw][1]
         if true_in_gpu_runs(pinned):  # `pin_memory=use_cuda`: pinned in every GPU run
@@ -280,6 +284,8 @@ def _alloc(ev, api: Api, node, receiver, args: Args) -> Value:
                    python_numbers=(api.arg("data") is not None and
                                    _python_numbers(args.value(api.arg("data")), bool(api.opt("scalar_items", False))))
                    or not api.opt("grows", False) and _of_python_numbers(api, receiver, args))
+    if unplaced:
+        return Tensor(made=site)
     value = Host(frozenset([site]), flavour, pointer=bool(api.opt("pointer", api.opt("returns") == "err-tuple")),
                  maybe_unknown=placed_elsewhere)
     ev.event(EventType.ALLOC, node, value, api=site.api)
@@ -453,6 +459,10 @@ def _view(ev, api: Api, node, receiver, args: Args) -> Value:
             result = transposed(result)
         elif result.contiguous is False and api.name.split(".")[-1] not in _KEEPING_STRIDES:
             result = replace(result, contiguous=None)  # reshape of a transpose may copy
+    elif isinstance(source, Tensor) and api.opt("cpu_only"):
+        # `torch.stack(frames).numpy()`: the stacked tensor is on the CPU, so it is the new pageable
+        # memory the stack made; of any other tensor nothing places, host memory of unknown kind.
+        return Host(frozenset([source.made]), "numpy") if source.made is not None else unknown_host("numpy")
     elif isinstance(source, (Device, Tensor)) and api.arg("arg") is not None and \
             (api.arg("arg").is_self or api.library == "torch"):
         result = source  # a view of a GPU tensor (nn.Parameter(d), torch.as_tensor(d)) is on the GPU
