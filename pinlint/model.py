@@ -208,6 +208,8 @@ class Event:
     trace: tuple = ()                     # TraceSteps from this scope's call into the callee's event
     module: object = None                 # ModuleInfo of ``node``
     handed: bool = False                  # ESCAPE: only handed to a call nothing in the tree explains
+    into_object: bool = False             # ESCAPE: stored in the fields of an object built here (a dataclass):
+                                          # where that object goes, its own escape says
     visits: tuple = field(default=(), repr=False)  # COPY of a loop's element: (loop, (sites of each element, ...))
     conditional: bool = False             # lifted from a callee, where it ran under an `if` or in a loop
     replaced: frozenset = frozenset()     # REGISTER in place: the sites of the buffer as it was before

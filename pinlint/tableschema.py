@@ -81,7 +81,7 @@ EFFECTS: dict[str, EffectSchema] = {
         "a new host buffer (or device memory, when a device keyword says so)"),
     "device": EffectSchema(frozenset({"stream"}), {"library": _is_str, "returns": _RETURNS_TUPLE,
                                                   "remembers_stream": _is_bool}, "device memory"),
-    "view": EffectSchema(frozenset({"arg"}), {"otherwise": _one_of("unknown", "pageable"), "pointer": _is_bool,
+    "view": EffectSchema(frozenset({"arg", "dtype"}), {"device_kw": _is_str, "otherwise": _one_of("unknown", "pageable"), "pointer": _is_bool,
                                              "library": _is_str, "returns": _RETURNS_TUPLE, "shape_args": _is_bool,
                                              "each": _is_bool, "pieces": _is_bool, "movable": _is_bool,
                                              "otherwise_like": _is_str, "ndarray_arg": _is_bool, "cpu_only": _is_bool},
@@ -178,7 +178,7 @@ CUDA_KEYS = frozenset({"host_alloc_flags", "host_register_flags", "memcpy_kinds"
 PYTHON_KEYS = frozenset({"reading_builtins", "non_storing_builtins", "pure_builtins", "container_mutators", "dict_types", "dict_types_with_factory",
                          "copying_methods", "device_address_libraries", "torch_compute_namespaces", "library_modules", "returns_self",
                          "coroutine_runners", "non_retaining_builtins", "record_factories",
-                         "torch_non_tensor_results"})
+                         "torch_non_tensor_results", "torch_new_results"})
 FIX_FAMILY_KEYS = frozenset({"how", "keyword"})
 DEVICE_STRING_KEYS = frozenset({"cuda", "cpu", "other"})
 

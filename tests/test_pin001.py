@@ -3016,7 +3016,8 @@ def main(picture):
     ("torch.LongTensor(np.zeros(1 << 20, dtype=np.int64))", True),  # a legacy constructor copies the data
     ("torch.FloatTensor(16, 80, 1000)", True),
     ("F.one_hot(torch.from_numpy(np.zeros((480, 854), np.int64)), num_classes=8).float()", True),
-    ("torch.sigmoid(torch.zeros(1 << 20).pin_memory())", False),      # of pinned memory: nothing said
+    ("torch.sigmoid(torch.zeros(1 << 20).pin_memory())", True),       # pointwise math: new memory even of pinned
+    ("torch.flatten(torch.zeros(1 << 20).pin_memory())", False),      # may be a view of the pinned memory
     ("np.take_along_axis(np.zeros((4096, 64)), np.zeros((4096, 1), np.int64), axis=1)", True),
     ("np.where(np.zeros((4096, 64)) > 0.5, 0.0, np.zeros((4096, 64)))", True),
 ])
@@ -3455,3 +3456,49 @@ def test_a_non_blocking_copy_of_a_stack_of_unplaced_tensors_is_not_reported():
         return torch.stack(frames).to(device, non_blocking=True)
     """
     assert codes(src) == []
+
+
+@pytest.mark.parametrize("made, expected", [
+    ("torch.as_tensor(p, dtype=torch.float32)", ["PIN001"]),   # another dtype: a new pageable tensor
+    ("torch.asarray(p, dtype=torch.float64)", []),             # the dtype it has: the same pinned memory
+    ("torch.as_tensor(p)", []),
+    ("torch.as_tensor(h)", ["PIN001"]),
+    ("torch.as_tensor(h, dtype=torch.float32)", ["PIN001"]),   # a tensor (with torch's methods), new memory
+    ("torch.as_tensor(h, device='cpu')", ["PIN001"]),
+    ("torch.as_tensor(h, device='cuda')", []),                 # already on the GPU: no transfer here
+    ("torch.as_tensor(h, device=dev)", []),                    # a device nothing names
+])
+def test_torch_as_tensor_is_a_view_only_without_another_dtype_or_device(made, expected):
+    src = f"""
+import numpy as np
+import torch
+def f(dev):
+    h = np.zeros((1024, 1024), dtype=np.float64)
+    p = torch.empty(1 << 20, dtype=torch.float64, pin_memory=True).numpy()
+    t = {made}
+    return t.to("cuda", non_blocking=True)
+"""
+    assert [c for c in codes(src) if c == "PIN001"] == expected
+
+
+@pytest.mark.parametrize("made", ["torch.sigmoid(p)", "p.sigmoid()", "torch.relu(p)", "p.clamp(0, 1)",
+                                  "torch.nn.functional.softmax(p, dim=0)"])
+def test_pointwise_math_of_a_pinned_tensor_is_a_new_pageable_tensor(made):
+    # GS-Scale (survey 39): `dst.copy_(torch.sigmoid(pinned), non_blocking=True)`.
+    src = f"""
+import torch
+p = torch.empty(1 << 20, pin_memory=True)
+r = {made}.to("cuda", non_blocking=True)
+"""
+    f = only(src, "PIN001")
+    assert f.location.row == row_of(src, "r = ")
+
+
+@pytest.mark.parametrize("made", ["torch.flatten(p)", "torch.squeeze(p)", "p.view(-1)"])
+def test_functions_that_may_return_a_view_of_a_pinned_tensor_stay_quiet(made):
+    src = f"""
+import torch
+p = torch.empty(1 << 20, pin_memory=True)
+r = {made}.to("cuda", non_blocking=True)
+"""
+    assert "PIN001" not in codes(src)

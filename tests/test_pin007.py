@@ -1640,3 +1640,76 @@ def send(blob, n, epochs):
 def test_rows_of_a_buffer_walked_by_the_loop_are_sent_once(body, reported):
     src = _ROWS.format(body=body)
     assert ("PIN007" in codes(src)) == reported, src
+
+
+def test_a_tensor_made_on_the_device_before_the_loop_is_not_re_sent_by_to_inside_it():
+    # curobo (survey 39): `torch.as_tensor(seeds, device=device)` once, then `.to(device)` of that
+    # device tensor in a helper called by a retry loop: a no-op, the host array crosses the bus once.
+    src = """
+import numpy as np
+import torch
+
+
+def make_seeds(n):
+    pts = np.random.rand(n * 4, 3)
+    return pts[np.argsort(-pts[:, 0])][:n]
+
+
+def train(seeds, device):
+    return seeds.to(device).float()
+
+
+def fit(seeds, device):
+    seeds_t = torch.as_tensor(seeds, dtype=torch.float32, device=device)
+    for _ in range(3):
+        out = train(seeds_t, device)
+    return out
+
+
+def top(n):
+    return fit(make_seeds(n), torch.device("cuda", 0))
+"""
+    assert codes(src) == []
+    # Without the device keyword the tensor is the host array's memory, re-sent on every iteration.
+    assert codes(src.replace(", device=device)", ")")) == ["PIN007"]
+
+
+_FRAME_HELPER = """
+from dataclasses import dataclass
+import numpy as np
+import torch
+
+
+@dataclass(frozen=True)
+class Result:
+    grid: np.ndarray | None = None
+
+
+class Cache:
+    pass
+
+
+def make(n, feats):
+    grid = None
+    if feats is not None:
+        grid = np.zeros(n, dtype=np.float16)
+    {store}return Result(grid=grid)
+
+
+def run(frames, n):
+    for frame in frames:
+        r = make(n, frame.feats)
+        b = torch.from_numpy(r.grid).to(device="cuda")
+"""
+
+
+def test_a_buffer_a_helper_in_the_loop_makes_under_an_if_and_returns_in_an_object_is_new_each_iteration():
+    # curobo (survey 39): `feature_grid = None; if features is not None: feature_grid = np.zeros(...)`,
+    # returned in a dataclass by the helper the per-frame loop calls: a new array every frame.
+    assert codes(_FRAME_HELPER.format(store="")) == []
+
+
+def test_the_same_helper_keeping_the_object_for_later_is_a_cache():
+    # Kept on a module object (a cache the helper may fill once): the loop re-sends what it keeps.
+    src = _FRAME_HELPER.format(store="Cache.last = Result(grid=grid)\n    ")
+    assert codes(src) == ["PIN007"]

@@ -67,15 +67,17 @@ def _computes(qualified: str, python: dict) -> bool:
 def _cpu_result(ev, node, qualified: str, args: Args, python: dict) -> Optional[Value]:
     """``F.one_hot(m)``, ``torch.sigmoid(t)`` of pageable CPU tensors (and nothing placed elsewhere): a
     CPU tensor, a new one or a view of theirs, pageable either way. Of a pinned tensor a view would be
-    pinned, so nothing is said there."""
+    pinned, so nothing is said there, except for the functions that always compute new memory
+    (``torch_new_results``: ``torch.sigmoid(pinned)`` is a new pageable tensor)."""
     name = qualified.rpartition(".")[2]
     if name in python.get("torch_non_tensor_results", ()) or args.star:
         return None
     values = flatten(args.values())
     hosts = [v for v in values if isinstance(v, Host)]
+    new_memory = name in python.get("torch_new_results", ())
     if not hosts or any(isinstance(v, (Device, Tensor)) for v in values) or \
             any(h.library != "torch" or h.pointer or h.maybe_unknown or not h.sites or
-                any(s.kind is not Kind.PAGEABLE for s in h.sites) for h in hosts):
+                not new_memory and any(s.kind is not Kind.PAGEABLE for s in h.sites) for h in hosts):
         return None
     site = ev.site(node, Kind.PAGEABLE, "torch", f"torch.{name}" if qualified.startswith("torch.") else qualified)
     return Host(frozenset([site]), "torch")

@@ -441,6 +441,15 @@ def _view(ev, api: Api, node, receiver, args: Args) -> Value:
     if api.opt("each"):
         return _views_of_each(args)
     source = _arg_value(api.arg("arg"), receiver, args)
+    moved = _placed_elsewhere(ev, api, source, args)
+    if moved is not None:
+        return moved
+    dtype_spec = api.arg("dtype")
+    if isinstance(source, Host) and dtype_spec is not None and args.present(dtype_spec):
+        target = canonical_dtype(args.value(dtype_spec), ev.tables)
+        # `torch.as_tensor(h, dtype=torch.float32)`: the same memory where h has that dtype already
+        return convert(ev, node, source, target, api.name, always_copy=False, some_dtype=target is None,
+                       library=api.opt("library"))
     result: Value = UNKNOWN
     if isinstance(source, Host):
         result = replace(source, library=api.opt("library") or source.library,
@@ -539,6 +548,27 @@ def _single_binding(ev, name: str):
     return None
 
 
+def _placed_elsewhere(ev, api: Api, source: Value, args: Args) -> Optional[Value]:
+    """``torch.as_tensor(x, device=d)``: a tensor on ``d`` (the data copied there, where it was not),
+    unknown where ``d`` is not named; None where no device keyword moves it off the CPU."""
+    keyword = api.opt("device_kw")
+    if not keyword:
+        return None
+    if args.unsure(keyword):
+        return UNKNOWN
+    if keyword not in args.keywords or args.keywords[keyword][1] == Const.of(None):
+        return None
+    expr, value = args.keywords[keyword]
+    if other_device(value, ev.tables):
+        return UNKNOWN
+    device = device_of(value, ev.tables)
+    if device is None:
+        return Tensor()  # on the CPU or a GPU: nothing names which
+    if not device:
+        return None      # device="cpu": a view of a CPU array, as without it
+    return Device(api.opt("library") or api.library, chosen_by=_chosen_by(expr, value, ev.tables))
+
+
 def _views_of_each(args: Args) -> Value:
     """``torch.meshgrid(a, b)`` / ``torch.meshgrid([a, b])``: a tuple of views, one of each input
     (broadcast, so not contiguous); a host input gives a host view, anything else stays unknown."""
@@ -551,9 +581,13 @@ def _views_of_each(args: Args) -> Value:
 
 
 def convert(ev, node, source: Host, target: Optional[str], api: str, always_copy: bool,
-            some_dtype: bool = False) -> Value:
+            some_dtype: bool = False, library: Optional[str] = None) -> Value:
     """A dtype conversion: new pageable memory, unless nothing changes (then the same memory).
-    ``some_dtype``: the target is a dtype nothing here names (``t.type(x.dtype)``): either."""
+    ``some_dtype``: the target is a dtype nothing here names (``t.type(x.dtype)``): either.
+    ``library``: the flavour of the result, where it is not the source's (``torch.as_tensor`` of a
+    NumPy array is a tensor)."""
+    if library is not None and library != source.library:
+        source = replace(source, library=library)
     dtypes = {s.dtype for s in source.sites}
     if not always_copy and dtypes == {target} and target is not None:
         return source  # torch `.float()` of float32, `astype(same, copy=False)`: no copy is made

@@ -155,7 +155,7 @@ class Evaluator:
         return Site(kind=kind, library=library, api=api, node=node, loops=self.loops, scope=self.scope,
                     module=self.module.info, **kw)
 
-    def escape(self, node: cst.CSTNode, values, handed: bool = False) -> None:
+    def escape(self, node: cst.CSTNode, values, handed: bool = False, into_object: bool = False) -> None:
         """The buffers in ``values`` may outlive this point: stored, returned, or (``handed``) passed
         to a call that nothing in the checked tree explains (``print(h)``, ``scipy.signal.detrend(h)``,
         ``logger.info(h)``). Such a call may keep them, but what this scope can read back on a later
@@ -163,9 +163,9 @@ class Evaluator:
         on is still a new one on each run (``interproc._renamer``)."""
         for value in flatten(values):
             if isinstance(value, Host):
-                self.event(EventType.ESCAPE, node, value, handed=handed)
+                self.event(EventType.ESCAPE, node, value, handed=handed, into_object=into_object)
             elif isinstance(value, Alternatives):
-                self.escape(node, list(value.options), handed)  # one of two objects: either escapes
+                self.escape(node, list(value.options), handed, into_object)  # one of two objects: either escapes
 
     def read_hosts(self, node: cst.CSTNode, values, api: str = "") -> None:
         for value in flatten(values):

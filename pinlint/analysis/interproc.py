@@ -238,7 +238,7 @@ def construct(ev, cls: ClassRef, args, node: cst.Call) -> Value:
             # A dataclass or NamedTuple: the constructor stores its arguments in the fields.
             values = dict(zip(info.fields, (v for _, v in args.positional)))
             values.update({k: v for k, (_, v) in args.keywords.items() if k in info.fields})
-            ev.escape(node, args.values())
+            ev.escape(node, args.values(), into_object=True)
             return instance.with_fields(values)
         ev.escape(node, args.values())
         return instance

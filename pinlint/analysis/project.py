@@ -646,9 +646,10 @@ class Project:
         # Buffers the scope may keep for a later run of it (a cache): stored, not returned and not only
         # handed to unknown calls.
         # A store into a container the scope made itself (`out = {}`; `out[n] = t`, `outs.append(t)`)
-        # keeps nothing beyond the run: that container goes where the scope sends it (returned).
+        # keeps nothing beyond the run: that container goes where the scope sends it (returned); nor
+        # does a store into the fields of an object it builds (`return Result(grid=grid)`).
         local = local_containers(node) if isinstance(node, cst.FunctionDef) else frozenset()
-        kept = frozenset(s for e in events if e.type.value == "escape" and not e.handed and
+        kept = frozenset(s for e in events if e.type.value == "escape" and not e.handed and not e.into_object and
                          not isinstance(e.node, cst.Return) and not stored_into_local(e.node, local) for s in e.sites)
         inputs, own = _inputs(node, env, pending)
         returned = exit_state.env.get(RETURN, Const.of(None))
