@@ -1713,3 +1713,21 @@ def test_the_same_helper_keeping_the_object_for_later_is_a_cache():
     # Kept on a module object (a cache the helper may fill once): the loop re-sends what it keeps.
     src = _FRAME_HELPER.format(store="Cache.last = Result(grid=grid)\n    ")
     assert codes(src) == ["PIN007"]
+
+
+@pytest.mark.parametrize("source", ["torch.cat(ids, dim=0)", "t"])
+def test_a_blocking_copy_from_a_tensor_nothing_places_is_no_download(source):
+    # exllamav3 (a regression of 6708be5): `batch_ids.copy_(torch.cat(input_ids_list))` of CPU id tensors
+    # into a pageable buffer in the generation loop is a CPU copy as far as the code tells.
+    src = f"""
+import torch
+
+def step(jobs, t: torch.Tensor, n):
+    h = torch.empty((n, 1), dtype=torch.long)
+    for _ in range(10):
+        ids = [j.ids() for j in jobs]
+        h.copy_({source})
+"""
+    assert codes(src) == []
+    # Asked to be non-blocking, the copy is meant to come from a GPU: into pageable memory, PIN001.
+    assert codes(src.replace(f"h.copy_({source})", f"h.copy_({source}, non_blocking=True)")) == ["PIN001"]

@@ -1017,6 +1017,15 @@ def _copy(ev, api: Api, node, receiver, args: Args) -> Value:
         return receiver if receiver is not None else UNKNOWN
     if api.opt("needs_device_side") and not isinstance(device_side, (Device, Tensor)):
         return receiver if receiver is not None else UNKNOWN  # copy_ from something not known to be on a GPU
+    if api.opt("needs_device_side") and isinstance(device_side, Tensor):
+        given = args.get(api.arg("non_blocking"))
+        if given is None or given[1] == Const.of(False):
+            # `h.copy_(torch.cat(ids))` of a tensor nothing places: a CPU copy, or a blocking download
+            # that waits for the stream; no transfer to count (asked to be non-blocking, the copy is
+            # meant to come from a GPU). As a synchronization it only removes race findings.
+            ev.event(EventType.SYNC, node, api=api.name, stream=None)
+            ev.event(EventType.WRITE, node, host)
+            return receiver if receiver is not None else UNKNOWN
     target_spec = api.arg("target_device")
     if target_spec is not None:
         # torch .to(x): a copy only when x names a device; a dtype makes a converted copy.
