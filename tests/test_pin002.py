@@ -2246,3 +2246,78 @@ def test_a_call_that_pins_several_buffers_for_the_iteration_is_one_finding():
     assert len(pin002) == 1
     assert "(and 2 more pinned buffers through this call)" in pin002[0].message
     assert source(src).splitlines()[pin002[0].location.row - 1].strip() == "clean(img, ker)"
+
+
+_ACCESSOR = """
+import torch
+
+
+class Storage:
+    def __init__(self):
+        self._table = {{}}
+
+    def store(self, key, k):
+        self._table[key] = k.cpu().pin_memory()
+
+    @property
+    def table(self):
+        return self._table
+
+    def snapshot(self, key, k):
+        return {{key: k.cpu().pin_memory()}}
+
+
+class Manager:
+    def __init__(self):
+        self._dram = Storage()
+
+    def offload(self, key, k):
+        self._dram.store(key, k)
+
+    @property
+    def _dram_table(self):
+        return self._dram.table
+
+
+class Cache:
+    def __init__(self):
+        self._manager = None
+
+    def _ensure_manager(self):
+        if self._manager is not None:
+            return self._manager
+        self._manager = Manager()
+        return self._manager
+
+    def update(self, key, k):
+        self._ensure_manager().offload(key, k)
+
+    @property
+    def dram_table(self):
+        if self._manager is None:
+            return {{}}
+        return self._manager._dram_table
+
+
+class Engine:
+    def __init__(self, model, cache: Cache):
+        self.model = model
+        self.cache = cache
+
+    def prefill(self, x, chunks, storage: Storage):
+        for part in chunks:
+            self.model(part, self.cache)
+            print(len(self.cache.dram_table))
+            {extra}
+"""
+
+
+def test_a_property_handing_back_what_its_object_holds_allocates_nothing_at_the_call():
+    # Hetero-KVCache-Optimizer (survey 40): `len(self.cache.dram_table)` in a chunk loop, a @property chain
+    # returning the storage's dict of pinned entries, was a pinned allocation "used for one iteration only".
+    assert codes(_ACCESSOR.format(extra="")) == []
+
+
+def test_a_method_returning_a_new_pinned_buffer_each_call_is_still_one():
+    src = _ACCESSOR.format(extra="s = storage.snapshot(0, x)\n        s[0].to('cuda', non_blocking=True)")
+    assert rows(src, "PIN002") == [row_of(src, "s = storage.snapshot")]

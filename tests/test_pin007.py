@@ -1731,3 +1731,29 @@ def step(jobs, t: torch.Tensor, n):
     assert codes(src) == []
     # Asked to be non-blocking, the copy is meant to come from a GPU: into pageable memory, PIN001.
     assert codes(src.replace(f"h.copy_({source})", f"h.copy_({source}, non_blocking=True)")) == ["PIN001"]
+
+
+@pytest.mark.parametrize("mask, reported", [
+    ("torch.ones(1, len(ids), dtype=torch.long)", False),   # one element per id: a token mask
+    ("torch.ones((1, len(ids)))", False),
+    ("torch.ones(len(frames), 3, 224, 224)", True),         # a list of images: no small tensor
+    ("torch.ones(64, len(ids))", True),                     # 64 per id: no longer one per object
+])
+def test_a_tensor_sized_by_a_list_of_numbers_the_code_builds_is_small(mask, reported):
+    # Hetero-KVCache-Optimizer (survey 40): an attention mask `torch.ones(1, len(all_ids))` beside the
+    # token tensor `torch.tensor([all_ids])`, sent once per configuration in a loop.
+    src = f"""
+import torch
+
+def build(n, frames):
+    ids = []
+    while len(ids) < n:
+        ids.extend([101, 102, 103])
+    return {mask}
+
+def main(model, frames):
+    m = build(4096, frames)
+    for cfg in ("a", "b", "c"):
+        model(m.to("cuda"))
+"""
+    assert ("PIN007" in codes(src)) == reported

@@ -23,7 +23,7 @@ from ..model import EventType, Kind
 from . import effects, interproc
 from .domain import (UNKNOWN, Alternatives, ClassRef, Const, Device, Function, Host, Instance, Items, Iteration, Loader, Mapping,
                      LibraryRef, ModuleRef, Obj, RecordType, Scalar, Seq, Stream, Super, Tensor, Value, add_element, element_of, join,
-                     flatten, mapping, merged, ordered, scalar_kind)
+                     flatten, mapping, merged, numeric_const, ordered, scalar_kind)
 from .dtypes import item_size, range_length
 from .state import STREAM
 from .effects import Args
@@ -81,6 +81,10 @@ def _cpu_result(ev, node, qualified: str, args: Args, python: dict) -> Optional[
         return None
     site = ev.site(node, Kind.PAGEABLE, "torch", f"torch.{name}" if qualified.startswith("torch.") else qualified)
     return Host(frozenset([site]), "torch")
+
+
+def _numbers_only(value: Value) -> bool:
+    return isinstance(value, Scalar) or numeric_const(value) is not None
 
 
 def _transposed(rows: Value) -> Value:
@@ -888,7 +892,10 @@ def _number(name: str, values: list, args: Args) -> Optional[Value]:
     if args.star or (args.keywords and name not in ("min", "max")):
         return None
     if name == "len" and len(values) == 1:
-        return Scalar("int")
+        # `len(ids)` of a list of numbers: as many as Python objects (a mask `torch.ones(1, len(ids))`
+        # is no larger than the token tensor of those ids)
+        listed = isinstance(values[0], (Items, Seq)) and _numbers_only(element_of(values[0]))
+        return Scalar("int", objects=listed)
     if name == "int" and len(values) == 1 and isinstance(values[0], Const) and values[0].values and \
             all(isinstance(v, int) and not isinstance(v, bool) for v in values[0].values):
         return values[0]  # int(len(x)), int(n) of an int the code names

@@ -143,6 +143,7 @@ class Scalar(Value):
     ``kind``: "int", "float", or "number" when the two join."""
 
     kind: str = "number"
+    objects: bool = False  # the length of a Python list of numbers the code builds (`len(ids)`): one per object
 
 
 def numeric_const(value: Value) -> Optional[str]:

@@ -283,7 +283,8 @@ def _alloc(ev, api: Api, node, receiver, args: Args) -> Value:
                    not isinstance(receiver, Host) else None,
                    python_numbers=(api.arg("data") is not None and
                                    _python_numbers(args.value(api.arg("data")), bool(api.opt("scalar_items", False))))
-                   or not api.opt("grows", False) and _of_python_numbers(api, receiver, args))
+                   or not api.opt("grows", False) and _of_python_numbers(api, receiver, args)
+                   or _sized_by_a_list_of_numbers(api, args))
     if unplaced:
         return Tensor(made=site)
     value = Host(frozenset([site]), flavour, pointer=bool(api.opt("pointer", api.opt("returns") == "err-tuple")),
@@ -313,6 +314,24 @@ def _of_python_numbers(api: Api, receiver, args: Args) -> bool:
         if isinstance(source, Host) and source.sites and all(s.python_numbers for s in source.sites):
             return True
     return False
+
+
+def _sized_by_a_list_of_numbers(api: Api, args: Args) -> bool:
+    """``torch.ones(1, len(ids))`` of a list of numbers the code builds: one element per Python object,
+    as the tensor of those numbers has (a token mask); the other dimensions a few constants."""
+    if args.star or (api.arg("shape") is None and not api.opt("shape_varargs")):
+        return False
+    dims = [v for _, v in args.positional]
+    if len(dims) == 1 and isinstance(dims[0], Items):
+        dims = list(dims[0].items)
+    counted = [d for d in dims if isinstance(d, Scalar) and d.objects]
+    others = [d for d in dims if not (isinstance(d, Scalar) and d.objects)]
+    product = 1
+    for d in others:
+        if not (isinstance(d, Const) and isinstance(d.single, int) and not isinstance(d.single, bool)):
+            return False
+        product *= d.single
+    return bool(counted) and product <= 8
 
 
 def _python_numbers(value: Value, scalar_items: bool = False, item: bool = False) -> bool:

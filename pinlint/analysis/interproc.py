@@ -88,6 +88,8 @@ def call(ev, fn: Function, args, node: cst.Call, receiver_expr) -> Value:
     if outcome is None:
         ev.escape(node, args.values(), handed=True)  # beyond what the analysis follows: an unknown call
         return UNKNOWN
+    if fn.node.name.value == "__init__" and fn.klass is not None:
+        outcome = _with_constant_fields(fn, outcome, env)  # `super().__init__(engine)`, as construct() does
     rename = _renamer(ev, fn, node, outcome)
     _copy_back(ev, outcome, exprs, rename)
     returned = map_sites(outcome.returned, rename)
@@ -254,17 +256,37 @@ def construct(ev, cls: ClassRef, args, node: cst.Call) -> Value:
     after = dict(outcome.params).get(self_name, instance) if self_name else instance
     if not isinstance(after, Instance):
         return instance
-    return _constant_fields(map_sites(after, rename), init.node, self_name, env)
+    return _constant_fields(map_sites(after, rename), init.node, self_name, env,
+                            _forwarded_fields(project, init.owner, init.node, self_name))
 
 
-def _constant_fields(after: Instance, init: cst.FunctionDef, self_name: str, env: dict) -> Instance:
+def _with_constant_fields(fn: Function, outcome: Outcome, env: dict) -> Outcome:
+    """A base class's ``__init__`` run on the caller's object (``super().__init__(engine)``): the
+    constants and objects it stores as given, as for a construction (``_constant_fields``)."""
+    self_name = _self_name(fn.node)
+    params = dict(outcome.params)
+    after = params.get(self_name) if self_name else None
+    if not isinstance(after, Instance):
+        return outcome
+    patched = _constant_fields(after, fn.node, self_name, env,
+                               _forwarded_fields(fn.module.project, fn.klass, fn.node, self_name))
+    if patched is after:
+        return outcome
+    params[self_name] = patched
+    return replace(outcome, params=tuple(sorted(params.items(), key=lambda kv: kv[0])))
+
+
+def _constant_fields(after: Instance, init: cst.FunctionDef, self_name: str, env: dict,
+                     forwarded: Optional[dict] = None) -> Instance:
     """``Slot(n, writeback=False)``: a constant argument that ``__init__`` stores as it is in a field
     (``self.writeback = writeback``) is that constant in this object's field, and so is an object of the
     checked code (``Instance(handler)``, whose methods then call ``self.handler.predict(x)``). The constructor's
     analysis for its callers at large (used when none of its own tests depends on the argument,
     to spare analyses) only says "False or anything"."""
     updates = {}
-    for field_name, param in _stored_parameters(init, self_name).items():
+    stored = dict(forwarded or {})
+    stored.update(_stored_parameters(init, self_name))
+    for field_name, param in stored.items():
         value = env.get(param)
         current = after.field(field_name)
         if isinstance(value, Const) and ANYTHING not in value.values and \
@@ -276,6 +298,66 @@ def _constant_fields(after: Instance, init: cst.FunctionDef, self_name: str, env
 
 
 _STORED: dict = {}
+_FORWARDED: dict = {}
+
+
+def _forwarded_fields(project, klass, init: cst.FunctionDef, self_name: Optional[str], depth: int = 0) -> dict:
+    """field -> parameter, for parameters ``__init__`` hands on as they are to its base class's
+    ``__init__`` (``super().__init__(engine, count)``) that stores them in fields (``self.engine =
+    engine``), down the bases."""
+    if klass is None or self_name is None or depth > 4:
+        return {}
+    key = (init, klass)
+    found = _FORWARDED.get(key)
+    if found is not None:
+        return found
+    found = _FORWARDED[key] = {}
+    info = project.class_info(klass)
+    base_init = info.lookup("__init__", after_self=True, record=False) if info is not None else None
+    call = _super_init_call(init, self_name)
+    if base_init is None or call is None or base_init.kind != "method":
+        return found
+    params = {p.name.value for p in (*init.params.posonly_params, *init.params.params, *init.params.kwonly_params)}
+    rebound = body_bindings(init)
+    base_params = [p.name.value for p in (*base_init.node.params.posonly_params, *base_init.node.params.params)]
+    base_self = base_params[0] if base_params else None
+    given: dict = {}
+    explicit_self = isinstance(call.func.value, cst.Name)  # `Base.__init__(self, a)`
+    positional = [a for a in call.args if a.keyword is None and not a.star]
+    if explicit_self:
+        positional = positional[1:]
+    for name, arg in zip(base_params[1:], positional):
+        given[name] = arg.value
+    for arg in call.args:
+        if arg.keyword is not None:
+            given[arg.keyword.value] = arg.value
+    inner = dict(_forwarded_fields(project, base_init.owner, base_init.node, base_self, depth + 1))
+    inner.update(_stored_parameters(base_init.node, base_self) if base_self else {})
+    for field_name, base_param in inner.items():
+        expr = given.get(base_param)
+        if isinstance(expr, cst.Name) and expr.value in params and expr.value not in rebound:
+            found[field_name] = expr.value
+    return found
+
+
+def _super_init_call(init: cst.FunctionDef, self_name: str) -> Optional[cst.Call]:
+    """The ``super().__init__(...)`` (or ``super(C, self).__init__``, ``Base.__init__(self, ...)``)
+    statement at the top level of ``__init__``'s body, if there is one."""
+    for statement in suite_body(init.body):
+        if not isinstance(statement, cst.SimpleStatementLine):
+            continue
+        for small in statement.body:
+            call = small.value if isinstance(small, cst.Expr) else None
+            if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and
+                    call.func.attr.value == "__init__"):
+                continue
+            owner = call.func.value
+            if isinstance(owner, cst.Call) and isinstance(owner.func, cst.Name) and owner.func.value == "super":
+                return call
+            if isinstance(owner, cst.Name) and call.args and isinstance(call.args[0].value, cst.Name) and \
+                    call.args[0].value.value == self_name:
+                return call
+    return None
 
 
 def _stored_parameters(init: cst.FunctionDef, self_name: str) -> dict:
@@ -1040,6 +1122,11 @@ def _copy_back(ev, outcome: Outcome, exprs: dict, rename) -> None:
     from .transfer import rebind
     for name, value in outcome.params:
         expr = exprs.get(name)
+        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "super":
+            # `super().__init__(engine)`: the base's method set fields on this method's own object
+            current = ev.invocation.function
+            receiver = _self_name(current.node) if current is not None and current.klass is not None else None
+            expr = cst.Name(receiver) if receiver else None
         if expr is not None and dotted(expr) is not None:
             rebind(ev, expr, map_sites(value, rename), mutated=True)
         elif isinstance(expr, (cst.List, cst.Tuple)) and isinstance(value, Items) and \
@@ -1071,33 +1158,56 @@ _SHARED: dict = {}
 def _returns_shared(fn: Function) -> bool:
     """Every ``return`` of the function hands back an object that outlives the call and is the same on
     every call: a module-level name (``return _COORD``) or an attribute of one or of the class
-    (``return cls._instance``, a lazily made singleton), never a local or a parameter."""
+    (``return cls._instance``, a lazily made singleton), or of its object that it does not set itself
+    (a property ``return self._dram.table``: what the object already holds), never a local or a
+    parameter. An empty literal or a constant (``return {}`` when nothing is there yet) hands back
+    no buffer."""
     found = _SHARED.get(fn.node)
     if found is None:
-        found = _SHARED[fn.node] = _shared_returns(fn.node)
+        method = fn.klass is not None and fn.kind in ("method", "property")
+        found = _SHARED[fn.node] = _shared_returns(fn.node, method)
     return found
 
 
-def _shared_returns(node: cst.FunctionDef) -> bool:
+def _shared_returns(node: cst.FunctionDef, method: bool = False) -> bool:
     params = node.params
     names = [p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)]
     classmethod_ = any(isinstance(d.decorator, cst.Name) and d.decorator.value == "classmethod"
                        for d in node.decorators)
-    returns = [r.value for r in _returns(node)]
+    returns = [r.value for r in _returns(node) if not _no_buffer(r.value)]
     declared = {n.name.value for small in small_statements(suite_body(node.body)) if isinstance(small, cst.Global)
                 for n in small.names}  # `global _INSTANCE`: the module's
     local = (body_bindings(node) - declared) | frozenset(names)
+    receiver = [*params.posonly_params, *params.params][0].name.value \
+        if method and [*params.posonly_params, *params.params] else None
     if not returns:
         return False
     for value in returns:
-        root = value
+        root, first = value, None
         while isinstance(root, cst.Attribute):
-            root = root.value
+            root, first = root.value, root.attr.value
         if not isinstance(root, cst.Name):
             return False
+        if root.value == receiver and root is not value and receiver not in body_bindings(node) and \
+                not classmethod_ and first not in _fields_set(node, receiver):
+            continue  # `return self._table` of a method that does not set it: the object's own
         if root.value in local and not (classmethod_ and names and root.value == names[0] and root is not value):
             return False
     return True
+
+
+def _no_buffer(value) -> bool:
+    """An empty literal or a constant: ``return {}``, ``return None``, ``return 0``."""
+    if isinstance(value, (cst.Dict, cst.List, cst.Tuple, cst.Set)):
+        return not value.elements
+    if isinstance(value, cst.Name):
+        return value.value in ("None", "True", "False")
+    return isinstance(value, (cst.Integer, cst.Float, cst.SimpleString))
+
+
+def _fields_set(node: cst.FunctionDef, receiver: str) -> frozenset:
+    from .fields import field_stores
+    return field_stores(node, receiver)[0]
 
 
 def _deep_in_an_object(site: Site) -> bool:
