@@ -3502,3 +3502,82 @@ p = torch.empty(1 << 20, pin_memory=True)
 r = {made}.to("cuda", non_blocking=True)
 """
     assert "PIN001" not in codes(src)
+
+
+@pytest.mark.parametrize("made, origin", [
+    ("np.unique(cloud, axis=0)", "np.unique"),                 # FDTD_sim (survey 40)
+    ("np.nanmean(cloud, axis=0)", "np.nanmean"),               # semiphore (survey 40): a reduction along an axis
+    ("cloud.sum(axis=1)", "ndarray.sum"),
+    ("np.argsort(cloud[:, 0])", "np.argsort"),
+])
+def test_numpy_results_that_are_new_arrays_are_pageable(made, origin):
+    src = f"""
+import numpy as np
+from numba import cuda
+
+def upload(count):
+    lane = cuda.stream()
+    cloud = np.random.rand(count, 3)
+    d = cuda.to_device({made}, stream=lane)
+    lane.synchronize()
+    return d
+"""
+    f = only(src, "PIN001")
+    assert f"`{origin}`" in f.message
+
+
+@pytest.mark.parametrize("made", ["np.nanmean(x, axis=0)", "x.sum(axis=0)"])
+def test_numpy_results_of_arrays_nothing_explains_stay_unknown(made):
+    # (a CuPy array's reduction is CuPy's: only a known host array's is a new host array)
+    src = f"""
+import numpy as np
+from numba import cuda
+
+def upload(x, lane):
+    return cuda.to_device({made}, stream=lane)
+"""
+    assert codes(src) == []
+
+
+def test_entries_picked_by_a_loop_over_constant_keys_are_those_entries():
+    # fast_htSNE (survey 40): `coords, momentum = [table[k] for k in ("coords", "momentum")]` of a dict
+    # that also holds a stream: each is one of those two device arrays, not anything in the dict.
+    src = """
+import numpy as np
+import pycuda.driver as drv
+import pycuda.gpuarray as gpuarray
+
+
+def halve(table):
+    coords, momentum = [table[name] for name in ("coords", "momentum")]
+    values = coords.get() * 0.5
+    momentum.set_async(values, stream=table["queue"])
+
+
+def start(n):
+    halve({"coords": gpuarray.to_gpu(np.zeros(n, np.float32)),
+           "momentum": gpuarray.to_gpu(np.zeros(n, np.float32)), "queue": drv.Stream()})
+"""
+    assert codes(src) == ["PIN001"]
+
+
+def test_a_frame_of_an_array_stacked_from_a_list_of_frames_is_a_whole_frame():
+    # HandheldSR (survey 40): `np.array(pile)` of 2-D frames, then `cuda.to_device(stack[k], stream=s)`.
+    src = """
+import numpy as np
+from numba import cuda
+
+
+def gather(count, side):
+    pile = []
+    for _ in range(count):
+        pile.append(np.ones((side, side), dtype=np.uint16))
+    return np.array(pile)
+
+
+def upload(count, side):
+    stack = gather(count, side)
+    stream = cuda.stream()
+    cuda.to_device(stack[0], stream=stream)
+"""
+    assert rows(src, "PIN001") == [row_of(src, "cuda.to_device(stack[0]")]

@@ -409,6 +409,10 @@ def _data_shape(ev, data: Value, dtype: Optional[str], scalar_items: bool = Fals
         site = next(iter(data.sites))
         same = dtype is None or dtype == site.dtype
         return (site.nbytes if same else None), (dtype or site.dtype), data.dimensions()
+    element = element_of(data) if isinstance(data, (Seq, Items)) else None
+    if isinstance(element, Host) and element.sites and element.dimensions() is not None:
+        # `np.array(frames)` of a list of 2-D frames: one more dimension (`stack[k]` is a whole frame)
+        return None, dtype or common(s.dtype for s in element.sites), element.dimensions() + 1
     leaves: list = []
 
     def shape_of(value: Value, item: bool = False) -> Optional[tuple]:
@@ -1246,6 +1250,12 @@ def _read(ev, api: Api, node, receiver, args: Args) -> Value:
             # `h.max()`, `np.sum(h)`: one number (a 0-d tensor for torch, as small), so
             # `np.ones(shape) * np.max(h)` is as large as the ones
             return Scalar("number")
+        if api.opt("reduces") and not value.pointer and "out" not in args.keywords and not args.star and \
+                value.sites and not value.maybe_unknown:
+            # `np.nanmean(table, axis=0)`, `t.sum(dim=1)`: a new array of the remaining axes, pageable
+            # whatever the table's memory (its size is not followed)
+            site = ev.site(node, Kind.PAGEABLE, value.library, display(ev, api.name, value.library))
+            return Host(frozenset([site]), value.library)
     return UNKNOWN
 
 

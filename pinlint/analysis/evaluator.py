@@ -15,7 +15,7 @@ import libcst as cst
 
 from ..imports import dotted
 from ..model import Event, EventType, Kind, PendingCopy, Site
-from .domain import (module_stand_in, NDIM_UNKNOWN, ON_GPU, UNKNOWN, Alternatives, ClassRef, Const, Device, DeviceSpec, Host, Instance, Items, Iteration, Loader,
+from .domain import (ANYTHING, module_stand_in, NDIM_UNKNOWN, ON_GPU, UNKNOWN, Alternatives, ClassRef, Const, Device, DeviceSpec, Host, Instance, Items, Iteration, Loader,
                      GpuFlag, LibraryRef, Mapping, ModuleRef, Scalar, Seq, Stream, Super, Tensor, Value, element_of, flatten, join,
                      is_none, mapping, ordered, scalar_kind, sites_of, varying_in, with_visits)
 from ..walk import code_parts
@@ -899,6 +899,11 @@ class Evaluator:
                 if found is not None:
                     return found
                 return base.rest if base.rest is not None else UNKNOWN
+            if isinstance(index, Const) and index.values and ANYTHING not in index.values:
+                # `[table[k] for k in ("coords", "momentum")]`: one of those keys' entries
+                found = [base.get(key) for key in index.values]
+                if all(value is not None for value in found):
+                    return element_of(Items(tuple(found)))
             return element_of(Items(tuple(base.values()))) if base.values() else UNKNOWN
         if isinstance(base, Loader):
             return UNKNOWN
