@@ -3581,3 +3581,25 @@ def upload(count, side):
     cuda.to_device(stack[0], stream=stream)
 """
     assert rows(src, "PIN001") == [row_of(src, "cuda.to_device(stack[0]")]
+
+
+@pytest.mark.parametrize("view", ["np.ndarray((n,), dtype=np.float32, buffer=block.buf)",
+                                  "np.frombuffer(block.buf, dtype=np.float32)"])
+def test_a_shared_memory_block_is_pageable(view):
+    # fast_htSNE (survey 40): a GUI window over `SharedMemory(create=True).buf`, the destination of
+    # `get_async(stream=s, ary=window)`: an ordinary memory map.
+    src = f"""
+from multiprocessing import shared_memory
+import numpy as np
+import pycuda.driver as drv
+import pycuda.gpuarray as gpuarray
+
+def publish(n):
+    lane = drv.Stream()
+    block = shared_memory.SharedMemory(create=True, size=n * 4)
+    window = {view}
+    state = gpuarray.to_gpu(np.zeros(n, np.float32))
+    state.get_async(stream=lane, ary=window)
+"""
+    f = only(src, "PIN001")
+    assert "SharedMemory" in f.message
