@@ -28,15 +28,22 @@ def main() -> None:
     busy = lambda: [a.mul_(1.0000001) for _ in range(int(_iterations_for(torch, a, 0.2)))]  # noqa: E731
     pinned = torch.empty(N, N, pin_memory=True)
     pageable = torch.empty(N, N)
-    cases = {
-        "pinned": lambda: pinned,
-        "pinned .T (non-contiguous)": lambda: pinned.T,
-        "pinned .permute(1, 0)": lambda: pinned.permute(1, 0),
-        "pageable": lambda: pageable,
-        "pinned .T.contiguous() (pageable copy)": lambda: pinned.T.contiguous(),
-    }
+    dst = torch.empty(N, N, device="cuda")
+    # (name, source view, the copy): each copy is asked to be non-blocking
+    cases = [
+        ("pinned .to", lambda: pinned, lambda s: s.to("cuda", non_blocking=True)),
+        ("pinned.T .to (dense, permuted)", lambda: pinned.T, lambda s: s.to("cuda", non_blocking=True)),
+        ("pinned.permute(1, 0) .cuda", lambda: pinned.permute(1, 0), lambda s: s.cuda(non_blocking=True)),
+        ("pinned.T .to(dtype=float16)", lambda: pinned.T,
+         lambda s: s.to("cuda", dtype=torch.float16, non_blocking=True)),
+        ("pinned .to(dtype=float16)", lambda: pinned, lambda s: s.to("cuda", dtype=torch.float16, non_blocking=True)),
+        ("dst.copy_(pinned.T)", lambda: pinned.T, lambda s: dst.copy_(s, non_blocking=True)),
+        ("dst.copy_(pinned)", lambda: pinned, lambda s: dst.copy_(s, non_blocking=True)),
+        ("pinned[:, :N/2] .to (not dense)", lambda: pinned[:, : N // 2], lambda s: s.to("cuda", non_blocking=True)),
+        ("pageable .to", lambda: pageable, lambda s: s.to("cuda", non_blocking=True)),
+    ]
     rows = []
-    for name, source in cases.items():
+    for name, source, copy in cases:
         for buffer in (pinned, pageable):
             buffer.fill_(1.0)
         src = source()
@@ -44,12 +51,12 @@ def main() -> None:
         torch.cuda.synchronize()
         busy()
         t0 = time.perf_counter()
-        d = src.to("cuda", non_blocking=True)
+        d = copy(src)
         held = (time.perf_counter() - t0) * 1e3
         queued = not torch.cuda.current_stream().query()
         src.fill_(2.0)  # rewrite the source while the copy may still be queued
         torch.cuda.synchronize()
-        kept = bool(torch.equal(d.cpu(), expected))
+        kept = bool(torch.equal(d.float().cpu(), expected.float()))
         row = {"case": name, "contiguous": src.is_contiguous(), "held_ms": round(held, 2),
                "stream_busy_after_call": queued, "copy_kept_values_at_call": kept}
         rows.append(row)

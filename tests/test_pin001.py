@@ -570,7 +570,7 @@ def test_torch_stack_and_cat_of_device_or_unknown_tensors_are_no_host_buffer(joi
 
 @pytest.mark.parametrize("call", ["p.to('cuda', non_blocking=True)", "p.cuda(non_blocking=True)",
                                   "x.pin_memory().to('cuda', non_blocking=True)", "p[:10].to('cuda', non_blocking=True)",
-                                  "p.view(-1).to('cuda', non_blocking=True)"])  # p.T: staged (see below)
+                                  "p.view(-1).to('cuda', non_blocking=True)", "p.T.to('cuda', non_blocking=True)"])
 def test_torch_pinned_sources_are_clean(call):
     assert set(codes(TORCH + f"y = {call}\n")) <= {"PIN008"}  # pinned for its one copy
 
@@ -3382,13 +3382,14 @@ def test_from_numpy_of_a_name_bound_once_to_a_new_numpy_array_is_pageable(made, 
 
 
 @pytest.mark.parametrize("view, copy", [
-    ("h.T", 'v.to("cuda", non_blocking=True)'),
-    ("h.permute(1, 0)", "v.cuda(non_blocking=True)"),
+    ("h.T", 'v.to("cuda", dtype=torch.float16, non_blocking=True)'),   # converted: through a contiguous copy
+    ("h.permute(1, 0)", "d.copy_(v, non_blocking=True)"),              # into a tensor of another layout
     ("h.transpose(0, 1)", "d.copy_(v, non_blocking=True)"),
 ])
 def test_torch_non_contiguous_view_of_pinned_memory_is_staged_through_a_pageable_copy(view, copy):
     # ATen copies a non-contiguous CPU source with `.contiguous()` into a new (pageable) CPU tensor
-    # first: the pinning is wasted, and the source itself is free again when the call returns.
+    # first where the layout or dtype changes: the pinning is wasted, and the source itself is free
+    # again when the call returns (measured on an H100: bench/noncontiguous_pinned.py).
     src = f"""
 import torch
 h = torch.empty((1024, 1024), pin_memory=True)
@@ -3400,6 +3401,22 @@ h[0] = 1
     f = only(src, "PIN001")
     assert f.location.row == row_of(src, "r = ") and "Non-contiguous host view" in f.message and "new pageable tensor" in f.message
     assert codes(src) == ["PIN001"]  # no PIN006: what the GPU reads is PyTorch's copy, not `h`
+
+
+@pytest.mark.parametrize("copy", ['v.to("cuda", non_blocking=True)', "v.cuda(non_blocking=True)",
+                                  'v.to("cuda", dtype=torch.float32, non_blocking=True)'])
+def test_torch_moves_a_dense_transposed_view_of_pinned_memory_as_it_is(copy):
+    # `.to(device)` makes the destination with the view's strides: the pinned storage is copied
+    # asynchronously as it is (measured: the call returns at once and a later write changes what
+    # arrives), so no PIN001, and writing `h` before a synchronization is a race.
+    src = f"""
+import torch
+h = torch.empty((1024, 1024), pin_memory=True)
+v = h.T
+r = {copy}
+h[0] = 1
+"""
+    assert codes(src) == ["PIN006"]
 
 
 @pytest.mark.parametrize("view", ["h", "h[:512]", "h[:, :512]", "h.T.contiguous().pin_memory()"])

@@ -1089,7 +1089,7 @@ def _copy(ev, api: Api, node, receiver, args: Args) -> Value:
         # array, with no host buffer of the checked code's to speak of.
         return Device(api.opt("library", api.library))
     asynchronous, stream = is_async(ev, api, receiver, args)
-    if direction == "h2d" and asynchronous and api.library == "torch":
+    if direction == "h2d" and asynchronous and api.library == "torch" and _restrided(ev, api, host, args):
         host = _contiguous_source(ev, node, host)
     dest_allocated = False
     if api.opt("returns") == "host-dest":
@@ -1116,10 +1116,32 @@ def _copy(ev, api: Api, node, receiver, args: Args) -> Value:
     return UNKNOWN
 
 
+def _restrided(ev, api: Api, host: Value, args: Args) -> bool:
+    """Whether ATen's CUDA copy needs the source in another layout than the view's: ``dst.copy_(view)``
+    into a device tensor of its own layout, or ``.to(device, dtype=other)``. A plain ``.to(device)`` /
+    ``.cuda()`` makes the destination with the view's strides and copies a dense view as it is
+    (measured: ``pinned.T.to("cuda", non_blocking=True)`` returns at once; ``bench/noncontiguous_pinned.py``)."""
+    if not isinstance(host, Host) or host.contiguous is not False:
+        return False
+    method = api.name.rsplit(".", 1)[-1]
+    if method == "copy_":
+        return True
+    if method != "to":
+        return False
+    given = args.keywords.get("dtype") or (args.positional[1] if len(args.positional) >= 2 else None)
+    if given is None:
+        return False
+    target = canonical_dtype(given[1], ev.tables)
+    if target is None:
+        return "dtype" in args.keywords  # a dtype nothing names (`dtype=x.dtype`): it may convert
+    return {s.dtype for s in host.sites} != {target}
+
+
 def _contiguous_source(ev, node, host: Value) -> Value:
-    """What PyTorch copies to the GPU: a non-contiguous host view (``pinned.T``, ``t.permute(...)``) is
-    first copied by ``.contiguous()`` into a new CPU tensor, which is pageable whatever the view's
-    memory is (ATen's ``copy_kernel_cuda``), so the pinning is wasted and the copy is staged."""
+    """What PyTorch copies to the GPU where the layout changes (``_restrided``): a non-contiguous host
+    view (``pinned.T``, ``t.permute(...)``) is first copied by ``.contiguous()`` into a new CPU tensor,
+    which is pageable whatever the view's memory is (ATen's ``copy_kernel_cuda``), so the pinning is
+    wasted and the copy is staged."""
     if not isinstance(host, Host) or host.contiguous is not False:
         return host
     ev.event(EventType.READ, node, host, api="torch.Tensor.contiguous")
