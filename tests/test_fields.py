@@ -712,3 +712,34 @@ def test_an_object_handed_to_the_base_class_constructor_is_the_field_it_sets(ini
     # stream is None everywhere: `memcpy_htod_async(d, h, None)` asks for no overlap.
     assert codes(_FORWARDED.format(init=init, stream="None")) == []
     assert codes(_FORWARDED.format(init=init, stream="drv.Stream()")) == ["PIN001"]
+
+
+def test_an_object_stays_of_its_class_after_its_base_constructor_ran_on_it():
+    # robotplan (a regression of 36c2faa): `super(CudaAgent, self).__init__(vehicle)` made the agent an
+    # object of the base class, so `agent.run_step()` ran the base's method, not the subclass's copies.
+    src = """
+import numpy as np
+from numba import cuda
+
+
+class Base:
+    def __init__(self, name):
+        self.name = name
+
+    def upload(self):
+        return None
+
+
+class Agent(Base):
+    def __init__(self, name, host):
+        super().__init__(name)
+        self.host = host
+
+    def upload(self):
+        return cuda.to_device(self.host, stream=cuda.stream())
+
+
+agent = Agent("a", np.zeros(1 << 20))
+agent.upload()
+"""
+    assert rows(src, "PIN001") == [row_of(src, "agent.upload()")]

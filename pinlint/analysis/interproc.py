@@ -1127,6 +1127,10 @@ def _copy_back(ev, outcome: Outcome, exprs: dict, rename) -> None:
             current = ev.invocation.function
             receiver = _self_name(current.node) if current is not None and current.klass is not None else None
             expr = cst.Name(receiver) if receiver else None
+            mine = ev.state.env.get(receiver) if receiver else None
+            if isinstance(value, Instance) and isinstance(mine, Instance) and value.klass != mine.klass:
+                # the fields the base's method set, on this object of this method's class (not the base's)
+                value = Instance(mine.klass, value.fields)
         if expr is not None and dotted(expr) is not None:
             rebind(ev, expr, map_sites(value, rename), mutated=True)
         elif isinstance(expr, (cst.List, cst.Tuple)) and isinstance(value, Items) and \
