@@ -1757,3 +1757,22 @@ def main(model, frames):
         model(m.to("cuda"))
 """
     assert ("PIN007" in codes(src)) == reported
+
+
+@pytest.mark.parametrize("step, reported", [("offset += c", False), ("", True)])
+def test_a_slice_at_an_offset_the_loop_moves_on_is_another_part_each_iteration(step, reported):
+    # model_mosaic (a regression of 122cf36, which made np.argsort's result known): `idx[offset:offset
+    # + nel]` with `offset += nel` at the end of the body sends each part of idx once.
+    src = f"""
+import numpy as np
+import cupy as cp
+
+
+def gather(n, counts):
+    idx = np.argsort(np.random.rand(n))
+    offset = 0
+    for c in counts:
+        d = cp.asarray(idx[offset : offset + c])
+        {step}
+"""
+    assert ("PIN007" in codes(src)) == reported

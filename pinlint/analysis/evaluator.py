@@ -604,12 +604,17 @@ class Evaluator:
 
     def _stepped_while(self, expr) -> tuple:
         """The innermost ``while`` loop whose body steps a name ``expr`` computes with (``begin`` of
-        ``begin = max(0, end - chunk); end = begin``): another part on each iteration."""
-        if expr is None or not self.loops or not isinstance(self.loops[-1], cst.While):
+        ``begin = max(0, end - chunk); end = begin``), or the innermost ``for`` loop whose body moves it
+        on (``idx[offset:offset + n]`` with ``offset += n``): another part on each iteration."""
+        if expr is None or not self.loops:
             return ()
-        from .invariance import arithmetic_names, stepped_names
+        from .invariance import advanced_names, arithmetic_names, stepped_names
         loop = self.loops[-1]
-        return (loop,) if arithmetic_names(expr) & stepped_names(loop) else ()
+        if isinstance(loop, cst.While):
+            return (loop,) if arithmetic_names(expr) & stepped_names(loop) else ()
+        if isinstance(loop, cst.For):
+            return (loop,) if arithmetic_names(expr) & advanced_names(loop) else ()
+        return ()
 
     def derived(self, expr) -> Optional[tuple]:
         """What a name assigned ``expr`` in a loop is marked with (the marker's key prefix and value):

@@ -271,6 +271,29 @@ def same_on_every_call(test, receiver: Optional[str], changes: Changes, caller_l
 _STEPPED: dict = {}
 
 
+_ADVANCED: dict = {}
+
+
+def advanced_names(loop: cst.For) -> frozenset:
+    """Names the loop's body moves on by adding to or subtracting from them (``offset += n``), outside
+    nested functions: an offset that only grows (or only shrinks) picks another part each time round.
+    (A name wrapped round, ``slot = (slot + 1) % 2``, comes back: not one of them.)"""
+    found = _ADVANCED.get(loop)
+    if found is None:
+        names = set()
+        stack = [loop.body]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+                continue
+            if isinstance(node, cst.AugAssign) and isinstance(node.target, cst.Name) and \
+                    isinstance(node.operator, (cst.AddAssign, cst.SubtractAssign)):
+                names.add(node.target.value)
+            stack.extend(code_parts(node))
+        found = _ADVANCED[loop] = frozenset(names)
+    return found
+
+
 def stepped_names(loop) -> frozenset:
     """Names that take a new value on each iteration by the loop's own stepping: a ``for`` loop's
     target (``for size in sizes``, ``for i in range(n)``) and a name the body updates from itself
