@@ -188,6 +188,8 @@ def _relevant(api: "Api") -> bool:
     """APIs without which no rule can report: copies, registrations, and allocations that pin."""
     if api.effect in ("copy", "register", "loader", "copy-object"):
         return True
+    if api.effect == "view" and api.opt("device_kw"):
+        return True  # `torch.as_tensor(h, device="cuda")` copies to the GPU
     return api.effect == "alloc" and api.opt("kind") != "pageable"
 
 

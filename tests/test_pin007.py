@@ -1776,3 +1776,21 @@ def gather(n, counts):
         {step}
 """
     assert ("PIN007" in codes(src)) == reported
+
+
+def test_as_tensor_onto_the_gpu_in_a_loop_re_sends_the_host_array():
+    # CV-CUDA's test helper (survey 36): `torch.as_tensor(host, device="cuda")` once per map kind.
+    src = """
+import numpy as np
+import torch
+
+def f(n):
+    h = np.zeros((1024, 1024), dtype=np.float32)
+    for _ in range(n):
+        d = torch.as_tensor(h, device="cuda")
+"""
+    assert rows(src, "PIN007") == [row_of(src, "d = torch.as_tensor")]
+    # and the prefilter of a real run does not skip a file whose only transfer is this call
+    from pinlint.engine import lint_bytes
+    found = lint_bytes(source(src).encode(), "t.py", Settings()).findings
+    assert [f.code for f in found] == ["PIN007"]

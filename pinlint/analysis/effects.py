@@ -464,7 +464,7 @@ def _view(ev, api: Api, node, receiver, args: Args) -> Value:
     if api.opt("each"):
         return _views_of_each(args)
     source = _arg_value(api.arg("arg"), receiver, args)
-    moved = _placed_elsewhere(ev, api, source, args)
+    moved = _placed_elsewhere(ev, api, node, source, args)
     if moved is not None:
         return moved
     dtype_spec = api.arg("dtype")
@@ -571,7 +571,7 @@ def _single_binding(ev, name: str):
     return None
 
 
-def _placed_elsewhere(ev, api: Api, source: Value, args: Args) -> Optional[Value]:
+def _placed_elsewhere(ev, api: Api, node, source: Value, args: Args) -> Optional[Value]:
     """``torch.as_tensor(x, device=d)``: a tensor on ``d`` (the data copied there, where it was not),
     unknown where ``d`` is not named; None where no device keyword moves it off the CPU."""
     keyword = api.opt("device_kw")
@@ -589,6 +589,10 @@ def _placed_elsewhere(ev, api: Api, source: Value, args: Args) -> Optional[Value
         return Tensor()  # on the CPU or a GPU: nothing names which
     if not device:
         return None      # device="cpu": a view of a CPU array, as without it
+    if isinstance(source, Host):
+        # the host array crosses the bus here, blocking (in a loop: PIN007's re-send)
+        ev.copy_event(node, source, api=api.name, direction="h2d", is_async=False, stream=None,
+                      library=api.library, family=api.family)
     return Device(api.opt("library") or api.library, chosen_by=_chosen_by(expr, value, ev.tables))
 
 
