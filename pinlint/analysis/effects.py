@@ -227,15 +227,9 @@ def _alloc(ev, api: Api, node, receiver, args: Args) -> Value:
     if args.unsure(device_kw) or args.unsure(api.opt("pin_kw")):
         return UNKNOWN  # `torch.empty(n, **options)`: pinned or on a device, perhaps
     if device_kw and device_kw in args.keywords:
-        device = device_of(args.keywords[device_kw][1], ev.tables)
-        if other_device(args.keywords[device_kw][1], ev.tables):
-            return UNKNOWN  # torch.empty(n, device="meta"): no memory at all
-        if device is None:
-            # `torch.zeros(n, device=device)` of a device nothing names: a torch tensor, on the CPU or
-            # a GPU (as a `torch.Tensor` parameter is), its memory unknown.
-            return Tensor() if api.library == "torch" else UNKNOWN
-        if device:
-            return Device(api.library, chosen_by=_chosen_by(*args.keywords[device_kw], ev.tables))
+        placed = _placement(ev, api.library, *args.keywords[device_kw])
+        if placed is not None:
+            return placed
     pin_kw = api.opt("pin_kw")
     pinned_by_keyword = bool(pin_kw) and pin_kw in args.keywords and true_in_gpu_runs(args.keywords[pin_kw][1])
     like_device = api.arg("like_device")
@@ -581,19 +575,25 @@ def _placed_elsewhere(ev, api: Api, node, source: Value, args: Args) -> Optional
         return UNKNOWN
     if keyword not in args.keywords or args.keywords[keyword][1] == Const.of(None):
         return None
-    expr, value = args.keywords[keyword]
-    if other_device(value, ev.tables):
-        return UNKNOWN
-    device = device_of(value, ev.tables)
-    if device is None:
-        return Tensor()  # on the CPU or a GPU: nothing names which
-    if not device:
-        return None      # device="cpu": a view of a CPU array, as without it
-    if isinstance(source, Host):
+    placed = _placement(ev, api.opt("library") or api.library, *args.keywords[keyword])
+    if isinstance(placed, Device) and isinstance(source, Host):
         # the host array crosses the bus here, blocking (in a loop: PIN007's re-send)
         ev.copy_event(node, source, api=api.name, direction="h2d", is_async=False, stream=None,
                       library=api.library, family=api.family)
-    return Device(api.opt("library") or api.library, chosen_by=_chosen_by(expr, value, ev.tables))
+    return placed
+
+
+def _placement(ev, library: str, expr, value: Value) -> Optional[Value]:
+    """What a ``device=`` keyword makes of a new tensor: none on another backend (``"meta"``), a torch
+    tensor nothing places where the device is not named, device memory on a GPU; None on the CPU."""
+    if other_device(value, ev.tables):
+        return UNKNOWN  # torch.empty(n, device="meta"): no memory at all
+    device = device_of(value, ev.tables)
+    if device is None:
+        # `torch.zeros(n, device=device)` of a device nothing names: a torch tensor, on the CPU or
+        # a GPU (as a `torch.Tensor` parameter is), its memory unknown.
+        return Tensor() if library == "torch" else UNKNOWN
+    return Device(library, chosen_by=_chosen_by(expr, value, ev.tables)) if device else None
 
 
 def _views_of_each(args: Args) -> Value:
