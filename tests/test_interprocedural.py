@@ -843,3 +843,38 @@ def train(ds):
         net.unpack(batch)
 """
     assert rows(src, "PIN001") == []
+
+
+def test_two_copies_through_one_call_are_judged_apart_against_the_callee_s_own_analysis(tmp_path, monkeypatch,
+                                                                                        capsys):
+    # fast_htSNE (survey 40): through `self.fit_with_gui(...)` the callee's own analysis finds one
+    # pageable upload (a buffer it makes); a second upload is pageable only with the caller's array.
+    # The second was dropped at the caller because the first had the same verdict at the same call.
+    files = {"lib.py": '''
+import numpy as np
+import pycuda.driver as drv
+import pycuda.gpuarray as gpuarray
+
+
+class Model:
+    def fit(self, x):
+        self.x = x
+        dev = gpuarray.to_gpu(np.zeros(1 << 20, np.float32))
+        self.step(dev, drv.Stream())
+
+    def step(self, dev, stream):
+        scratch = dev.get() * 0.5
+        dev.set_async(scratch, stream=stream)
+        shifted = (self.x * 2.0).astype(np.float32)
+        dev.set_async(shifted, stream=stream)
+''', "main.py": '''
+import numpy as np
+from lib import Model
+
+Model().fit(np.random.rand(1 << 20))  # expect the second upload here
+'''}
+    for name, text in files.items():
+        write(tmp_path, name, text)
+    found = _check(monkeypatch, capsys, tmp_path)
+    places = sorted((Path(f["filename"]).name, f["location"]["row"], f["code"]) for f in found)
+    assert places == [("lib.py", 11, "PIN001"), ("main.py", 5, "PIN001")], places

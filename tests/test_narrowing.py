@@ -386,3 +386,75 @@ def test_a_dispatch_on_the_class_of_a_known_value_takes_its_arm(dst, reported):
             like(pts, t)
     """
     assert ("PIN007" in [f.code for f in findings(src)]) == reported
+
+
+# A project's own "is this on the GPU" predicate, guarded by a try whose body cannot raise (mri-nufft's
+# `is_cuda_array`): the dispatch it drives is decided by what the caller passes.
+CUDA_PREDICATE = """
+import numpy as np
+import cupy as cp
+
+
+def is_cuda_array(var) -> bool:
+    try:
+        return {check}
+    except Exception:
+        return False
+
+
+class Op:
+    def __init__(self, n):
+        self.n = n
+
+    def _adj_host(self, coeffs):
+        img = np.zeros((4, self.n), dtype=np.complex64)
+        cp.cuda.runtime.hostRegister(img.ctypes.data, img.nbytes, 0)
+        return img
+
+    def _adj_device(self, coeffs):
+        return cp.zeros((4, self.n), dtype=np.complex64)
+
+    def adj_op(self, coeffs):
+        if is_cuda_array(coeffs):
+            f = self._adj_device
+        else:
+            f = self._adj_host
+        return f(coeffs)
+
+
+def pipe(n, iters=10):
+    op = Op(n)
+    d = {data}
+    for _ in range(iters):
+        s = op.adj_op(d).sum()
+    return s
+"""
+
+
+@pytest.mark.parametrize("data, reported", [
+    ("cp.ones(n, dtype=np.complex64)", False),   # a CuPy array: the device arm only
+    ("np.ones(n, dtype=np.complex64)", True),    # a NumPy array: the host arm registers every call
+])
+def test_a_cuda_interface_predicate_decides_the_dispatch(data, reported):
+    src = CUDA_PREDICATE.format(check='hasattr(var, "__cuda_array_interface__")', data=data)
+    assert codes(src) == (["PIN002"] if reported else [])
+
+
+def test_a_predicate_whose_try_body_may_raise_keeps_its_handler():
+    # `var.__cuda_array_interface__ is not None` may raise: the handler's False joins, the test is
+    # unknown, and both arms stay (the host arm's registration in the loop is reported)
+    src = CUDA_PREDICATE.format(check='var.__cuda_array_interface__ is not None',
+                                data="cp.ones(n, dtype=np.complex64)")
+    assert codes(src) == ["PIN002"]
+
+
+@pytest.mark.parametrize("check", [
+    'hasattr(x, "__cuda_array_interface__")',
+    'isinstance(x, (cupy.ndarray, numpy.ndarray)) and x is not None',
+])
+def test_cannot_raise_accepts_only_plain_tests(check):
+    import libcst as cst
+    from pinlint.analysis.cfg import cannot_raise
+    assert cannot_raise(cst.parse_module(f"return {check}\n").body)
+    for body in ("return x.cache\n", "unicode\n", "return f(x)\n", "return x == y\n", "y = x[0]\n"):
+        assert not cannot_raise(cst.parse_module(body).body), body

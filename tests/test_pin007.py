@@ -1794,3 +1794,57 @@ def f(n):
     from pinlint.engine import lint_bytes
     found = lint_bytes(source(src).encode(), "t.py", Settings()).findings
     assert [f.code for f in found] == ["PIN007"]
+
+
+RETRY = f"""
+import numpy as np
+from numba import cuda
+
+
+def run(n, steps):
+    h = np.random.rand({BIG}).astype(np.float32)
+    block = 256
+    {{loop}}
+        try:
+            d = cuda.to_device(h)
+            {{leave}}
+        except cuda.cudadrv.driver.CudaAPIError:
+            block //= 2
+            {{handled}}
+    return d
+"""
+
+
+@pytest.mark.parametrize("loop, leave, handled, reported", [
+    # a retry: the body comes round only after an error a handler took
+    ("while True:", "break", "", False),
+    ("for attempt in range(3):", "break", "continue", False),
+    ("while True:", "return d", "", False),
+    # no leaving statement, or a `continue` on the normal path: every iteration copies
+    ("for attempt in range(3):", "pass", "", True),
+    ("while True:", "continue", "", True),
+])
+def test_a_retry_loop_runs_its_body_once(loop, leave, handled, reported):
+    src = RETRY.format(loop=loop, leave=leave, handled=handled)
+    assert codes(src) == (["PIN007"] if reported else [])
+
+
+def test_a_retry_with_else_break_runs_once_and_a_later_loop_still_counts():
+    src = f"""
+    import numpy as np
+    from numba import cuda
+
+    def run(steps):
+        h = np.random.rand({BIG}).astype(np.float32)
+        while True:
+            try:
+                d = cuda.to_device(h)
+            except MemoryError:
+                continue
+            else:
+                break
+        for _ in range(steps):
+            out = cuda.to_device(h)
+        return d, out
+    """
+    assert rows(src, "PIN007") == [row_of(src, "out = cuda")]

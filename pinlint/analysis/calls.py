@@ -534,6 +534,8 @@ class Calls:
             return interproc.super_value(ev)
         if name == "isinstance" and len(args.positional) == 2 and len(node.args) == 2:
             return self.instance_check(first, node.args[1].value)
+        if name == "hasattr" and len(args.positional) == 2 and not args.keywords and not args.star:
+            return _has_attribute(first, args.positional[1][1])
         if name == "issubclass" and len(args.positional) == 2 and len(node.args) == 2:
             return self.subclass_check(first, node.args[1].value)
         if name == "len" and len(args.positional) == 1 and not args.keywords and not args.star:
@@ -794,6 +796,26 @@ def gpu_result(values) -> Value:
     from .domain import flatten
     return Device("torch") if any(isinstance(v, Device) and v.library == "torch" for v in flatten(values)) \
         else UNKNOWN
+
+
+# Device arrays of these libraries carry the CUDA array interface (a PyCUDA allocation may be a raw
+# `DeviceAllocation`, which does not; a torch tensor has it only on the GPU).
+_CUDA_INTERFACE_LIBRARIES = frozenset({"cupy", "numba", "torch"})
+
+
+def _has_attribute(value: Value, name: Value) -> Value:
+    """``hasattr(x, "__cuda_array_interface__")``, the usual test of "is this on the GPU": True of a
+    device array of CuPy, Numba or torch, False of a NumPy array or a CPU tensor the code made (not of
+    mapped memory: Numba's mapped arrays are device arrays too); unknown otherwise, and for any other
+    attribute."""
+    if not (isinstance(name, Const) and name.single == "__cuda_array_interface__"):
+        return UNKNOWN
+    if isinstance(value, Device) and value.library in _CUDA_INTERFACE_LIBRARIES:
+        return Const.of(True)
+    if isinstance(value, Host) and value.sites and not (value.maybe_unknown or value.pointer or value.batch) and \
+            value.library in ("numpy", "torch") and not any(s.kind.is_mapped or s.kind is Kind.MANAGED for s in value.sites):
+        return Const.of(False)
+    return UNKNOWN
 
 
 def instance_of(value: Value, kind: str) -> Optional[bool]:

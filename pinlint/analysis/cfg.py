@@ -350,10 +350,16 @@ class Builder:
         if self.current is not None:
             self.current.link(entry)
         self.current = entry
-        entry.link(dispatch)  # the first statement may raise
-        self.handler_targets.append((dispatch, len(self.frames)))
-        self.statements(suite_body(node.body))
-        self.handler_targets.pop()
+        body = suite_body(node.body)
+        if cannot_raise(body):
+            # `try: return hasattr(x, "__cuda_array_interface__") except Exception: return False`: the
+            # handlers never run (they are still analysed, from no state)
+            self.statements(body)
+        else:
+            entry.link(dispatch)  # the first statement may raise
+            self.handler_targets.append((dispatch, len(self.frames)))
+            self.statements(body)
+            self.handler_targets.pop()
         if node.orelse is not None and self.current is not None:
             self.statements(suite_body(node.orelse.body))
         normal_ends = [self.current] if self.current is not None else []
@@ -384,6 +390,59 @@ class Builder:
             self.statements(frame.body)
 
 
+# Builtins that raise nothing for any arguments a plain name or constant can hold.
+_NON_RAISING_BUILTINS = frozenset({"hasattr", "isinstance", "callable", "id", "type"})
+
+
+def cannot_raise(statements: Sequence[cst.CSTNode]) -> bool:
+    """Whether a try body is only ``return``/``x =``/expression statements of names, constants and
+    non-raising builtins (``hasattr``, ``isinstance``), joined by ``not``/``and``/``or``/``is``."""
+    for statement in statements:
+        if not isinstance(statement, cst.SimpleStatementLine):
+            return False
+        for small in statement.body:
+            if isinstance(small, cst.Return):
+                value = small.value
+            elif isinstance(small, cst.Assign) and all(isinstance(t.target, cst.Name) for t in small.targets):
+                value = small.value
+            elif isinstance(small, cst.Expr) and not isinstance(small.value, cst.Name):
+                value = small.value  # not `try: unicode / except NameError:`
+            elif isinstance(small, cst.Pass):
+                continue
+            else:
+                return False
+            if value is not None and not _pure(value):
+                return False
+    return True
+
+
+def _pure(node: cst.BaseExpression, argument: bool = False) -> bool:
+    if isinstance(node, (cst.Name, cst.Integer, cst.Float, cst.SimpleString)):
+        return True
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
+        return _pure(node.expression)
+    if isinstance(node, cst.BooleanOperation):
+        return _pure(node.left) and _pure(node.right)
+    if isinstance(node, cst.Comparison):
+        return all(isinstance(c.operator, (cst.Is, cst.IsNot)) for c in node.comparisons) and \
+            _pure(node.left) and all(_pure(c.comparator) for c in node.comparisons)
+    if isinstance(node, cst.Attribute):
+        # `cupy.ndarray` as isinstance's class: it may fail only where the module is missing, and then
+        # no value of the analysis is one of its arrays; `return self.cache` may raise
+        return argument and _dotted_name(node)
+    if isinstance(node, cst.Tuple):
+        return all(_pure(e.value, argument) for e in node.elements if not isinstance(e, cst.StarredElement))
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in _NON_RAISING_BUILTINS:
+        return all(arg.keyword is None and not arg.star and _pure(arg.value, True) for arg in node.args)
+    return False
+
+
+def _dotted_name(node: cst.BaseExpression) -> bool:
+    while isinstance(node, cst.Attribute):
+        node = node.value
+    return isinstance(node, cst.Name)
+
+
 def build(body: Sequence[cst.CSTNode], function: bool) -> Graph:
     builder = Builder()
     entry = builder.new_block()
@@ -397,7 +456,20 @@ def build(body: Sequence[cst.CSTNode], function: bool) -> Graph:
 
 
 def comes_round(loop) -> bool:
-    """Whether a loop's body can run a second time: not when its last statement always leaves
-    (`break`, `return`, `raise`) and no `continue` of its own goes back to the head."""
+    """Whether a loop's body can run a second time when nothing fails: not when its last statement
+    always leaves (`break`, `return`, `raise`) and no `continue` of its own goes back to the head,
+    nor when it is a retry (`while True: try: ...; break / except E: adjust`): the body comes round
+    only after an error a handler took."""
     body = suite_body(loop.body)
-    return not body or not ends_by_leaving(body) or has_own_continue(body)
+    if not body:
+        return True
+    if ends_by_leaving(body):
+        return has_own_continue(body)
+    last = body[-1]
+    if not isinstance(last, cst.Try) or not last.handlers:
+        return True
+    attempt = suite_body(last.body)
+    orelse = suite_body(last.orelse.body) if last.orelse is not None else []
+    leaves = ends_by_leaving(orelse) if orelse else bool(attempt) and ends_by_leaving(attempt)
+    # a `continue` outside the handlers goes round without an error
+    return not leaves or has_own_continue(body[:-1]) or has_own_continue(attempt) or has_own_continue(orelse)

@@ -1401,9 +1401,9 @@ def _lift(ev, fn: Function, node, outcome: Outcome, baseline: Optional[Outcome])
     known: dict = {}
     racing: dict = {}  # (type, node) -> the copies its baseline finds still in flight there
     for event in baseline.events if baseline is not None else ():
-        known.setdefault((event.type, event.node), set()).add(verdict(event))
+        known.setdefault(_where(event), set()).add(verdict(event))
         if event.pending:
-            racing.setdefault((event.type, event.node), set()).update(p.node for p in event.pending)
+            racing.setdefault(_where(event), set()).update(p.node for p in event.pending)
     internal = _internal(outcome)
     made_here = _made_on_its_path(outcome)
     outside = ev.state.pending  # copies in flight when the call was made
@@ -1424,14 +1424,14 @@ def _lift(ev, fn: Function, node, outcome: Outcome, baseline: Optional[Outcome])
         # A copy in flight at the call that the callee makes again before this access (a loop
         # calling a method that copies and then reads without a synchronize) races here in the
         # callee's own analysis already: the same copy and access, reported there.
-        given = bool(event.sites & passed) or any(p.node not in racing.get((event.type, event.node), ())
+        given = bool(event.sites & passed) or any(p.node not in racing.get(_where(event), ())
                                                   for p in event.pending & outside)
         if _carried_copy(event, internal) and not (event.sites & made_here(event)):
             ev.events.append(_lifted(ev, fn, node, event, contextual, frozenset()))
             continue
         if _sends_what_it_just_made(event, made_here):
             continue
-        if not given and verdict(event) in known.get((event.type, event.node), ()):
+        if not given and verdict(event) in known.get(_where(event), ()):
             continue
         if event.type in (EventType.ALLOC, EventType.REGISTER) and all(internal(s) for s in event.sites):
             continue  # the callee's own allocations: see _pinned_inside
@@ -1442,6 +1442,13 @@ def _lift(ev, fn: Function, node, outcome: Outcome, baseline: Optional[Outcome])
             from .facts import other_iterations_element
             pending = frozenset(p for p in pending if not other_iterations_element(p, event))
         ev.events.append(_lifted(ev, fn, node, event, contextual, pending))
+
+
+def _where(event: Event) -> tuple:
+    """An event's place as the callee's baseline knows it: the node in the callee and, for an event
+    lifted from a call the callee makes, the node deepest in its trace (two copies reached through
+    the same call, one pageable in the baseline, are two events: the other is not known by it)."""
+    return event.type, event.node, event.trace[-1].node if event.trace else None
 
 
 def _lifted(ev, fn: Function, node, event: Event, contextual, pending: frozenset) -> Event:
