@@ -100,10 +100,10 @@ def first_site(sites) -> Site:
     message named, the loops PIN002 compared and the path a helper's depth was counted along)."""
     if len(sites) == 1:
         return next(iter(sites))
-    return min(sites, key=_site_order)
+    return min(sites, key=site_order)
 
 
-def _site_order(site: Site) -> tuple:
+def site_order(site: Site) -> tuple:
     module = site.module
     return (str(getattr(module, "filename", "")), node_place(module, site.node), site.api, site.variant,
             site.kind.value, repr(site))

@@ -2321,3 +2321,86 @@ def test_a_property_handing_back_what_its_object_holds_allocates_nothing_at_the_
 def test_a_method_returning_a_new_pinned_buffer_each_call_is_still_one():
     src = _ACCESSOR.format(extra="s = storage.snapshot(0, x)\n        s[0].to('cuda', non_blocking=True)")
     assert rows(src, "PIN002") == [row_of(src, "s = storage.snapshot")]
+
+
+def test_a_call_pinning_several_buffers_names_the_same_one_whatever_order_they_come_in(monkeypatch):
+    """The events of one call come in an order that followed the hash seed (survey 41: the same
+    finding named `DataLoader` in one run and `make_loaders()` in the next): the message names the
+    first pinning in the code."""
+    from pinlint.checks.pin002 import PinnedAllocInLoop
+    src = """
+    import numpy as np
+    import pycuda.driver as drv
+
+
+    def clean(res):
+        res_pin = drv.register_host_memory(res)
+        out = drv.pagelocked_empty(res.shape, res.dtype)
+        drv.memcpy_htod(0, res_pin)
+        drv.memcpy_dtoh(out, 0)
+        return float(out[0])
+
+
+    img = np.zeros(1 << 20, np.float32)
+    for i in range(12):
+        clean(img)
+    """
+    found = PinnedAllocInLoop._found
+    messages = []
+    for order in (list, lambda items: list(reversed(items))):
+        monkeypatch.setattr(PinnedAllocInLoop, "_found", lambda self, facts, ctx, order=order: iter(order(list(found(self, facts, ctx)))))
+        messages.append([f.message for f in findings(src) if f.code == "PIN002"])
+    assert len(messages[0]) == 1 and "(and 1 more pinned buffer through this call)" in messages[0][0]
+    assert messages[0] == messages[1]
+
+
+_LOADER_HELPER = """
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+
+class Frames(Dataset):
+    def __len__(self):
+        return 64
+
+    def __getitem__(self, i):
+        return torch.rand(3, 256, 256), torch.rand(1, 256, 256)
+
+
+class Trainer:
+    def __init__(self):
+        {setup}
+
+    def make_loaders(self):
+        self.main = DataLoader(Frames(), batch_size=8, pin_memory=True)
+        self.extra = DataLoader(Frames(), batch_size=8, pin_memory=True)
+
+    def next_extra(self):
+        try:
+            batch = next(self.extra_iter)
+        except StopIteration:
+            self.extra_iter = iter(self.extra)
+            batch = next(self.extra_iter)
+        return batch
+
+    def train(self):
+        for x, y in self.main:
+            {fetch}
+            (x.to("cuda", non_blocking=True) * y.to("cuda", non_blocking=True)).sum()
+
+
+Trainer().train()
+"""
+
+
+@pytest.mark.parametrize("setup", ["self.make_loaders()", "self.make_loaders(); self.extra_iter = iter(self.extra)"])
+def test_a_loader_batch_handed_on_by_a_helper_is_no_pinning_of_the_call(setup):
+    """RobustVideoMatting: loaders made in a method `__init__` calls, a batch fetched through a helper's
+    `next()`: the loader pinned it, as in `for x, y in loader`."""
+    assert codes(_LOADER_HELPER.format(setup=setup, fetch="x, y = self.next_extra()")) == []
+
+
+def test_a_helper_pinning_a_batch_itself_is_still_reported():
+    src = _LOADER_HELPER.format(setup="self.make_loaders()",
+                                fetch="x, y = self.next_extra(); x = x.pin_memory()")
+    assert codes(src) == ["PIN002"]

@@ -847,6 +847,9 @@ def _root_key(node) -> Optional[str]:
             return None
 
 
+LOADER_BATCH = "batch"  # the variant of a loader's site: its batches, pinned (or not) by the loader
+
+
 def _loader(ev, api: Api, node, receiver, args: Args) -> Value:
     if args.unsure(api.opt("pin_kw")):
         return UNKNOWN  # `DataLoader(ds, **cfg.dataloader)`: pin_memory may be among the options
@@ -858,7 +861,7 @@ def _loader(ev, api: Api, node, receiver, args: Args) -> Value:
     else:
         return UNKNOWN
     site = ev.site(node, kind, "torch", api.name, fix=api.opt("fix") if kind is Kind.PAGEABLE else None,
-                   fresh_each_iteration=True)
+                   fresh_each_iteration=True, variant=LOADER_BATCH)
     collate = args.keywords.get(api.opt("collate_kw")) if api.opt("collate_kw") else None
     if collate is None and kind is Kind.PAGEABLE and _hands_items_through(args):
         return Loader(site, _items_as_they_are(ev, node, args))

@@ -7,8 +7,9 @@ from typing import Iterator
 import libcst as cst
 
 from ..analysis import FileFacts
+from ..analysis.effects import LOADER_BATCH
 from ..analysis.invariance import Changes, arithmetic_names, collect_changes, names_read, stepped_names
-from ..model import EventType, first_site, scoped_registration
+from ..model import EventType, first_site, scoped_registration, site_order
 from ..walk import code_nodes, code_parts, target_names
 from ..fixers import hoist_allocation
 from .base import CheckContext, Report, Rule
@@ -183,7 +184,9 @@ class PinnedAllocInLoop(Rule):
         for found in self._found(facts, ctx):
             at.setdefault(id(found[0].node), []).append(found)
         for group in at.values():
-            event, site, plan = group[0]
+            # the finding names the first pinning in the code, whatever order the events came in
+            event, site, plan = group[0] if len(group) == 1 else \
+                min(group, key=lambda found: (site_order(found[1]), found[0].api))
             sites = frozenset().union(*(e.sites for e, _, _ in group))
             yield Report(event.node, self._message(event, site, ctx, more=len(group) - 1), sites, plan,
                          trace=event.trace)
@@ -207,6 +210,10 @@ class PinnedAllocInLoop(Rule):
                     # block for a tensor of Python numbers, one per Python object, copied from its list;
                     # the same per-step metadata idiom as above, with one copy of a few bytes more (a
                     # literal of constants, the same each step, could be hoisted: it stays reported).
+                    continue
+                if event.definitely(lambda s: all(o.variant == LOADER_BATCH for o in s.origins())):
+                    # A helper handing on a loader's batch (`return next(self.loader_iter)`): the loader
+                    # pinned it in its own thread, as for `for batch in loader`; no pinning of this call's
                     continue
                 if event.definitely(lambda s: s.variant == "call-inside" and s.fresh_pool_block and
                                     all(o.nbytes is None for o in s.origins())):
