@@ -456,5 +456,23 @@ def test_cannot_raise_accepts_only_plain_tests(check):
     import libcst as cst
     from pinlint.analysis.cfg import cannot_raise
     assert cannot_raise(cst.parse_module(f"return {check}\n").body)
-    for body in ("return x.cache\n", "unicode\n", "return f(x)\n", "return x == y\n", "y = x[0]\n"):
+    for body in ("return x.cache\n", "unicode\n", "return f(x)\n", "return x == y\n", "y = x[0]\n",
+                 "return x.a is None\n", "return isinstance(x.a, np.ndarray)\n", "x = y\n", "return y\n"):
         assert not cannot_raise(cst.parse_module(body).body), body
+
+
+def test_a_try_probing_a_name_keeps_its_name_error_handler():
+    src = """
+    import numpy as np
+    import cupy as cp
+
+    def load(n, steps):
+        h = np.zeros(1 << 24, dtype=np.float32)
+        try:
+            ok = isinstance(h, np.ndarray)
+        except NameError:
+            for _ in range(steps):
+                d = cp.asarray(h)
+        return ok
+    """
+    assert codes(src) == ["PIN007"]

@@ -351,7 +351,7 @@ class Builder:
             self.current.link(entry)
         self.current = entry
         body = suite_body(node.body)
-        if cannot_raise(body):
+        if cannot_raise(body) and not _catches_name_errors(node):
             # `try: return hasattr(x, "__cuda_array_interface__") except Exception: return False`: the
             # handlers never run (they are still analysed, from no state)
             self.statements(body)
@@ -416,25 +416,45 @@ def cannot_raise(statements: Sequence[cst.CSTNode]) -> bool:
     return True
 
 
-def _pure(node: cst.BaseExpression, argument: bool = False) -> bool:
-    if isinstance(node, (cst.Name, cst.Integer, cst.Float, cst.SimpleString)):
+def _catches_name_errors(node: cst.Try) -> bool:
+    """`except NameError:` (`try: x = basestring`): a name the body reads may be unbound."""
+    for handler in node.handlers:
+        kinds = handler.type
+        names = [e.value for e in kinds.elements] if isinstance(kinds, cst.Tuple) else [kinds]
+        if any(isinstance(n, cst.Name) and n.value in ("NameError", "UnboundLocalError") for n in names):
+            return True
+    return False
+
+
+def _pure(node: cst.BaseExpression, operand: bool = False) -> bool:
+    if isinstance(node, cst.Name):
+        # an operand of a test or a call; a name alone (`x = y`) is the usual probe of a name
+        return operand or node.value in ("True", "False", "None")
+    if isinstance(node, (cst.Integer, cst.Float, cst.SimpleString)):
         return True
     if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
-        return _pure(node.expression)
+        return _pure(node.expression, True)
     if isinstance(node, cst.BooleanOperation):
-        return _pure(node.left) and _pure(node.right)
+        return _pure(node.left, True) and _pure(node.right, True)
     if isinstance(node, cst.Comparison):
         return all(isinstance(c.operator, (cst.Is, cst.IsNot)) for c in node.comparisons) and \
-            _pure(node.left) and all(_pure(c.comparator) for c in node.comparisons)
-    if isinstance(node, cst.Attribute):
-        # `cupy.ndarray` as isinstance's class: it may fail only where the module is missing, and then
-        # no value of the analysis is one of its arrays; `return self.cache` may raise
-        return argument and _dotted_name(node)
-    if isinstance(node, cst.Tuple):
-        return all(_pure(e.value, argument) for e in node.elements if not isinstance(e, cst.StarredElement))
+            _pure(node.left, True) and all(_pure(c.comparator, True) for c in node.comparisons)
     if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in _NON_RAISING_BUILTINS:
-        return all(arg.keyword is None and not arg.star and _pure(arg.value, True) for arg in node.args)
+        if any(arg.keyword is not None or arg.star for arg in node.args):
+            return False
+        # `isinstance(x, (cupy.ndarray, np.ndarray))`: a class named through a module may be missing
+        # only where the module is, and then no value the analysis knows is one of its arrays
+        # (`return self.cache` may raise: attributes are no operands)
+        classes = node.args[1:] if node.func.value == "isinstance" else ()
+        return all(_pure(arg.value, True) for arg in node.args if arg not in classes) and \
+            all(_class_names(arg.value) for arg in classes)
     return False
+
+
+def _class_names(node: cst.BaseExpression) -> bool:
+    if isinstance(node, cst.Tuple):
+        return all(not isinstance(e, cst.StarredElement) and _class_names(e.value) for e in node.elements)
+    return _dotted_name(node)
 
 
 def _dotted_name(node: cst.BaseExpression) -> bool:
