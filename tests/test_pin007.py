@@ -1848,3 +1848,46 @@ def test_a_retry_with_else_break_runs_once_and_a_later_loop_still_counts():
         return d, out
     """
     assert rows(src, "PIN007") == [row_of(src, "out = cuda")]
+
+
+CACHED_UPLOAD = f"""
+import numpy as np
+import cupy as cp
+
+
+class Target:
+    def __init__(self, n):
+        self.w = np.random.rand({BIG})
+        self.dev = None
+        self._cache = {{{{}}}}
+
+    def device_data(self):
+        {{guard}}
+            {{store}} = cp.asarray(self.w)
+        return self.dev
+
+
+def scan(t, steps):
+    for _ in range(steps):
+        a = t.device_data()
+    return a
+
+
+scan(Target(8), 10)
+"""
+
+
+@pytest.mark.parametrize("guard, store, reported", [
+    # redrock's Target.gpu_spectral_data(): uploaded on the first call for each object, then cached
+    ("if self.dev is None:", "self.dev", False),
+    ("if not self.dev:", "self.dev", False),
+    ("if 0 not in self._cache:", "self._cache[0]", False),
+    ("if self.dev is None or self.other is None:", "self.dev", False),
+    # a guard that is no cache of what the arm stores, or an arm storing elsewhere: every call copies
+    ("if self.w is not None:", "self.dev", True),
+    ("if self.dev is None:", "dev", True),
+    ("if self.other is None:", "self.dev", True),
+])
+def test_an_upload_under_a_methods_cache_guard_is_not_repeated_by_a_callers_loop(guard, store, reported):
+    src = CACHED_UPLOAD.format(guard=guard, store=store)
+    assert codes(src) == (["PIN007"] if reported else [])

@@ -1426,8 +1426,9 @@ def _lift(ev, fn: Function, node, outcome: Outcome, baseline: Optional[Outcome])
         # callee's own analysis already: the same copy and access, reported there.
         given = bool(event.sites & passed) or any(p.node not in racing.get(_where(event), ())
                                                   for p in event.pending & outside)
+        once = event.type is EventType.COPY and _cache_guarded(fn, event)
         if _carried_copy(event, internal) and not (event.sites & made_here(event)):
-            ev.events.append(_lifted(ev, fn, node, event, contextual, frozenset()))
+            ev.events.append(_lifted(ev, fn, node, event, contextual, frozenset(), once))
             continue
         if _sends_what_it_just_made(event, made_here):
             continue
@@ -1441,7 +1442,64 @@ def _lift(ev, fn: Function, node, outcome: Outcome, baseline: Optional[Outcome])
             # buffer while the copy of an earlier iteration's is in flight is no race.
             from .facts import other_iterations_element
             pending = frozenset(p for p in pending if not other_iterations_element(p, event))
-        ev.events.append(_lifted(ev, fn, node, event, contextual, pending))
+        ev.events.append(_lifted(ev, fn, node, event, contextual, pending, once))
+
+
+def _cache_guarded(fn: Function, event: Event) -> bool:
+    """A copy under a method's cache guard (``if self.dev_w is None: self.dev_w = cp.asarray(w)``; ``if
+    key not in self._cache:`` storing into it): it runs on the first call for each object only, so a
+    caller's loop calling the method does not repeat it."""
+    if fn.klass is None or fn.kind != "method":
+        return False
+    params = [*fn.node.params.posonly_params, *fn.node.params.params]
+    receiver = params[0].name.value if params else None
+    if receiver is None:
+        return False
+    for branch, arm in event.branch:
+        if isinstance(branch, cst.If) and arm == 0:
+            fields = _unset_fields(branch.test, receiver)
+            if fields and fields & _stored_fields(branch, receiver):
+                return True
+    return False
+
+
+def _unset_fields(test, receiver: str) -> frozenset:
+    """Fields a cache test asks about: ``self.f is None``, ``not self.f``, ``k not in self.f``, and
+    ``or`` of such tests."""
+    def field(expr) -> Optional[str]:
+        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == receiver:
+            return expr.attr.value
+        return None
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.Or):
+        left, right = _unset_fields(test.left, receiver), _unset_fields(test.right, receiver)
+        return left | right if left and right else frozenset()
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        name = field(test.expression)
+        return frozenset([name]) if name else frozenset()
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        comparison = test.comparisons[0]
+        if isinstance(comparison.operator, cst.Is) and isinstance(comparison.comparator, cst.Name) and \
+                comparison.comparator.value == "None":
+            name = field(test.left)
+        elif isinstance(comparison.operator, cst.NotIn):
+            name = field(comparison.comparator)
+        else:
+            name = None
+        return frozenset([name]) if name else frozenset()
+    return frozenset()
+
+
+def _stored_fields(branch: cst.If, receiver: str) -> frozenset:
+    """Fields the ``if``'s true arm sets: ``self.f = ...``, ``self.f[k] = ...``."""
+    from .fields import field_stores
+    stored = set(field_stores(branch, receiver)[0])
+    for small in small_statements(suite_body(branch.body)):
+        targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else []
+        for target in targets:
+            if isinstance(target, cst.Subscript) and isinstance(target.value, cst.Attribute) and \
+                    isinstance(target.value.value, cst.Name) and target.value.value.value == receiver:
+                stored.add(target.value.attr.value)
+    return frozenset(stored)
 
 
 def _where(event: Event) -> tuple:
@@ -1451,12 +1509,12 @@ def _where(event: Event) -> tuple:
     return event.type, event.node, event.trace[-1].node if event.trace else None
 
 
-def _lifted(ev, fn: Function, node, event: Event, contextual, pending: frozenset) -> Event:
-    """The callee's event as the caller's, at the call: in the caller's loops too, with the step into
-    the callee first on its path."""
+def _lifted(ev, fn: Function, node, event: Event, contextual, pending: frozenset, once: bool = False) -> Event:
+    """The callee's event as the caller's, at the call: in the caller's loops too (unless ``once``: it
+    runs on the first call only), with the step into the callee first on its path."""
     step = TraceStep(event.module, event.node, describe(event), fn.name)
     return Event(
-        type=event.type, node=node, loops=ev.loops + event.loops, branch=ev.branch,
+        type=event.type, node=node, loops=event.loops if once else ev.loops + event.loops, branch=ev.branch,
         sites=frozenset(contextual(s) for s in event.sites), maybe_unknown=event.maybe_unknown,
         varies_in=event.varies_in, api=event.api, direction=event.direction, is_async=event.is_async,
         stream=event.stream, dest_allocated=event.dest_allocated, staged=event.staged, library=event.library,
