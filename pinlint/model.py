@@ -46,6 +46,8 @@ class Site:
     loops: tuple = field(default=(), repr=False)  # the loops around the allocation (their nodes), outermost first
     nbytes: Optional[int] = None
     pooled: bool = False
+    max_nbytes: Optional[int] = None  # where ``nbytes`` is not known but its element count is: at most
+                                      # ``dtypes.WIDEST_ITEM`` bytes an element (a dtype from a fixture)
     fix: Optional[str] = None  # fix family from the API table, None when the site cannot be rewritten
     scope: str = ""        # function (qualified) in which the site was allocated
     fresh_each_iteration: bool = False  # a new buffer per use (DataLoader batches, get() results)

@@ -1891,3 +1891,39 @@ scan(Target(8), 10)
 def test_an_upload_under_a_methods_cache_guard_is_not_repeated_by_a_callers_loop(guard, store, reported):
     src = CACHED_UPLOAD.format(guard=guard, store=store)
     assert codes(src) == (["PIN007"] if reported else [])
+
+
+SIZED_TEST = """
+import numpy as np
+import cupy as cp
+import pytest
+
+
+{decorator}
+def test_power({params}):
+    {make}
+    for _ in range(50):
+        d = cp.array(mats, dtype=np.float64)
+"""
+
+
+@pytest.mark.parametrize("decorator, params, make, reported", [
+    # ASPIRE's tests: an element count the code gives, a dtype from a fixture (at most 16 bytes an
+    # element: 2700 elements are under 64 KiB whatever the dtype)
+    ("", "dtype", "mats = np.zeros((300, 3, 3), dtype=dtype)", False),
+    ("", "dtype", "mats = np.zeros((1 << 20, 3, 3), dtype=dtype)", True),
+    ("", "dtype", "mats = np.random.rand(300, 3, 3).astype(dtype)", False),
+    ("", "dtype", "mats = np.random.rand(1 << 20, 3).astype(dtype)", True),
+    ("", "n", "mats = np.zeros((n, 3, 3), dtype=np.float32)", True),  # a count nothing gives
+    # sizes and dtypes a parametrize decorator lists: the largest of them
+    ('@pytest.mark.parametrize("n, dtype", [(3, np.float32), (20, np.float64)])', "n, dtype",
+     "mats = np.random.rand(n * (n - 1) // 2, 3, 3).astype(dtype)", False),
+    ('@pytest.mark.parametrize("n", [3, pytest.param(20, id="big")])', "n",
+     "mats = np.zeros((n, 3, 3))", False),
+    ('@pytest.mark.parametrize("n", [3, 1 << 20])', "n", "mats = np.zeros((n, 3, 3))", True),
+    ('@pytest.mark.parametrize("n", [3, 20], indirect=True)', "n", "mats = np.zeros((n, 3, 3))", True),
+    ('@pytest.mark.parametrize("n", [3, SIZE])', "n", "mats = np.zeros((n, 3, 3))", True),
+])
+def test_a_test_buffers_size_is_bounded_by_what_its_test_says(decorator, params, make, reported):
+    src = SIZED_TEST.format(decorator=decorator, params=params, make=make)
+    assert codes(src) == (["PIN007"] if reported else [])

@@ -32,6 +32,17 @@ def canonical_dtype(value: Value, tables) -> Optional[str]:
     return code if code in sizes else dtypes.get("codes", {}).get(code)
 
 
+# The widest element a GPU library copies: complex128 (CuPy, Numba and PyTorch have no wider numeric
+# type), the bound of an array whose element count is known and whose dtype is not.
+WIDEST_ITEM = 16
+
+
+def size_bound(count: Optional[int], size: Optional[int]) -> Optional[int]:
+    """At most how many bytes ``count`` elements (at most that many) of ``size`` bytes, or of an
+    unknown dtype, take; None where the count is not known."""
+    return count * (size or WIDEST_ITEM) if count is not None else None
+
+
 def item_size(dtype: Optional[str], tables) -> Optional[int]:
     return tables.dtypes.get("sizes", {}).get(dtype) if dtype else None
 
@@ -45,6 +56,27 @@ def element_count(shape: Value) -> Optional[int]:
             if not (isinstance(item, Const) and isinstance(item.single, int) and not isinstance(item.single, bool)):
                 return None
             count *= item.single
+        return count
+    return None
+
+
+def element_bound(shape: Value) -> Optional[int]:
+    """At most how many elements: ``element_count`` where each dimension may be one of several
+    integers (a test parametrized over sizes: ``n`` is 3 or 20), the largest of them."""
+    def largest(value) -> Optional[int]:
+        if isinstance(value, Const) and value.values and \
+                all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value.values):
+            return max(value.values)
+        return None
+    if isinstance(shape, Const):
+        return largest(shape)
+    if isinstance(shape, Items):
+        count = 1
+        for item in shape.items:
+            size = largest(item)
+            if size is None:
+                return None
+            count *= size
         return count
     return None
 
@@ -77,6 +109,8 @@ def has_float(values: list) -> bool:
 def fold(operator, left: Value, right: Value) -> Optional[Value]:
     if not (isinstance(left, Const) and isinstance(right, Const)):
         return None
+    if len(left.values) > 1 or len(right.values) > 1:
+        return _fold_each(operator, left, right)
     a, b = left.single, right.single
     if not (isinstance(a, (int, float)) and isinstance(b, (int, float))) or isinstance(a, bool) or isinstance(b, bool):
         return None
@@ -104,6 +138,23 @@ def fold(operator, left: Value, right: Value) -> Optional[Value]:
     except ZeroDivisionError:
         return None
     return None
+
+
+def _fold_each(operator, left: Const, right: Const) -> Optional[Value]:
+    """Integers that may each be one of a few (a test parametrized over sizes): every result the
+    pairs can give, a superset of what the code computes (``n * (n - 1)`` pairs each ``n`` with
+    each), which is what bounds need."""
+    if len(left.values) * len(right.values) > 16 or not all(
+            isinstance(v, int) and not isinstance(v, bool) for v in (*left.values, *right.values)):
+        return None
+    results = set()
+    for a in left.values:
+        for b in right.values:
+            one = fold(operator, Const.of(a), Const.of(b))
+            if not isinstance(one, Const) or not isinstance(one.single, int):
+                return None
+            results.add(one.single)
+    return Const(frozenset(results))
 
 
 def _fold_float(operator, a, b) -> Optional[Value]:

@@ -21,7 +21,7 @@ from ..walk import small_statements, suite_body
 from .domain import (ANYTHING, NDIM_UNKNOWN, ON_GPU, UNKNOWN, Const, Context, Device, DeviceSpec, Host, Items, Iteration, LibraryRef, Loader, Obj, Scalar, Seq, Stream,
                      Tensor, Value, element_of, flatten, join, unknown_host, Function, Instance, Mapping, rebuild,
                      true_in_gpu_runs, interesting, map_hosts)
-from .dtypes import canonical_dtype, common, element_count, has_float, item_size, range_length, transposed
+from .dtypes import canonical_dtype, common, element_bound, element_count, has_float, item_size, range_length, size_bound, transposed
 from .state import CAPTURING, MUTATED, STREAM
 
 _TRANSPOSING = frozenset({"T", "mT", "transpose", "swapaxes", "permute", "moveaxis"})
@@ -261,11 +261,12 @@ def _alloc(ev, api: Api, node, receiver, args: Args) -> Value:
         # Copies and conversions read their source's data (a CPU read for PIN003/PIN005).
         ev.read_hosts(node, [receiver] + [v for _, v in args.positional], api=api.name)
     flavour = host_flavour(ev, api, receiver)
-    nbytes, dtype, ndim = _shape_info(ev, api, receiver, args)
+    nbytes, dtype, ndim, bound = _shape_info(ev, api, receiver, args)
     if isinstance(receiver, Host):
         dtype, ndim = common(s.dtype for s in receiver.sites), common(s.ndim for s in receiver.sites)
     pooled = bool(api.opt("pooled", False)) or (kind.is_pinned and bool(api.opt("pooled_when_pinned", False)))
     site = ev.site(node, kind, flavour, display(ev, api.name, flavour), nbytes=nbytes, pooled=pooled,
+                   max_nbytes=bound if nbytes is None else None,
                    fix=api.opt("fix") if kind is Kind.PAGEABLE else None, dtype=dtype, ndim=ndim,
                    uninitialized=bool(api.opt("uninitialized", False)),
                    copies_data=bool(api.opt("copies_data", False)) or  # t.pin_memory(), torch.tensor(host)
@@ -346,13 +347,20 @@ def _python_numbers(value: Value, scalar_items: bool = False, item: bool = False
 
 
 def _shape_info(ev, api: Api, receiver: Optional[Value], args: Args) -> tuple:
-    """(nbytes, dtype, ndim) of an allocation, each None when not constant."""
+    """(nbytes, dtype, ndim, at most how many bytes) of an allocation, each None when not constant."""
+    found = _shape_info_of(ev, api, receiver, args)
+    return found if len(found) == 4 else found + (None,)
+
+
+def _shape_info_of(ev, api: Api, receiver: Optional[Value], args: Args) -> tuple:
     like = _arg_value(api.arg("like"), receiver, args)
     if isinstance(like, Host) and like.sites:
         # as large as the largest buffer it may be (`padded.copy()` of either of two arrays)
         sizes = [s.nbytes for s in like.sites]
         nbytes = None if None in sizes else max(sizes)
-        return nbytes, common(s.dtype for s in like.sites), like.dimensions()
+        bounds = [s.nbytes if s.nbytes is not None else s.max_nbytes for s in like.sites]
+        bound = max(bounds) if nbytes is None and None not in bounds and not like.maybe_unknown else None
+        return nbytes, common(s.dtype for s in like.sites), like.dimensions(), bound
     if api.opt("size"):
         return api.opt("size"), None, 0
     dtype_spec = api.arg("dtype")
@@ -370,7 +378,7 @@ def _shape_info(ev, api: Api, receiver: Optional[Value], args: Args) -> tuple:
         if api.opt("range_float_dtype") and has_float(bounds) and not (dtype_spec and args.present(dtype_spec)):
             dtype = api.opt("range_float_dtype")  # arange(0.0, 1.0, 0.1): the default float dtype
         size = item_size(dtype, ev.tables)
-        return (count * size if count is not None and size else None), dtype, 1
+        return (count * size if count is not None and size else None), dtype, 1, size_bound(count, size)
     shape_spec = api.arg("shape")
     if shape_spec is None and not api.opt("shape_varargs"):
         return None, dtype, None
@@ -391,7 +399,8 @@ def _shape_info(ev, api: Api, receiver: Optional[Value], args: Args) -> tuple:
     ndim = len(shape.items) if isinstance(shape, Items) else (1 if isinstance(shape, (Const, Scalar)) else None)
     count = element_count(shape)
     size = item_size(dtype, ev.tables)
-    return (count * size if count is not None and size else None), dtype, ndim
+    return (count * size if count is not None and size else None), dtype, ndim, \
+        size_bound(count if count is not None else element_bound(shape), size)
 
 
 def _data_shape(ev, data: Value, dtype: Optional[str], scalar_items: bool = False) -> tuple:
@@ -622,26 +631,33 @@ def convert(ev, node, source: Host, target: Optional[str], api: str, always_copy
         return UNKNOWN
     maybe_same = not always_copy and (None in dtypes or target in dtypes or target is None)
     ev.event(EventType.READ, node, source, api=api)
+    nbytes = _converted_size(ev, source, target)
     site = ev.site(node, Kind.PAGEABLE, source.library, display(ev, api, source.library), dtype=target,
-                   ndim=source.dimensions(), nbytes=_converted_size(ev, source, target))
+                   ndim=source.dimensions(), nbytes=nbytes,
+                   max_nbytes=_converted_size(ev, source, target, bound=True) if nbytes is None else None)
     copied = Host(frozenset([site]), source.library)
     # A dtype it may already have: either the same memory or a new pageable tensor.
     return join(source, copied) if maybe_same else copied
 
 
-def _converted_size(ev, source: Host, target: Optional[str]) -> Optional[int]:
+def _converted_size(ev, source: Host, target: Optional[str], bound: bool = False) -> Optional[int]:
     """The bytes of ``source`` converted to ``target``: its element count (the same for every
-    possible buffer) times the new element's size; None when either is not known."""
+    possible buffer) times the new element's size; None when either is not known. With ``bound``,
+    at most how many bytes (the widest element for a ``target`` nothing names: ``astype(dtype)``
+    of a fixture's dtype)."""
     counts = set()
     for site in source.sites:
         size = item_size(site.dtype, ev.tables)
-        if site.nbytes is None or not size:
+        total = site.max_nbytes if site.nbytes is None and bound else site.nbytes
+        if total is None or not size:
             return None
-        counts.add(site.nbytes // size)
+        counts.add(total // size)
     new_size = item_size(target, ev.tables)
-    if len(counts) != 1 or source.maybe_unknown or new_size is None:
+    if not counts or source.maybe_unknown:
         return None
-    return counts.pop() * new_size
+    if bound:
+        return size_bound(max(counts), new_size)
+    return counts.pop() * new_size if len(counts) == 1 and new_size is not None else None
 
 
 def _convert(ev, api: Api, node, receiver, args: Args) -> Value:

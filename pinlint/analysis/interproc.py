@@ -116,7 +116,8 @@ def _keep_what_it_keeps(ev, fn: Function, node, outcome: Outcome, rename, receiv
         ev.event(EventType.ESCAPE, node, Host(kept, first_site(kept).library))
         return
     sites = frozenset(Site(kind=s.kind, library=s.library, api=f"{_call_name(fn)}()", node=node, loops=ev.loops,
-                           nbytes=s.nbytes, pooled=s.pooled, scope=ev.scope, via=frozenset([s]), variant="call",
+                           nbytes=s.nbytes, max_nbytes=s.max_nbytes, pooled=s.pooled, scope=ev.scope,
+                           via=frozenset([s]), variant="call",
                            module=ev.module.info) for s in kept)
     ev.event(EventType.ALLOC, node, Host(sites, first_site(sites).library), api=f"{_call_name(fn)}()")
 
@@ -936,8 +937,69 @@ def context_free_env(project, fn: Function, with_receiver: bool = True) -> dict:
     for star in (params.star_arg, params.star_kwarg):
         if isinstance(star, cst.Param):
             env[star.name.value] = UNKNOWN
+    for name, value in _parametrized(fn).items():
+        if env.get(name, UNKNOWN) is UNKNOWN:
+            env[name] = value
     env.update(_enclosing_parameters(project, fn, env))
     return env
+
+
+def _parametrized(fn: Function) -> dict:
+    """A test's parameters as ``@pytest.mark.parametrize("n, dtype", [(3, np.float32), (20,
+    np.float64)])`` lists them: each the constants it takes (sizes and dtypes, so a test buffer's bytes
+    are known); a parameter with any other value, or an ``indirect`` one, stays unknown."""
+    found: dict = {}
+    for decorator in fn.node.decorators:
+        call = decorator.decorator
+        if not (isinstance(call, cst.Call) and len(call.args) >= 2 and
+                fn.module.imports.qualify(call.func) == "pytest.mark.parametrize") or \
+                any(arg.keyword is not None and arg.keyword.value == "indirect" for arg in call.args):
+            continue
+        names_arg, rows_arg = call.args[0].value, call.args[1].value
+        if isinstance(names_arg, cst.SimpleString) and isinstance(names_arg.evaluated_value, str):
+            names = [n.strip() for n in names_arg.evaluated_value.split(",") if n.strip()]
+        elif isinstance(names_arg, (cst.List, cst.Tuple)) and all(isinstance(e.value, cst.SimpleString) for e in names_arg.elements):
+            names = [e.value.evaluated_value for e in names_arg.elements]
+        else:
+            continue
+        if not isinstance(rows_arg, (cst.List, cst.Tuple)) or not rows_arg.elements:
+            continue
+        columns: list = [set() for _ in names]
+        for element in rows_arg.elements:
+            row = element.value
+            if isinstance(row, cst.Call) and fn.module.imports.qualify(row.func) == "pytest.param":
+                items = [a.value for a in row.args if a.keyword is None and not a.star]  # its values, then marks
+            elif len(names) == 1:
+                items = [row]
+            else:
+                items = [e.value for e in row.elements] if isinstance(row, (cst.Tuple, cst.List)) else []
+            if len(items) != len(names):
+                columns = [None] * len(names)
+                break
+            for column, item in zip(columns, items):
+                if column is not None:
+                    value = _parameter_constant(fn.module, item)
+                    column.add(value.single if isinstance(value, Const) and len(value.values) == 1 else ANYTHING)
+        for name, column in zip(names, columns):
+            if column and ANYTHING not in column:
+                found[name] = Const(frozenset(column))
+    return found
+
+
+def _parameter_constant(module, node) -> Value:
+    """A literal, or a dtype a library names (``np.float32``)."""
+    value = literal(node)
+    if value is not UNKNOWN or not isinstance(node, (cst.Name, cst.Attribute)):
+        return value
+    qualified = module.imports.qualify(node)
+    if qualified is None:
+        return UNKNOWN
+    dtypes = module.project.tables.dtypes
+    head, _, last = qualified.rpartition(".")
+    if head.split(".")[0] in dtypes.get("modules", ()) and (last in dtypes.get("sizes", {}) or
+                                                           last in dtypes.get("attributes", {})):
+        return Const.of("dtype:" + last)
+    return UNKNOWN
 
 
 def _enclosing_parameters(project, fn: Function, env: dict) -> dict:
@@ -1080,7 +1142,7 @@ def _renamer(ev, fn: Function, node, outcome: Outcome):
                 _via_depth(site) >= _VIA_LIMIT:
             return site
         return Site(kind=site.kind, library=site.library, api=f"{short}()", node=node, loops=ev.loops,
-                    nbytes=site.nbytes, pooled=site.pooled, fix=None, scope=ev.scope,
+                    nbytes=site.nbytes, max_nbytes=site.max_nbytes, pooled=site.pooled, fix=None, scope=ev.scope,
                     fresh_each_iteration=site.fresh_each_iteration, via=frozenset([site]), dtype=site.dtype,
                     ndim=site.ndim, variant="construction" if fn.name.endswith(".__init__") else "call",
                     uninitialized=site.uninitialized, module=ev.module.info,
@@ -1321,7 +1383,8 @@ def _pinned_inside(ev, fn: Function, node, outcome: Outcome) -> None:
             continue
         for inner in event.sites:
             site = Site(kind=inner.kind, library=inner.library, api=f"{short}()", node=node,
-                        loops=ev.loops + inner_loops, nbytes=inner.nbytes, pooled=inner.pooled, scope=ev.scope,
+                        loops=ev.loops + inner_loops, nbytes=inner.nbytes, max_nbytes=inner.max_nbytes,
+                        pooled=inner.pooled, scope=ev.scope,
                         via=frozenset([inner]), variant="call-inside", module=ev.module.info)
             if inner_loops:
                 lifted = _lifted(ev, fn, node, event, lambda _inner, made=site: made, frozenset())

@@ -101,10 +101,12 @@ class Rule:
 
 
 def below(sites, threshold: int) -> bool:
-    """Every buffer has a constant size and all are under ``threshold`` bytes (unknown sizes report),
-    or is a tensor of Python numbers the code lists (one element per Python object: an index or
-    length tensor, small whatever its count)."""
-    sizes = [0 if s.nbytes is None and s.python_numbers else s.nbytes for s in sites]
+    """Every buffer has a constant size, or a known element count of a dtype nothing names (at most
+    16 bytes an element), and all are under ``threshold`` bytes (unknown sizes report), or is a tensor
+    of Python numbers the code lists (one element per Python object: an index or length tensor, small
+    whatever its count)."""
+    sizes = [0 if s.nbytes is None and s.python_numbers else s.nbytes if s.nbytes is not None else s.max_nbytes
+             for s in sites]
     return bool(sizes) and all(size is not None for size in sizes) and max(sizes) < threshold
 
 
