@@ -938,7 +938,7 @@ def context_free_env(project, fn: Function, with_receiver: bool = True) -> dict:
         if isinstance(star, cst.Param):
             env[star.name.value] = UNKNOWN
     for name, value in _parametrized(fn).items():
-        if env.get(name, UNKNOWN) is UNKNOWN:
+        if name in env and env[name] is UNKNOWN:  # a parameter (not a name a fixture takes)
             env[name] = value
     env.update(_enclosing_parameters(project, fn, env))
     return env
