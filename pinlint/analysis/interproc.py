@@ -19,7 +19,7 @@ from typing import Optional
 import libcst as cst
 
 from ..imports import dotted
-from ..model import Event, EventType, IssuedBy, Kind, PendingCopy, Site, TraceStep, first_site, scoped_registration
+from ..model import Event, EventType, IssuedBy, Kind, PendingCopy, Site, TraceStep, first_site, scoped_registration, site_order
 from ..walk import class_body_small, code_nodes, code_parts, small_statements, suite_body, target_names
 from .domain import (ANYTHING, UNKNOWN, ClassRef, Const, Device, DeviceSpec, Function, GpuFlag, Host, Instance, Items, Loader, Mapping,
                      ModuleRef, Scalar, Seq, Stream, Super, Tensor, Value, interesting, leaves, map_sites, all_sites,
@@ -1381,7 +1381,7 @@ def _pinned_inside(ev, fn: Function, node, outcome: Outcome) -> None:
         if not event.definitely(lambda s: s.kind.is_pinned and internal(s) and s not in escaped and
                                 s not in returned):
             continue
-        for inner in event.sites:
+        for inner in sorted(event.sites, key=site_order):  # in the code's order, not the hash seed's
             site = Site(kind=inner.kind, library=inner.library, api=f"{short}()", node=node,
                         loops=ev.loops + inner_loops, nbytes=inner.nbytes, max_nbytes=inner.max_nbytes,
                         pooled=inner.pooled, scope=ev.scope,
