@@ -22,6 +22,7 @@ from typing import Callable, Iterable, Optional, Sequence
 import libcst as cst
 
 from .model import Edit, Location
+from .walk import small_statements, suite_body
 
 SAFE, UNSAFE, DISPLAY = "safe", "unsafe", "display-only"
 
@@ -491,6 +492,10 @@ class Namer:
         is loaded: it handles that library's arrays); None at module level without such an import."""
         index = self.index
         runs = [(s, b) for s, b in index.imports() if library_of(b.target) == library]
+        if any(self._with_fallback(b) for _, b in runs):
+            # `try: import cupy as cp / except ImportError: import numpy as cp`: the file runs without
+            # the library, where a name the fix adds under the guard would be unbound
+            return None
         function = index.function_of(at)
         for scope in index.scope_of(at).chain():
             if scope.is_module:
@@ -514,6 +519,24 @@ class Namer:
         if _is_docstring(body[0]):
             return (body[0], None) if len(body) == 1 else (None, body[1])
         return None, body[0]
+
+
+    def _with_fallback(self, binding) -> bool:
+        """The import is in a ``try`` body whose handler imports the same name from another module."""
+        index = self.index
+        node = binding.statement
+        while node is not None and not isinstance(node, cst.Try):
+            node = index.parent(node)
+        if node is None:
+            return False
+        for handler in node.handlers:
+            for small in small_statements(suite_body(handler.body), into_definitions=False):
+                if isinstance(small, (cst.Import, cst.ImportFrom)) and not isinstance(small.names, cst.ImportStar) and \
+                        any((a.asname.name.value if a.asname is not None and isinstance(a.asname.name, cst.Name)
+                             else (a.name.value if isinstance(a.name, cst.Name) else None)) == binding.name
+                            for a in small.names):
+                    return True
+        return False
 
 
 def _is_docstring(statement: cst.CSTNode) -> bool:

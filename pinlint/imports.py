@@ -7,7 +7,9 @@ This replaces libcst's QualifiedNameProvider, whose scope analysis costs about 2
 it needs from imports is this alias map. A name bound to two different modules is ambiguous and
 resolves to nothing (precision first), except where the imports that bind it are in different
 functions: a function's own import binds the name in that function (``import pycuda.driver as cuda``
-in one, ``import cuda.cuda as cuda`` in another), and the module's imports bind it elsewhere.
+in one, ``import cuda.cuda as cuda`` in another), and the module's imports bind it elsewhere; and
+except a GPU module with its CPU fallback in one scope (``try: import cupy as cp / except
+ImportError: import numpy as cp``), which is the GPU module.
 """
 
 from __future__ import annotations
@@ -41,9 +43,25 @@ def _module_name(node: Union[cst.Attribute, cst.Name]) -> str:
     return dotted(node) or ""
 
 
+# A GPU library's module and the CPU module it stands in for (`try: import cupy as xp / except
+# ImportError: import numpy as xp`): where the name is the CPU module there is no transfer at all, so
+# the analysis reads it as the GPU one, as it reads a "this run uses a GPU" flag.
+_CPU_EQUIVALENTS = (("cupyx.scipy", "scipy"), ("cupy", "numpy"))
+
+
+def gpu_of_fallback(one: str, other: str) -> Optional[str]:
+    """The GPU module of a pair that binds one name to a GPU module and to its CPU equivalent."""
+    for gpu, cpu in _CPU_EQUIVALENTS:
+        for first, second in ((one, other), (other, one)):
+            if (first == gpu or first.startswith(gpu + ".")) and second == cpu + first[len(gpu):]:
+                return first
+    return None
+
+
 class ImportMap:
-    def __init__(self) -> None:
+    def __init__(self, fallbacks: bool = False) -> None:
         self._bindings: dict[str, object] = {}
+        self._fallbacks = fallbacks  # one scope's imports: a GPU module and its CPU fallback are the GPU's
         # For a name bound to several modules by imports in different functions: each function's
         # uses of the name (Name nodes) -> what its own import binds, and the module's own binding.
         self._in_function: dict = {}
@@ -53,6 +71,8 @@ class ImportMap:
         previous = self._bindings.get(name)
         if previous is None or previous == target:
             self._bindings[name] = target
+        elif self._fallbacks and isinstance(previous, str) and gpu_of_fallback(previous, target):
+            self._bindings[name] = gpu_of_fallback(previous, target)
         else:
             self._bindings[name] = _AMBIGUOUS
 
@@ -126,7 +146,7 @@ def _scope_ambiguous(imports: ImportMap, module: cst.Module) -> None:
     of the name are that module; where the module's own imports (outside functions) agree, so are
     the uses outside the functions that import the name themselves."""
     ambiguous = {name for name, target in imports._bindings.items() if target is _AMBIGUOUS}
-    outside = ImportMap()
+    outside = ImportMap(fallbacks=True)
     functions: list = []   # (def node, its own ImportMap), outer functions before inner ones
 
     def visit(body, own: ImportMap) -> None:
@@ -139,7 +159,7 @@ def _scope_ambiguous(imports: ImportMap, module: cst.Module) -> None:
                         _bind_import_from(own, small)
                 continue
             if isinstance(node, cst.FunctionDef):
-                mine = ImportMap()
+                mine = ImportMap(fallbacks=True)
                 functions.append((node, mine))
                 visit(node.body.body if isinstance(node.body, cst.IndentedBlock) else [node.body], mine)
                 continue

@@ -1556,3 +1556,40 @@ def send(device, i):
     b = _POOL[i].to(device, non_blocking=True)
     return a, b
 ''')
+
+
+# A static factory of a class another module of the tree defines, re-exported by a package's star
+# import (QMTools' `Grid.emptyAs(...)`, survey 42): the factory's object is known where it is used.
+project("imported-static-factory-pycuda", grids____init___DOT_py='''
+from .core import *
+''', grids__core_DOT_py='''
+import numpy as np
+import pycuda.driver as drv
+
+
+class Field:
+    def __init__(self, shape):
+        self.host = np.zeros(shape).astype(np.float32)
+        self.dev = drv.mem_alloc(self.host.nbytes)
+
+    @staticmethod
+    def like(other):
+        return Field(other.host.shape)
+
+    @classmethod
+    def cube(cls, n):
+        return cls((n, n, n))
+''', grids__evolve_DOT_py='''
+import pycuda.driver as drv
+
+from grids import Field
+
+
+def evolve(kernel, field, steps):
+    out = Field.like(field)
+    cube = Field.cube(64)
+    for step in range(steps):
+        kernel(field.dev, out.dev, block=(8, 8, 8))
+        drv.memcpy_dtoh(out.host, out.dev)  # expect: PIN007
+        drv.memcpy_dtoh(cube.host, cube.dev)  # expect: PIN007
+''')

@@ -209,3 +209,26 @@ def test_an_existing_binding_after_the_use_in_a_function_does_not_count():
     spelled, imports = namer.spell("cupyx.empty_pinned", ("cupyx", None, None), at=_call(module, "empty"))
     assert spelled == "cupyx.empty_pinned" and imports and isinstance(imports[0], NewImport)
     assert imports[0].before is not None  # a new import above the use, not the later one
+
+
+def test_a_library_with_a_cpu_fallback_gets_no_fix_that_needs_it():
+    """`try: import cupy as cp / except ImportError: import numpy as cp`: the file runs without CuPy,
+    where a `cupyx.zeros_pinned` the fix spelled under the guard would be unbound. The finding stays;
+    the fix is not offered."""
+    text = source("""
+    import numpy as np
+
+    try:
+        import cupy as cp
+    except ImportError:
+        import numpy as cp
+
+
+    def build(movie, chunks):
+        ref = np.zeros((64, 512, 512), dtype=complex)
+        for c in range(chunks):
+            cp.asarray(ref) * cp.asarray(movie[c])
+    """)
+    assert _fixed(text, unsafe=True) == text
+    from helpers import codes
+    assert codes(text) == ["PIN007"]

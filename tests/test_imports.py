@@ -74,11 +74,11 @@ def test_the_module_s_import_holds_outside_the_function_that_rebinds_the_name():
 
 
 def test_two_modules_under_one_name_in_the_same_scope_stay_ambiguous():
-    # `try: import cupy as xp / except ImportError: import numpy as xp`: either, so neither.
+    # `try: import cupy as cuda / except ImportError: import pycuda.driver as cuda`: either, so neither.
     src = """
     def f():
         try:
-            import cupy as xp
+            import torch as xp
         except ImportError:
             import numpy as xp
         return xp.zeros(4)
@@ -86,7 +86,55 @@ def test_two_modules_under_one_name_in_the_same_scope_stay_ambiguous():
     try:
         import cupy as xp
     except ImportError:
-        import numpy as xp
+        import torch as xp
     a = xp.zeros(4)
     """
     assert _qualified_calls(src) == [None, None]
+
+
+def test_a_gpu_module_with_its_cpu_fallback_is_the_gpu_module():
+    # `try: import cupy as cp / except ImportError: import numpy as cp` (suite3d): where cp is NumPy
+    # there is no transfer at all, so the copies are read as CuPy's, as a "this run uses a GPU" flag is
+    src = """
+    def f():
+        try:
+            from cupyx.scipy import ndimage
+        except ImportError:
+            from scipy import ndimage
+        return ndimage.shift(4)
+
+    try:
+        import cupy as cp
+    except ImportError:
+        import numpy as cp
+    a = cp.zeros(4)
+    """
+    assert _qualified_calls(src) == ["cupyx.scipy.ndimage.shift", "cupy.zeros"]
+
+
+FALLBACK = """
+import numpy as np
+
+{imports}
+
+
+def correlate(frames, ref):
+    return cp.asarray(frames) * cp.asarray(ref)
+
+
+def build(movie, n, chunks):
+    ref = np.zeros((n, 512, 512), dtype=complex)
+    for c in range(chunks):
+        correlate(movie[c], ref)
+"""
+
+
+def test_an_upload_under_a_fallback_import_is_found():
+    src = FALLBACK.format(imports="try:\n    import cupy as cp\nexcept ImportError:\n    import numpy as cp")
+    assert rows(src, "PIN007") == [row_of(src, "correlate(movie[c], ref)")]
+
+
+def test_a_module_import_and_a_functions_own_fallback_keep_their_scopes():
+    # numpy at module level, cupy only inside one function: the module's uses are NumPy's
+    src = FALLBACK.format(imports="import numpy as cp\n\ndef gpu():\n    import cupy as cp\n    return cp.zeros(4)")
+    assert codes(src) == []

@@ -363,8 +363,10 @@ def test_rebinding_inside_the_loop_to_a_fresh_buffer_is_clean():
     ("np.array((len(img), 2), dtype=np.float32)", False),
     ("np.array([int(n), float(n) / 2, -img.shape[0] * 0.5])", False),
     ("np.array([np.empty(n).size, np.empty(n).ndim])", False),
-    ("np.array([n, 2])", True),           # `n` could be an array: np.array stacks it
-    ("np.array([abs(img), 1.0])", True),  # abs of an array is an array
+    # beside a number, NumPy builds only from numbers (an array there is a ragged list: an error since
+    # NumPy 1.24, an object array of two before): two elements
+    ("np.array([n, 2])", False),
+    ("np.array([abs(img), 1.0])", False),
     ("np.array([img.shape, 2])", False),  # a shape is a tuple of numbers: a handful, however many
     ("np.array([img.shape, img])", True),  # an array in the list: as big as it
 ])
@@ -1927,3 +1929,68 @@ def test_power({params}):
 def test_a_test_buffers_size_is_bounded_by_what_its_test_says(decorator, params, make, reported):
     src = SIZED_TEST.format(decorator=decorator, params=params, make=make)
     assert codes(src) == (["PIN007"] if reported else [])
+
+
+@pytest.mark.parametrize("literal, reported", [
+    # pykilosort's parameter vector: beside numbers NumPy builds only from numbers (a ragged list
+    # raises), so `rates[0]` is one more: 4 elements, whatever dtype
+    ("np.array([256, 64, rates[0], 1], dtype=np.float64)", False),
+    ("np.array([256, 64, rates[0], 1])", False),
+    ("np.array([[1, 2], rates[0]])", True),      # a row beside a number: the shape is not known
+    ("np.array([rates[0], rates[1]])", True),    # nothing says what the items are
+])
+def test_a_list_literal_of_numbers_and_unknown_items_has_a_known_length(literal, reported):
+    src = f"""
+    import numpy as np
+    import cupy as cp
+
+    def fit(n, rates):
+        p = {literal}
+        for k in range(n):
+            d = cp.asarray(p)
+    """
+    assert codes(src) == (["PIN007"] if reported else [])
+
+
+def test_a_mask_built_from_a_numpy_meshgrid_is_pageable_host_memory():
+    src = f"""
+    import numpy as np
+    import cupy as cp
+
+    def run(blocks, ny, nx):
+        yy, xx = np.meshgrid(np.arange({BIG}), np.arange(4), indexing="ij")
+        mask = np.exp(-yy) * xx
+        for blk in blocks:
+            d = cp.asarray(mask) * cp.asarray(blk)
+    """
+    assert rows(src, "PIN007") == [row_of(src, "d = cp.asarray(mask)")]
+
+
+def test_a_helper_sized_by_a_parametrized_count_is_bounded_by_its_largest():
+    """ASPIRE: `build_outer_products(n_img, dtype)` with n_img 3 or 20, `int(n * (n - 1) / 2)` pairs."""
+    src = """
+    import numpy as np
+    import cupy as cp
+    import pytest
+
+
+    def build(n, dtype):
+        pairs = int(n * (n - 1) / 2)
+        return np.zeros((pairs, 3, 3), dtype=dtype)
+
+
+    def sync(mats, iters=50):
+        for _ in range(iters):
+            d = cp.array(mats, dtype=np.float64)
+
+
+    @pytest.mark.parametrize("n_img, dtype", [(3, np.float32), (20, np.float64)])
+    def test_sync(n_img, dtype):
+        mats = build(n_img, dtype)
+        sync(mats.copy())
+
+
+    def run_big():
+        sync(build(1000, np.float32))
+    """
+    assert rows(src, "PIN007") == [row_of(src, "sync(build(1000")]

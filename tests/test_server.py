@@ -230,7 +230,7 @@ def edits_of(workspace_edit: dict, uri: str, version: int) -> list:
 # ------------------------------------------------------------------------------ the conversation
 @needs_pygls
 def test_diagnostics_fixes_and_shutdown(tmp_path, client_factory):
-    client = client_factory(10.0, cwd=tmp_path)
+    client = client_factory(60.0, cwd=tmp_path)  # a hang guard: generous for a loaded machine
     init = client.initialize(tmp_path)
     capabilities = init["capabilities"]
     assert init["serverInfo"]["name"] == "pinlint"
@@ -323,7 +323,7 @@ def test_settings_untitled_and_internal_errors(tmp_path, client_factory):
             "    return real(text, *args, **kwargs)\n"
             "s.lint_text = lint\n"
             "s.serve()\n")
-    client = client_factory(8.0, code=code, cwd=tmp_path)
+    client = client_factory(60.0, code=code, cwd=tmp_path)  # a hang guard: generous for a loaded machine
     client.initialize(tmp_path)
 
     project = tmp_path / "project"

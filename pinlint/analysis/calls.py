@@ -181,6 +181,12 @@ class Calls:
                 qualified = target.name  # a library name the checked code re-exports
             elif isinstance(target, Alternatives) and isinstance(func, cst.Attribute):
                 return self.method_call(ev.qualified_value(func.value), func.attr.value, node, None)
+            elif target is UNKNOWN and isinstance(func, cst.Attribute):
+                owner = ev.module.project.resolve(qualified.rpartition(".")[0], ev.module)
+                if isinstance(owner, ClassRef):
+                    # `Field.like(f)` of a class imported from another module of the tree: its static
+                    # or class method, as for a class of this module
+                    return self.method_call(owner, func.attr.value, node, None)
         return self.named_call(node, qualified)
 
     def named_call(self, node: cst.Call, qualified: Optional[str]) -> Value:
@@ -921,6 +927,9 @@ def _number(name: str, values: list, args: Args) -> Optional[Value]:
     if name == "int" and len(values) == 1 and isinstance(values[0], Const) and values[0].values and \
             all(isinstance(v, int) and not isinstance(v, bool) for v in values[0].values):
         return values[0]  # int(len(x)), int(n) of an int the code names
+    if name == "int" and len(values) == 1 and isinstance(values[0], Const) and values[0].values and \
+            all(isinstance(v, float) and math.isfinite(v) for v in values[0].values):
+        return Const(frozenset(int(v) for v in values[0].values))  # int(n * (n - 1) / 2)
     if name == "int" and len(values) == 1 and isinstance(values[0], Const) and values[0].values and \
             all(isinstance(v, float) and math.isfinite(v) for v in values[0].values):
         return Const(frozenset(int(v) for v in values[0].values))  # int(n_in / 16 * 2): 2048

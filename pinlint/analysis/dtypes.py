@@ -141,17 +141,17 @@ def fold(operator, left: Value, right: Value) -> Optional[Value]:
 
 
 def _fold_each(operator, left: Const, right: Const) -> Optional[Value]:
-    """Integers that may each be one of a few (a test parametrized over sizes): every result the
+    """Numbers that may each be one of a few (a test parametrized over sizes): every result the
     pairs can give, a superset of what the code computes (``n * (n - 1)`` pairs each ``n`` with
     each), which is what bounds need."""
     if len(left.values) * len(right.values) > 16 or not all(
-            isinstance(v, int) and not isinstance(v, bool) for v in (*left.values, *right.values)):
+            isinstance(v, (int, float)) and not isinstance(v, bool) for v in (*left.values, *right.values)):
         return None
     results = set()
     for a in left.values:
         for b in right.values:
             one = fold(operator, Const.of(a), Const.of(b))
-            if not isinstance(one, Const) or not isinstance(one.single, int):
+            if not isinstance(one, Const) or not isinstance(one.single, (int, float)) or isinstance(one.single, bool):
                 return None
             results.add(one.single)
     return Const(frozenset(results))

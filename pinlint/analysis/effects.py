@@ -423,7 +423,15 @@ def _data_shape(ev, data: Value, dtype: Optional[str], scalar_items: bool = Fals
             leaves.append(value.single)
             return ()
         if isinstance(value, Items):
-            shapes = {shape_of(element, True) for element in value.items}
+            each = [shape_of(element, True) for element in value.items]
+            if None in each and () in each and set(each) == {None, ()} and \
+                    any(_a_number(element) for element in value.items) and \
+                    all(_may_be_a_number(element) for element, shape in zip(value.items, each) if shape is None):
+                # `np.array([256, 64, rates[0], 1])`: beside a number, NumPy builds only from numbers
+                # (a ragged list raises), so each item the analysis cannot tell is one number too
+                leaves.append(_SOME_NUMBER)
+                each = [()] * len(each)
+            shapes = set(each)
             if len(shapes) != 1 or None in shapes:
                 return None if value.items else (0,)
             return (len(value.items),) + shapes.pop()
@@ -454,7 +462,20 @@ def _data_shape(ev, data: Value, dtype: Optional[str], scalar_items: bool = Fals
     for extent in shape:
         count *= extent
     size = item_size(dtype, ev.tables)
-    return (count * size if size else None), dtype, len(shape)
+    return (count * size if size else None), dtype, len(shape), size_bound(count, size)
+
+
+_SOME_NUMBER = object()  # a leaf of a literal whose kind is not known (no dtype can be inferred)
+
+
+def _a_number(value: Value) -> bool:
+    return isinstance(value, Const) and len(value.values) == 1 and \
+        isinstance(value.single, (int, float, complex)) and not isinstance(value.single, bool)
+
+
+def _may_be_a_number(value: Value) -> bool:
+    """An item nothing says is a sequence: unknown, a number, or an element of a host array."""
+    return value is UNKNOWN or isinstance(value, (Scalar, Host, Tensor))
 
 
 def _device(ev, api: Api, node, receiver, args: Args) -> Value:

@@ -455,8 +455,8 @@ def _sizes_what_it_returns(fn: Function, env: dict, baseline: Optional[Outcome])
     PIN007's thresholds apply to it."""
     if baseline is None:
         return False
-    constants = {name for name, v in env.items() if isinstance(v, Const) and isinstance(v.single, int)
-                 and not isinstance(v.single, bool) or _numbers(v)}
+    constants = {name for name, v in env.items() if isinstance(v, Const) and v.values and
+                 all(isinstance(n, int) and not isinstance(n, bool) for n in v.values) or _numbers(v)}
     if not constants or not constants & _body_names(fn):
         return False
     kept = [baseline.returned] + [value for _, value in baseline.params]  # returned, or kept in `self`
