@@ -3620,3 +3620,25 @@ def publish(n):
 """
     f = only(src, "PIN001")
     assert "SharedMemory" in f.message
+
+
+@pytest.mark.parametrize("body, reported", [
+    # MedNeXt: the name holding the `astype` result was bound before, to the external result it converts
+    ("w = gaussian_filter(np.zeros(shape), 2.0)\n        w = (w / w.max()).astype(np.float32)", True),
+    ("w = gaussian_filter(np.zeros(shape), 2.0)\n        w = w.astype(np.float32)\n        n = 3", True),
+    # something between rebinds it otherwise: nothing known
+    ("w = gaussian_filter(np.zeros(shape), 2.0)\n        w = w.astype(np.float32)\n        if shape:\n            w = external(w)", False),
+    ("w = w0.astype(np.float32)\n        for w in external(w):\n            pass", False),
+])
+def test_a_numpy_conversion_reaching_from_numpy_through_a_rebound_name(body, reported):
+    src = f"""
+    import numpy as np
+    import torch
+    from scipy.ndimage import gaussian_filter
+    from elsewhere import external
+
+    def upload_weights(shape, w0):
+        {body}
+        return torch.from_numpy(w).cuda(0, non_blocking=True)
+    """
+    assert codes(src) == (["PIN001"] if reported else [])

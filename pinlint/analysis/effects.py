@@ -566,7 +566,9 @@ def _made_by_numpy_method(ev, api: Api, args: Args) -> Optional[cst.Call]:
     found = args.get(api.arg("arg"))
     expr = found[0] if found is not None else None
     if isinstance(expr, cst.Name):
-        expr = _single_binding(ev, expr.value)  # `ints = col.astype(np.int64)`, then `from_numpy(ints)`
+        # `ints = col.astype(np.int64)`, then `from_numpy(ints)`; or `w = (w / w.max()).astype(...)` right
+        # before it, whatever `w` was bound to earlier
+        expr = _single_binding(ev, expr.value) or _reaching_binding(ev, expr)
     if not (isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute)):
         return None
     method = ev.tables.methods.get(("host", expr.func.attr.value))
@@ -574,6 +576,50 @@ def _made_by_numpy_method(ev, api: Api, args: Args) -> Optional[cst.Call]:
         return None
     makes = method.effect == "convert" or method.effect == "alloc" and method.opt("kind") == "pageable"
     return expr if makes else None
+
+
+def _reaching_binding(ev, use: cst.Name):
+    """The value of the plain assignment to ``use``'s name that reaches it in straight-line code: the
+    last such statement of the function's body before the statement holding ``use``, with nothing
+    between (nor that statement itself) binding the name otherwise."""
+    fn = ev.invocation.function
+    node = getattr(fn, "node", None)
+    if not isinstance(node, cst.FunctionDef):
+        return None
+    from .invariance import Changes, collect_changes
+    body = list(suite_body(node.body))
+    holder = next((i for i, statement in enumerate(body) if _holds(statement, use)), None)
+    if holder is None:
+        return None
+
+    def binds(statement) -> bool:
+        changes = Changes()
+        collect_changes(changes, [statement])
+        return use.value in changes.bound
+
+    if not isinstance(body[holder], cst.SimpleStatementLine) and binds(body[holder]):
+        return None
+    for statement in reversed(body[:holder]):
+        if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1 and \
+                isinstance(statement.body[0], cst.Assign) and len(statement.body[0].targets) == 1:
+            target = statement.body[0].targets[0].target
+            if isinstance(target, cst.Name) and target.value == use.value:
+                return statement.body[0].value
+        if binds(statement):
+            return None
+    return None
+
+
+def _holds(statement: cst.CSTNode, node: cst.CSTNode) -> bool:
+    found = []
+
+    class _Find(cst.CSTVisitor):
+        def on_visit(self, item: cst.CSTNode) -> bool:
+            if item is node:
+                found.append(item)
+            return not found
+    statement.visit(_Find())
+    return bool(found)
 
 
 def _single_binding(ev, name: str):
