@@ -3642,3 +3642,42 @@ def test_a_numpy_conversion_reaching_from_numpy_through_a_rebound_name(body, rep
         return torch.from_numpy(w).cuda(0, non_blocking=True)
     """
     assert codes(src) == (["PIN001"] if reported else [])
+
+
+@pytest.mark.parametrize("data, reported", [
+    ('torch.randn(1024, 1024, device="cuda")', False),  # a copy on its device: nothing crosses the bus
+    ("np.random.rand(1024, 1024)", True),
+])
+def test_torch_tensor_of_a_cuda_tensor_is_a_cuda_tensor(data, reported):
+    src = f"""
+    import numpy as np
+    import torch
+
+    def run(device):
+        g = {data}
+        return torch.tensor(g).to(device, non_blocking=True)
+    """
+    assert codes(src) == (["PIN001"] if reported else [])
+
+
+@pytest.mark.parametrize("returns, reported", [
+    ("return (w / w.max()).astype(np.float32)", True),   # MedNeXt's _get_gaussian
+    ("if shape:\n            return w.astype(np.float32)\n        return w.copy()", True),
+    ("if shape:\n            return w.astype(np.float32)\n        return w", False),  # w as given on one path
+    ("return w.astype(np.float32, copy=False)", False),
+])
+def test_a_helper_returning_a_numpy_conversion_of_what_nothing_explains(returns, reported):
+    src = f"""
+    import numpy as np
+    import torch
+    from scipy.ndimage import gaussian_filter
+
+    def make_weights(shape):
+        w = gaussian_filter(np.zeros(shape), 2.0)
+        {returns}
+
+    def predict(shape):
+        w = make_weights(shape)
+        return torch.from_numpy(w).cuda(0, non_blocking=True)
+    """
+    assert codes(src) == (["PIN001"] if reported else [])

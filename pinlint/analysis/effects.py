@@ -230,6 +230,9 @@ def _alloc(ev, api: Api, node, receiver, args: Args) -> Value:
         placed = _placement(ev, api.library, *args.keywords[device_kw])
         if placed is not None:
             return placed
+    elif device_kw and api.library == "torch" and api.arg("data") is not None and args.present(api.arg("data")) and \
+            isinstance(args.value(api.arg("data")), Device) and args.value(api.arg("data")).library == "torch":
+        return Device("torch")  # `torch.tensor(g)` of a CUDA tensor: a copy on its device
     pin_kw = api.opt("pin_kw")
     pinned_by_keyword = bool(pin_kw) and pin_kw in args.keywords and true_in_gpu_runs(args.keywords[pin_kw][1])
     like_device = api.arg("like_device")
@@ -523,7 +526,9 @@ def _view(ev, api: Api, node, receiver, args: Args) -> Value:
             (api.arg("arg").is_self or api.library == "torch"):
         result = source  # a view of a GPU tensor (nn.Parameter(d), torch.as_tensor(d)) is on the GPU
     elif source is UNKNOWN and api.opt("ndarray_arg") and (made_by := _made_by_numpy_method(ev, api, args)) is not None:
-        site = ev.site(made_by, Kind.PAGEABLE, api.opt("library") or "numpy", f"numpy.ndarray.{made_by.func.attr.value}")
+        made_api = f"numpy.ndarray.{made_by.func.attr.value}" if _a_new_numpy_array(ev, made_by) else \
+            f"{(_dotted(made_by.func) or 'call').rsplit('.', 1)[-1]}()"
+        site = ev.site(made_by, Kind.PAGEABLE, api.opt("library") or "numpy", made_api)
         result = Host(frozenset([site]), api.opt("library") or "numpy")
         ev.event(EventType.ALLOC, node, result, api=site.api)
     elif api.opt("otherwise_like") and isinstance(source, (Items, Seq, Const)) and \
@@ -569,13 +574,36 @@ def _made_by_numpy_method(ev, api: Api, args: Args) -> Optional[cst.Call]:
         # `ints = col.astype(np.int64)`, then `from_numpy(ints)`; or `w = (w / w.max()).astype(...)` right
         # before it, whatever `w` was bound to earlier
         expr = _single_binding(ev, expr.value) or _reaching_binding(ev, expr)
+    if isinstance(expr, cst.Call) and _returns_new_numpy_arrays(ev, expr):
+        return expr  # `w = make_weights(shape)` whose every return is `(...).astype(np.float32)`
+    return expr if _a_new_numpy_array(ev, expr) else None
+
+
+def _dotted(node) -> Optional[str]:
+    from ..imports import dotted
+    return dotted(node)
+
+
+def _a_new_numpy_array(ev, expr) -> bool:
+    """A call of a NumPy method that always makes a new array (``x.astype(t)`` without ``copy=``)."""
     if not (isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute)):
-        return None
+        return False
     method = ev.tables.methods.get(("host", expr.func.attr.value))
     if method is None or any(arg.keyword is not None and arg.keyword.value == "copy" for arg in expr.args):
-        return None
-    makes = method.effect == "convert" or method.effect == "alloc" and method.opt("kind") == "pageable"
-    return expr if makes else None
+        return False
+    return method.effect == "convert" or method.effect == "alloc" and method.opt("kind") == "pageable"
+
+
+def _returns_new_numpy_arrays(ev, call: cst.Call) -> bool:
+    """A function of the tree whose every ``return`` hands back such a new array (MedNeXt's
+    ``_get_gaussian``: ``return (g / g.max()).astype(np.float32)``)."""
+    from .domain import Function
+    target = ev.expr(call.func) if isinstance(call.func, (cst.Name, cst.Attribute)) else None
+    node = getattr(target, "node", None) if isinstance(target, Function) else None
+    if not isinstance(node, cst.FunctionDef):
+        return False
+    returns = [small.value for small in small_statements(suite_body(node.body)) if isinstance(small, cst.Return)]
+    return bool(returns) and all(_a_new_numpy_array(ev, value) for value in returns)
 
 
 def _reaching_binding(ev, use: cst.Name):
