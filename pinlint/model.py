@@ -214,6 +214,7 @@ class Event:
                                           # where that object goes, its own escape says
     visits: tuple = field(default=(), repr=False)  # COPY of a loop's element: (loop, (sites of each element, ...))
     conditional: bool = False             # lifted from a callee, where it ran under an `if` or in a loop
+    once_per_object: bool = False         # under a method's cache guard: no caller's loop repeats it
     replaced: frozenset = frozenset()     # REGISTER in place: the sites of the buffer as it was before
 
     def visited(self, predicate) -> frozenset:

@@ -1994,3 +1994,19 @@ def test_a_helper_sized_by_a_parametrized_count_is_bounded_by_its_largest():
         sync(build(1000, np.float32))
     """
     assert rows(src, "PIN007") == [row_of(src, "sync(build(1000")]
+
+
+def test_a_cached_upload_two_calls_below_a_loop_is_not_repeated():
+    """redrock: the redshift scan's `while not done:` calls calc_zchi2(targets), whose loop over the
+    targets calls each one's cached gpu_spectral_data()."""
+    src = CACHED_UPLOAD.format(guard="if self.dev is None:", store="self.dev").replace(
+        "def scan(t, steps):\n    for _ in range(steps):\n        a = t.device_data()\n    return a",
+        "def fit(targets):\n    return [t.device_data() for t in targets]\n\n\n"
+        "def scan(t, steps):\n    for _ in range(steps):\n        a = fit([t])\n    return a")
+    assert "def fit(targets)" in src
+    assert codes(src) == []
+    uncached = CACHED_UPLOAD.format(guard="if self.w is not None:", store="self.dev").replace(
+        "def scan(t, steps):\n    for _ in range(steps):\n        a = t.device_data()\n    return a",
+        "def fit(targets):\n    return [t.device_data() for t in targets]\n\n\n"
+        "def scan(t, steps):\n    for _ in range(steps):\n        a = fit([t])\n    return a")
+    assert codes(uncached) == ["PIN007"]

@@ -1576,6 +1576,7 @@ def _lifted(ev, fn: Function, node, event: Event, contextual, pending: frozenset
     """The callee's event as the caller's, at the call: in the caller's loops too (unless ``once``: it
     runs on the first call only), with the step into the callee first on its path."""
     step = TraceStep(event.module, event.node, describe(event), fn.name)
+    once = once or event.once_per_object  # a cached upload two calls down is no more repeated
     return Event(
         type=event.type, node=node, loops=event.loops if once else ev.loops + event.loops, branch=ev.branch,
         sites=frozenset(contextual(s) for s in event.sites), maybe_unknown=event.maybe_unknown,
@@ -1583,7 +1584,7 @@ def _lifted(ev, fn: Function, node, event: Event, contextual, pending: frozenset
         stream=event.stream, dest_allocated=event.dest_allocated, staged=event.staged, library=event.library,
         family=event.family, stream_node=None, scope=ev.scope, pending=pending, trace=(step,) + event.trace,
         module=ev.module.info, visits=_lifted_visits(ev, event, contextual),
-        conditional=event.conditional or bool(event.branch) or bool(event.loops))
+        conditional=event.conditional or bool(event.branch) or bool(event.loops), once_per_object=once)
 
 
 def _lifted_visits(ev, event: Event, contextual) -> tuple:
