@@ -981,7 +981,7 @@ def _parametrized(fn: Function) -> dict:
                     value = _parameter_constant(fn.module, item)
                     column.add(value.single if isinstance(value, Const) and len(value.values) == 1 else ANYTHING)
         for name, column in zip(names, columns):
-            if column and ANYTHING not in column:
+            if column and ANYTHING not in column and len(column) <= 8:  # as many as a join keeps
                 found[name] = Const(frozenset(column))
     return found
 
