@@ -16,6 +16,16 @@ import libcst as cst
 from .domain import Const, Host, Items, Scalar, Value
 
 
+def named_dtype(qualified: str, tables) -> Optional[Value]:
+    """``numpy.float32``, ``torch.half``: the dtype constant a library name stands for, else None."""
+    head, _, last = qualified.rpartition(".")
+    dtypes = tables.dtypes
+    if head.split(".")[0] in dtypes.get("modules", ()) and (last in dtypes.get("sizes", {}) or
+                                                           last in dtypes.get("attributes", {})):
+        return Const.of("dtype:" + last)
+    return None
+
+
 def canonical_dtype(value: Value, tables) -> Optional[str]:
     """``np.float32``, ``torch.half``, ``"f4"``, ``"<f8"``, ``float`` -> a canonical name, else None."""
     if not isinstance(value, Const) or not isinstance(value.single, str):

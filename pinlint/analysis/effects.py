@@ -16,6 +16,7 @@ import libcst as cst
 
 from .. import tableschema
 from ..apitables import Api, ArgSpec
+from ..imports import dotted
 from ..model import EventType, Kind, first_site
 from ..walk import small_statements, suite_body
 from .domain import (ANYTHING, NDIM_UNKNOWN, ON_GPU, UNKNOWN, Const, Context, Device, DeviceSpec, Host, Items, Iteration, LibraryRef, Loader, Obj, Scalar, Seq, Stream,
@@ -132,7 +133,6 @@ def device_of(value: Value, tables) -> Optional[bool]:
 def _chosen_by(expr, value: Value, tables) -> Optional[str]:
     """The variable that placed an allocation when it holds the CPU or a GPU (``target = "cpu" if
     offload else "cuda"``): a test of it (``if target == "cpu":``) places the allocation again."""
-    from ..imports import dotted
     if not isinstance(value, Const) or len(value.values) < 2:
         return None
     places = {device_of(Const.of(option), tables) for option in value.values}
@@ -527,7 +527,7 @@ def _view(ev, api: Api, node, receiver, args: Args) -> Value:
         result = source  # a view of a GPU tensor (nn.Parameter(d), torch.as_tensor(d)) is on the GPU
     elif source is UNKNOWN and api.opt("ndarray_arg") and (made_by := _made_by_numpy_method(ev, api, args)) is not None:
         made_api = f"numpy.ndarray.{made_by.func.attr.value}" if _a_new_numpy_array(ev, made_by) else \
-            f"{(_dotted(made_by.func) or 'call').rsplit('.', 1)[-1]}()"
+            f"{(dotted(made_by.func) or 'call').rsplit('.', 1)[-1]}()"
         site = ev.site(made_by, Kind.PAGEABLE, api.opt("library") or "numpy", made_api)
         result = Host(frozenset([site]), api.opt("library") or "numpy")
         ev.event(EventType.ALLOC, node, result, api=site.api)
@@ -579,11 +579,6 @@ def _made_by_numpy_method(ev, api: Api, args: Args) -> Optional[cst.Call]:
     return expr if _a_new_numpy_array(ev, expr) else None
 
 
-def _dotted(node) -> Optional[str]:
-    from ..imports import dotted
-    return dotted(node)
-
-
 def _a_new_numpy_array(ev, expr) -> bool:
     """A call of a NumPy method that always makes a new array (``x.astype(t)`` without ``copy=``)."""
     if not (isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute)):
@@ -597,7 +592,6 @@ def _a_new_numpy_array(ev, expr) -> bool:
 def _returns_new_numpy_arrays(ev, call: cst.Call) -> bool:
     """A function of the tree whose every ``return`` hands back such a new array (MedNeXt's
     ``_get_gaussian``: ``return (g / g.max()).astype(np.float32)``)."""
-    from .domain import Function
     target = ev.expr(call.func) if isinstance(call.func, (cst.Name, cst.Attribute)) else None
     node = getattr(target, "node", None) if isinstance(target, Function) else None
     if not isinstance(node, cst.FunctionDef):

@@ -19,7 +19,7 @@ from .domain import (ANYTHING, module_stand_in, NDIM_UNKNOWN, ON_GPU, UNKNOWN, A
                      GpuFlag, LibraryRef, Mapping, ModuleRef, Scalar, Seq, Stream, Super, Tensor, Value, element_of, flatten, join,
                      is_none, mapping, ordered, scalar_kind, sites_of, varying_in, with_visits)
 from ..walk import code_parts
-from .dtypes import element_total, elementwise_size, fold, python_number_operands, transposed
+from .dtypes import element_total, elementwise_size, fold, named_dtype, python_number_operands, transposed
 from .state import CAPTURING, DOTTED, ELEMENT_OF, KEY_OF, State, iter_key, put
 
 _TRANSPOSING = frozenset({"T", "mT", "transpose", "swapaxes", "permute", "moveaxis"})
@@ -239,11 +239,9 @@ class Evaluator:
             return Const.of(tables.constants[qualified])
         if qualified in tables.null_streams:
             return Stream(origin=qualified, default=True)
-        head, _, last = qualified.rpartition(".")
-        dtype_modules = tables.dtypes.get("modules", ())
-        if head.split(".")[0] in dtype_modules and (last in tables.dtypes.get("sizes", {}) or
-                                                    last in tables.dtypes.get("attributes", {})):
-            return Const.of("dtype:" + last)
+        dtype = named_dtype(qualified, tables)
+        if dtype is not None:
+            return dtype
         if tables.library_of(qualified) is not None:
             # A function the tables describe, taken as a value (`checked(cudart.cudaMemcpyAsync, ...)`),
             # stays that function for the call that gets it (``Calls.call_value``).

@@ -991,15 +991,9 @@ def _parameter_constant(module, node) -> Value:
     value = literal(node)
     if value is not UNKNOWN or not isinstance(node, (cst.Name, cst.Attribute)):
         return value
+    from .dtypes import named_dtype
     qualified = module.imports.qualify(node)
-    if qualified is None:
-        return UNKNOWN
-    dtypes = module.project.tables.dtypes
-    head, _, last = qualified.rpartition(".")
-    if head.split(".")[0] in dtypes.get("modules", ()) and (last in dtypes.get("sizes", {}) or
-                                                           last in dtypes.get("attributes", {})):
-        return Const.of("dtype:" + last)
-    return UNKNOWN
+    return (named_dtype(qualified, module.project.tables) if qualified else None) or UNKNOWN
 
 
 def _enclosing_parameters(project, fn: Function, env: dict) -> dict:
