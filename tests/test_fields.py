@@ -743,3 +743,39 @@ agent = Agent("a", np.zeros(1 << 20))
 agent.upload()
 """
     assert rows(src, "PIN001") == [row_of(src, "agent.upload()")]
+
+
+@pytest.mark.parametrize("placeholder", ["self.stream = None", "pass"])
+def test_a_field_a_called_method_sets_replaces_the_value_set_before_the_call(placeholder):
+    # `self.stream = None` then `self._setup()` setting it to a stream: after the call the field is the
+    # stream, not the None the constructor wrote first (Real-Time-Multi-Model-AI-Pipeline's face
+    # recognizer, survey 43: the copy looked synchronous and its pageable batch went unreported).
+    src = source(f"""
+        import numpy as np
+        import pycuda.driver as cuda
+
+
+        class Recognizer:
+            def __init__(self):
+                {placeholder}
+                self._setup()
+
+            def _setup(self):
+                self._make_stream()
+                self.d_in = cuda.mem_alloc(1 << 22)
+
+            def _make_stream(self):
+                self.stream = cuda.Stream()
+
+            def infer(self, batch):
+                cuda.memcpy_htod_async(self.d_in, batch, self.stream)
+                self.stream.synchronize()
+
+
+        def process(n):
+            crops = np.empty((n, 3, 112, 112), dtype=np.float32)
+            Recognizer().infer(crops)
+        """)
+    assert rows(src, "PIN001") == [row_of(src, "Recognizer().infer")]
+    default = src.replace("self.stream = cuda.Stream()", "self.stream = None")
+    assert rows(default, "PIN001") == []

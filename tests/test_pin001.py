@@ -15,7 +15,7 @@ import textwrap
 import pytest
 
 import helpers
-from helpers import codes, col_of, copy_kinds, findings, only, row_of, rows
+from helpers import codes, col_of, copy_kinds, findings, only, row_of, rows, source
 from pinlint.settings import Settings
 
 
@@ -427,6 +427,28 @@ def test_cuda_python_memcpy_async_d2h_pageable(import_line, mod):
         f"{mod}.cudaMemcpyAsync(h.ctypes.data, dptr, h.nbytes, {mod}.cudaMemcpyKind.cudaMemcpyDeviceToHost, s)\n"
     f = only(src, "PIN001")
     assert "device-to-host" in f.message
+
+
+@pytest.mark.parametrize("direction", ["h2d", "d2h"])
+def test_cuda_python_memcpy_async_of_an_address_made_an_int_is_the_buffer(direction):
+    # `int(h.ctypes.data)` is how cuda-python's cudaMemcpyAsync is often given a host address: the
+    # same memory, so the same finding as without int() (tcar_pkg's camera input, survey 43).
+    src = _runtime("from cuda import cudart", "cudart") + (
+        "def upload(dev, host, stream):\n"
+        "    cudart.cudaMemcpyAsync(dev, int(host.ctypes.data), host.nbytes,\n"
+        "                           cudart.cudaMemcpyKind.cudaMemcpyHostToDevice, stream)\n"
+        "upload(dptr, h, s)\n" if direction == "h2d" else
+        "dst = int(h.ctypes.data)\n"
+        "cudart.cudaMemcpyAsync(dst, dptr, h.nbytes, cudart.cudaMemcpyKind.cudaMemcpyDeviceToHost, s)\n")
+    f = only(src, "PIN001")
+    assert f.location.row == row_of(src, "upload(dptr" if direction == "h2d" else "cudaMemcpyAsync(dst")
+    assert [r.location.row for r in f.related][0] == row_of(src, "h = np.zeros")
+
+
+def test_cuda_python_int_of_a_pinned_address_stays_pinned():
+    src = _runtime("from cuda import cudart", "cudart") + (
+        "cudart.cudaMemcpyAsync(dptr, int(ph), 1024, cudart.cudaMemcpyKind.cudaMemcpyHostToDevice, s)\n")
+    assert codes(src) == []
 
 
 @pytest.mark.parametrize("import_line, mod", RUNTIMES)
@@ -3670,7 +3692,7 @@ def test_a_helper_returning_a_numpy_conversion_of_what_nothing_explains(returns,
     src = f"""
     import numpy as np
     import torch
-    from scipy.ndimage import gaussian_filter
+    from imaging import gaussian_filter  # a library nothing here explains
 
     def make_weights(shape):
         w = gaussian_filter(np.zeros(shape), 2.0)
@@ -3681,3 +3703,41 @@ def test_a_helper_returning_a_numpy_conversion_of_what_nothing_explains(returns,
         return torch.from_numpy(w).cuda(0, non_blocking=True)
     """
     assert codes(src) == (["PIN001"] if reported else [])
+
+
+@pytest.mark.parametrize("call, reported", [
+    ("gaussian_filter(w, 2.0)", True),
+    ("ndimage.zoom(w, 2)", True),
+    ("gaussian_filter(w, 2.0, output=out)", False),   # written into the pinned array it is given
+    ("gaussian_filter(w, 2.0, output=np.float32)", False),  # a dtype there: nothing the tables say
+])
+def test_a_scipy_filter_of_a_host_array_is_a_new_pageable_array(call, reported):
+    # MedNeXt's importance map (survey 42): a helper's gaussian_filter of a NumPy array, cast with
+    # astype and cached on the object, uploaded with non_blocking=True on every prediction.
+    src = source(f"""
+        import numpy as np
+        import torch
+        from scipy import ndimage
+        from scipy.ndimage import gaussian_filter
+
+
+        class Predictor:
+            def __init__(self):
+                self._weights = None
+
+            @staticmethod
+            def _make_weights(shape):
+                w = np.zeros(shape)
+                out = torch.empty(shape, dtype=torch.float64).pin_memory().numpy()
+                w = {call}
+                return w
+
+            def predict(self, shape):
+                if self._weights is None:
+                    w = self._make_weights(shape)
+                    self._weights = w
+                else:
+                    w = self._weights
+                return torch.from_numpy(w).cuda(0, non_blocking=True)
+        """)
+    assert rows(src, "PIN001") == ([row_of(src, "torch.from_numpy(w)")] if reported else [])

@@ -2404,3 +2404,39 @@ def test_a_helper_pinning_a_batch_itself_is_still_reported():
     src = _LOADER_HELPER.format(setup="self.make_loaders()",
                                 fetch="x, y = self.next_extra(); x = x.pin_memory()")
     assert codes(src) == ["PIN002"]
+
+
+def test_pinned_memory_kept_through_an_int_address_is_not_dropped():
+    # A helper pins with cudaHostAlloc, hands back `int(ptr)`, and the set-up loop views it as an array
+    # (`from_address`) kept in a dict on the object: nothing is dropped per iteration (YoloPX_ros2's
+    # runner, survey 43: int() lost the address's memory, and each call looked like a pinned drop).
+    src = source("""
+        import ctypes
+        import numpy as np
+        from cuda import cudart
+
+
+        def pin_bytes(nbytes):
+            err, raw = cudart.cudaHostAlloc(nbytes, 0)
+            return int(raw)
+
+
+        def pinned_vector(count):
+            nbytes = count * 4
+            addr = pin_bytes(nbytes)
+            block = (ctypes.c_uint8 * nbytes).from_address(addr)
+            return np.ctypeslib.as_array(block).view(np.float32), addr
+
+
+        class Bindings:
+            def __init__(self, names, count):
+                self.host = {}
+                self.addrs = {}
+                for name in names:
+                    vec, addr = pinned_vector(count)
+                    self.host[name] = vec
+                    self.addrs[name] = addr
+        """)
+    assert codes(src) == []
+    dropped = src.replace("self.addrs[name] = addr", "pass").replace("self.host[name] = vec", "print(vec.sum())")
+    assert codes(dropped) == ["PIN002"]

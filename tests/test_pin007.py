@@ -2010,3 +2010,54 @@ def test_a_cached_upload_two_calls_below_a_loop_is_not_repeated():
         "def fit(targets):\n    return [t.device_data() for t in targets]\n\n\n"
         "def scan(t, steps):\n    for _ in range(steps):\n        a = fit([t])\n    return a")
     assert codes(uncached) == ["PIN007"]
+
+
+@pytest.mark.parametrize("second, allocated_by", [
+    ("copy.deepcopy(first)", "`Plate()` at line 12, `copy.deepcopy` at line 13"),  # its own array, a copy
+    ("copy.copy(first)", "`Plate()` at line 12, outside"),  # the same array as the first's
+    ("Plate(rows, cols)", "`Plate()` at line 12, `Plate()` at line 13"),
+])
+def test_a_copied_object_holds_arrays_the_analysis_knows(second, allocated_by):
+    # ENCCS' stencil (survey 43): two field objects, the second a deep copy of the first, swapped each
+    # step, the device field copied back into the current object's pageable array every few steps.
+    src = source(f"""
+        import copy
+        import numpy as np
+        from numba import cuda
+
+
+        class Plate:
+            def __init__(self, rows, cols):
+                self.data = np.zeros((rows + 2, cols + 2), dtype=np.float64)
+
+
+        def solve(rows, cols, steps, every):
+            first = Plate(rows, cols)
+            second = {second}
+            cur, prev = first, second
+            cur.dev = cuda.to_device(cur.data)
+            prev.dev = cuda.to_device(prev.data)
+            for step in range(steps):
+                if step % every == 0:
+                    cur.dev.copy_to_host(cur.data)
+                cur, prev = prev, cur
+            return cur
+        """)
+    found = findings(src)
+    assert [(f.code, f.location.row) for f in found] == [("PIN007", row_of(src, "cur.dev.copy_to_host"))]
+    assert f"(allocated by {allocated_by}" in found[0].message
+
+
+def test_a_deep_copy_of_something_unexplained_stays_unknown():
+    src = source("""
+        import copy
+        from numba import cuda
+
+
+        def solve(template, steps):
+            cur = copy.deepcopy(template)
+            cur.dev = cuda.to_device(cur.data)
+            for step in range(steps):
+                cur.dev.copy_to_host(cur.data)
+        """)
+    assert codes(src) == []

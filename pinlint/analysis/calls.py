@@ -23,13 +23,16 @@ from ..model import EventType, Kind
 from . import effects, interproc
 from .domain import (UNKNOWN, Alternatives, ClassRef, Const, Device, Function, Host, Instance, Items, Iteration, Loader, Mapping,
                      LibraryRef, ModuleRef, Obj, RecordType, Scalar, Seq, Stream, Super, Tensor, Value, add_element, element_of, join,
-                     flatten, mapping, merged, numeric_const, ordered, scalar_kind)
+                     flatten, mapping, merged, numeric_const, ordered, rebuild, scalar_kind)
 from .dtypes import item_size, range_length
 from .state import STREAM
 from .effects import Args
 
 _BUILTINS = frozenset(dir(builtins))
 _IMPORTERS = frozenset({"importlib.import_module"})  # load a module named by a string
+_COPIERS = frozenset({"copy.copy", "copy.deepcopy"})
+_DEEP_COPIED_DEVICES = frozenset({"cupy", "torch"})  # their arrays' __deepcopy__ copies on the device
+_COPY_DEPTH = 4  # objects inside objects a deep copy follows
 _COLLECTING = frozenset({"list", "tuple", "set", "frozenset"})  # builtins that only collect what they iterate
 # Start a callable later, on another thread, with the arguments they are given: (callable, args, kwargs).
 _STARTERS = {"threading.Thread": (ArgSpec(1, "target"), ArgSpec(3, "args"), ArgSpec(4, "kwargs")),
@@ -197,6 +200,8 @@ class Calls:
             return effects.apply(ev, api, node, None, self.arguments(node))
         if qualified in _IMPORTERS:
             return self._import_module(node)
+        if qualified in _COPIERS:
+            return self._copied(node, qualified, self.arguments(node))
         module = ev.tables.python.get("library_modules", {}).get(qualified) if qualified else None
         if module is not None:
             self.arguments(node)
@@ -237,6 +242,41 @@ class Calls:
             return device or UNKNOWN
         ev.escape(node, args.values(), handed=True)  # an unknown call may store its arguments anywhere
         return device or UNKNOWN
+
+    def _copied(self, node: cst.Call, qualified: str, args: Args) -> Value:
+        """``copy.deepcopy(plate)`` of an object of the checked code: an object of its class whose
+        NumPy arrays are new pageable arrays like the originals (``ndarray.__deepcopy__`` copies the
+        data), its CuPy and torch device arrays new ones on the device, its containers new ones
+        holding such copies, its constants the same. ``copy.copy`` copies only the top: an array's
+        data, or an object whose fields are the same objects. Anything else stays unknown."""
+        ev = self.ev
+        if args.star or args.keywords or len(args.positional) != 1:
+            ev.escape(node, args.values(), handed=True)
+            return UNKNOWN
+        array_copy = replace(ev.tables.functions["numpy.copy"], name=qualified)
+
+        def copied(value: Value, deep: bool, depth: int) -> Value:
+            if isinstance(value, Host):
+                if value.library != "numpy" or value.pointer or not value.sites or value.maybe_unknown:
+                    return UNKNOWN
+                return effects.apply(ev, array_copy, node, None, Args(((None, value),), {}, False))
+            if isinstance(value, Device):
+                return Device(value.library) if value.library in _DEEP_COPIED_DEVICES else UNKNOWN
+            if isinstance(value, (Const, Scalar)):
+                return value
+            if type(value) in (Items, Seq, Mapping, Instance):
+                if not deep:
+                    return value  # a new container or object holding the same things
+                if depth >= _COPY_DEPTH:
+                    return UNKNOWN
+                return rebuild(value, lambda held: copied(held, True, depth + 1))
+            return UNKNOWN
+
+        value = args.positional[0][1]
+        result = copied(value, qualified == "copy.deepcopy", 0)
+        if result is UNKNOWN:
+            ev.escape(node, args.values(), handed=True)
+        return result
 
     def _import_module(self, node: cst.Call) -> Value:
         """``importlib.import_module("cuda.bindings.runtime")``: the library module (or the checked
@@ -929,10 +969,11 @@ def _number(name: str, values: list, args: Args) -> Optional[Value]:
         return values[0]  # int(len(x)), int(n) of an int the code names
     if name == "int" and len(values) == 1 and isinstance(values[0], Const) and values[0].values and \
             all(isinstance(v, float) and math.isfinite(v) for v in values[0].values):
-        return Const(frozenset(int(v) for v in values[0].values))  # int(n * (n - 1) / 2)
-    if name == "int" and len(values) == 1 and isinstance(values[0], Const) and values[0].values and \
-            all(isinstance(v, float) and math.isfinite(v) for v in values[0].values):
-        return Const(frozenset(int(v) for v in values[0].values))  # int(n_in / 16 * 2): 2048
+        return Const(frozenset(int(v) for v in values[0].values))  # int(n * (n - 1) / 2), int(n_in / 16 * 2)
+    if name == "int" and len(values) == 1 and isinstance(values[0], Host) and values[0].pointer:
+        # `int(arr.ctypes.data)`, `int(ptr)` of cudaHostAlloc's pointer: the same address, as a
+        # Python int (how cuda-python's cudaMemcpyAsync and ctypes' from_address take it)
+        return values[0]
     if name in ("int", "float") and values:
         return Scalar(name)
     if name in ("round", "abs", "min", "max") and values and \

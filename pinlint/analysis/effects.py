@@ -216,7 +216,8 @@ def _alloc(ev, api: Api, node, receiver, args: Args) -> Value:
         target = args.value(into)
         if isinstance(target, Host):
             ev.event(EventType.WRITE, node, target, api=api.name)
-        return target
+        # `output=np.float32` names a dtype: a new array of it, whose kind this table does not say
+        return target if isinstance(target, (Host, Device)) else UNKNOWN
     if api.library == "numpy" and receiver is None:
         # `np.zeros_like(d)`, `np.concatenate([d1, d2])` of CuPy arrays are CuPy arrays (NEP-18 dispatch)
         dispatched = {v.library for v in flatten(args.values()) if isinstance(v, Device)} & ev.tables.numpy_dispatch

@@ -91,7 +91,7 @@ def call(ev, fn: Function, args, node: cst.Call, receiver_expr) -> Value:
     if fn.node.name.value == "__init__" and fn.klass is not None:
         outcome = _with_constant_fields(fn, outcome, env)  # `super().__init__(engine)`, as construct() does
     rename = _renamer(ev, fn, node, outcome)
-    _copy_back(ev, outcome, exprs, rename)
+    _copy_back(ev, outcome, exprs, rename, fn)
     returned = map_sites(outcome.returned, rename)
     _announce_allocations(ev, node, returned, outcome, fn)
     _keep_what_it_keeps(ev, fn, node, outcome, rename, receiver_expr)
@@ -252,7 +252,7 @@ def construct(ev, cls: ClassRef, args, node: cst.Call) -> Value:
         ev.escape(node, args.values())
         return instance
     rename = _renamer(ev, fn, node, outcome)
-    _copy_back(ev, outcome, exprs, rename)
+    _copy_back(ev, outcome, exprs, rename, fn)
     self_name = _self_name(init.node)
     after = dict(outcome.params).get(self_name, instance) if self_name else instance
     if not isinstance(after, Instance):
@@ -1172,7 +1172,7 @@ def _rename_pending(pending: PendingCopy, rename) -> PendingCopy:
     return pending if sites == pending.sites else replace(pending, sites=sites)
 
 
-def _copy_back(ev, outcome: Outcome, exprs: dict, rename) -> None:
+def _copy_back(ev, outcome: Outcome, exprs: dict, rename, fn: Function) -> None:
     """A callee that changed an argument's object (appended to a list, set a field) changed the
     caller's object: the caller's name for it sees the new value."""
     from .transfer import rebind
@@ -1189,6 +1189,8 @@ def _copy_back(ev, outcome: Outcome, exprs: dict, rename) -> None:
                 value = Instance(mine.klass, value.fields)
         if expr is not None and dotted(expr) is not None:
             rebind(ev, expr, map_sites(value, rename), mutated=True)
+            if isinstance(value, Instance):
+                _refresh_fields(ev, dotted(expr), map_sites(value, rename), _fields_it_sets(ev, fn, name))
         elif isinstance(expr, (cst.List, cst.Tuple)) and isinstance(value, Items) and \
                 len(value.items) == len(expr.elements) and \
                 not any(isinstance(e, cst.StarredElement) for e in expr.elements):
@@ -1197,6 +1199,50 @@ def _copy_back(ev, outcome: Outcome, exprs: dict, rename) -> None:
             for element, item in zip(expr.elements, value.items):
                 if dotted(element.value) is not None:
                     rebind(ev, element.value, map_sites(item, rename), mutated=True)
+
+
+def _refresh_fields(ev, key: str, value: Instance, stored: frozenset) -> None:
+    """The caller's own record of the fields the callee set (``self.stream = None`` then
+    ``self._setup()`` setting ``self.stream = cuda.Stream()``): those entries would hide what the
+    callee left in them, so they take its values, and what the caller knew below them goes."""
+    env = ev.state.env
+    fields = dict(value.fields)
+    for name in stored:
+        field_key = f"{key}.{name}"
+        if field_key not in env:
+            continue
+        below = field_key + "."
+        for other in [k for k in env if k.startswith(below)]:
+            del env[other]
+        env[field_key] = fields.get(name, UNKNOWN)
+
+
+_SETS_LIMIT = 32  # methods followed through `self.name()` calls when collecting the fields a call sets
+
+
+def _fields_it_sets(ev, fn: Function, param: str) -> frozenset:
+    """The fields of ``param``'s object that the function assigns (``param.x = ...``), and, for a
+    method's receiver, those the methods it calls on it assign in turn."""
+    from .fields import _self_calls, field_stores
+    if not isinstance(fn.node, cst.FunctionDef):
+        return frozenset()
+    found = set(field_stores(fn.node, param)[0])
+    info = ev.module.project.class_info(fn.bound.klass) if isinstance(fn.bound, Instance) else None
+    if info is None or fn.kind != "method" or param != _self_name(fn.node):
+        return frozenset(found)
+    seen, todo = {fn.node}, [fn.node]
+    while todo and len(seen) <= _SETS_LIMIT:
+        node = todo.pop()
+        for name in _self_calls(node, param if node is fn.node else _self_name(node) or param):
+            member = info.lookup(name, record=False)
+            if member is None or not isinstance(member.node, cst.FunctionDef) or member.node in seen:
+                continue
+            seen.add(member.node)
+            todo.append(member.node)
+            own = _self_name(member.node)
+            if own:
+                found |= field_stores(member.node, own)[0]
+    return frozenset(found)
 
 
 def _announce_allocations(ev, node, returned: Value, outcome: Outcome, fn: Function) -> None:
