@@ -216,6 +216,9 @@ class Event:
     conditional: bool = False             # lifted from a callee, where it ran under an `if` or in a loop
     once_per_object: bool = False         # under a method's cache guard: no caller's loop repeats it
     replaced: frozenset = frozenset()     # REGISTER in place: the sites of the buffer as it was before
+    # `if` nodes of ``branch`` whose test this analysis found constant, the arm taken the only one: the
+    # event runs wherever its scope runs, as far as those tests go (`if isinstance(off, np.ndarray):`)
+    decided: frozenset = field(default=frozenset(), repr=False)
 
     def visited(self, predicate) -> frozenset:
         """The sites of the elements a copy of a loop's element takes in turn (``visits``) that satisfy

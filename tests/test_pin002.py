@@ -2401,9 +2401,14 @@ def test_a_loader_batch_handed_on_by_a_helper_is_no_pinning_of_the_call(setup):
 
 
 def test_a_helper_pinning_a_batch_itself_is_still_reported():
+    # Of a loader that leaves its batches pageable, `x.pin_memory()` copies each one into a new pinned
+    # block; of one that pins them (pin_memory=True), PyTorch returns the tensor as it is.
     src = _LOADER_HELPER.format(setup="self.make_loaders()",
                                 fetch="x, y = self.next_extra(); x = x.pin_memory()")
-    assert codes(src) == ["PIN002"]
+    pageable = src.replace("self.extra = DataLoader(Frames(), batch_size=8, pin_memory=True)",
+                           "self.extra = DataLoader(Frames(), batch_size=8)")
+    assert codes(pageable) == ["PIN002"]
+    assert codes(src) == []
 
 
 def test_pinned_memory_kept_through_an_int_address_is_not_dropped():
@@ -2440,3 +2445,133 @@ def test_pinned_memory_kept_through_an_int_address_is_not_dropped():
     assert codes(src) == []
     dropped = src.replace("self.addrs[name] = addr", "pass").replace("self.host[name] = vec", "print(vec.sum())")
     assert codes(dropped) == ["PIN002"]
+
+
+@pytest.mark.parametrize("pin, reported", [
+    ("", True),                              # pageable batches: each step pins a copy
+    ("pin_memory=False, ", True),
+    ("pin_memory=True, ", False),            # already pinned: `.pin_memory()` is the tensor itself
+    ("pin_memory=args.pin_memory, ", False),  # pinned or not: nothing here says
+])
+def test_pin_memory_of_a_loader_batch_copies_only_what_the_loader_left_pageable(pin, reported):
+    # unsloth-zoo's training step (survey 43): `batch["input_ids"].pin_memory()` of a loader whose
+    # pin_memory= comes from the caller's training arguments (Hugging Face's default is True).
+    src = source(f"""
+        import torch
+        from torch.utils.data import DataLoader
+
+
+        def train(model, dataset, collate, args, opt):
+            it = iter(DataLoader(dataset, batch_size=8, {pin}collate_fn=collate))
+            for step in range(args.steps):
+                batch = next(it)
+                ids = batch["input_ids"].pin_memory().to("cuda:0", non_blocking=True)
+                model(ids).sum().backward()
+        """)
+    assert rows(src, "PIN002") == ([row_of(src, ".pin_memory()")] if reported else [])
+
+
+@pytest.mark.parametrize("argument, reported", [
+    ("net.device", True),          # the same device on every call of the loop
+    ("devices[start % 2]", False),  # another device from one iteration to the next
+    ("None if start else net.device", False),
+])
+def test_a_helper_pinning_under_a_test_of_a_parameter_the_loop_passes_unchanged(argument, reported):
+    # facemap's pose batches (survey 44): `prepare(im, device=net.device)` per batch, the helper pinning
+    # under `if device is not None:` / `if device.type != "cpu":`; the test answers alike on every call.
+    src = source(f"""
+        import numpy as np
+        import torch
+
+
+        def prepare(im, device=None):
+            if device is not None:
+                im = torch.from_numpy(im)
+                if device.type != "cpu":
+                    im = im.pin_memory()
+                im = im.to(device, dtype=torch.float32)
+            return im
+
+
+        def run(net, reader, total, batch, devices):
+            start = 0
+            while start != total:
+                end = min(start + batch, total)
+                imall = np.array([reader.read(i) for i in range(start, end)])
+                x = prepare(imall, device={argument})
+                net(x)
+                start = end
+        """)
+    assert rows(src, "PIN002") == ([row_of(src, "x = prepare")] if reported else [])
+
+
+@pytest.mark.parametrize("offsets, reported", [
+    ("np.zeros((1000, 64))", True),    # a NumPy array: every call takes the arm and pins a slice
+    ("torch.zeros(1000, 64)", False),  # a tensor: the arm is never taken
+])
+def test_a_pinning_only_the_callers_argument_decides_is_reported_at_the_caller(offsets, reported):
+    # suite2p's registration (survey 44): a helper of the batch loop pins its argument under
+    # `if isinstance(off, np.ndarray):`; only the caller's argument says the arm is taken, on every call.
+    src = source(f"""
+        import numpy as np
+        import torch
+
+
+        def apply_shifts(frames, off, device):
+            if isinstance(off, np.ndarray):
+                off = torch.from_numpy(off).pin_memory().to(device)
+            return frames + off.mean()
+
+
+        def shift_all(movie, offsets, batch, device):
+            for t0 in range(0, 1000, batch):
+                apply_shifts(movie, offsets[t0:t0 + batch], device)
+
+
+        def register(movie, device):
+            offsets = {offsets}
+            shift_all(movie, offsets, 100, device)
+        """)
+    found = findings(src)
+    assert [(f.code, f.location.row) for f in found] == \
+        ([("PIN002", row_of(src, "shift_all(movie, offsets, 100"))] if reported else [])
+    if reported:
+        assert "and 1 more" not in found[0].message
+
+
+@pytest.mark.parametrize("made, reported", [
+    ("np.random.rand(1000, 1000)", True),  # always an array: the test takes its arm on every iteration
+    ("frames[i]", False),                  # anything: perhaps a lazy set-up
+])
+def test_an_if_the_analysis_finds_constant_in_the_loop_runs_every_iteration(made, reported):
+    src = source(f"""
+        import numpy as np
+        import torch
+
+
+        def run(frames, device):
+            for i in range(100):
+                x = {made}
+                if isinstance(x, np.ndarray):
+                    x = torch.from_numpy(x).pin_memory()
+                y = x.to(device, non_blocking=True)
+        """)
+    assert rows(src, "PIN002") == ([row_of(src, ".pin_memory()")] if reported else [])
+
+
+def test_a_lazy_set_up_behind_a_type_test_stays_quiet():
+    # `if not isinstance(buf, torch.Tensor):` with `buf = None` before the loop: the first iteration
+    # allocates, the others find the tensor; the arm's own state remembers only the first iteration.
+    src = source("""
+        import torch
+
+
+        def run(frames, device):
+            buf = None
+            for i in range(100):
+                if not isinstance(buf, torch.Tensor):
+                    buf = torch.empty(1000, 1000, pin_memory=True)
+                buf.copy_(frames[i])
+                y = buf.to(device, non_blocking=True)
+        """)
+    assert rows(src, "PIN002") == []

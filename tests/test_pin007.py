@@ -2061,3 +2061,117 @@ def test_a_deep_copy_of_something_unexplained_stays_unknown():
                 cur.dev.copy_to_host(cur.data)
         """)
     assert codes(src) == []
+
+
+def test_a_pass_through_loader_hands_a_new_item_each_iteration():
+    # cryodrgn (survey 44): `DataLoader(data, sampler=BatchSampler(...), batch_size=None)` hands on what
+    # the dataset's __getitem__ makes, anew for every batch: no buffer made before the loop is re-sent.
+    src = source("""
+        import numpy as np
+        import torch
+        from torch.utils.data import BatchSampler, DataLoader, Dataset, SequentialSampler
+
+
+        class Particles(Dataset):
+            def __init__(self, path):
+                self.stack = np.load(path, mmap_mode="r")
+
+            def __len__(self):
+                return self.stack.shape[0]
+
+            def __getitem__(self, idx):
+                imgs = torch.from_numpy(np.asarray(self.stack[idx]))
+                return {"y": (imgs - imgs.mean()) / imgs.std(), "index": idx}
+
+
+        def encode_all(model, data, device):
+            sampler = BatchSampler(SequentialSampler(data), batch_size=64, drop_last=False)
+            for mb in DataLoader(data, sampler=sampler, batch_size=None):
+                model(mb["y"].to(device))
+
+
+        encode_all(torch.nn.Identity(), Particles("particles.npy"), torch.device("cuda"))
+        """)
+    assert rows(src, "PIN007") == []
+
+
+def test_a_buffer_a_callees_loop_makes_each_step_and_keeps_is_new_on_every_call():
+    # ElegantRL's agent (survey 44): explore() uploads its current state, steps the environment (a new
+    # array each step) and keeps the last one on the object; the training loop calls explore() again,
+    # so each upload is of another buffer, and the one reset() made before the loop crosses once.
+    src = source("""
+        import numpy as np
+        import torch
+
+
+        class Env:
+            def __init__(self, n):
+                self.prices = np.random.rand(1000, n).astype(np.float32)
+
+            def obs(self, day):
+                return np.hstack((self.prices[day], self.prices[day] * 0.5))
+
+            def reset(self):
+                return self.obs(0)
+
+            def step(self, day):
+                return self.obs(day), 1.0
+
+
+        class Agent:
+            def __init__(self):
+                self.last = None
+
+            def explore(self, env, horizon):
+                s = self.last
+                for day in range(horizon):
+                    t = torch.as_tensor(s, dtype=torch.float32, device="cuda")
+                    s, r = env.step(day)
+                self.last = s
+
+
+        def train():
+            env = Env(16384)
+            agent = Agent()
+            agent.last = env.reset()
+            for _ in range(10):
+                agent.explore(env, 64)
+        """)
+    assert rows(src, "PIN007") == []
+
+
+@pytest.mark.parametrize("modes, test, reported", [
+    ('["gpu_filter", "constant", "prctile"]', 'method == "gpu_filter"', False),  # one iteration takes the arm
+    ('["gpu_filter", "constant", "prctile"]', '"gpu_filter" == method', False),
+    ('["gpu_filter", "gpu_filter"]', 'method == "gpu_filter"', True),            # not distinct: twice
+    ('["gpu_filter", "constant", "prctile"]', 'method != "constant"', True),     # two of them take it
+])
+def test_a_copy_under_a_test_of_one_mode_of_a_mode_loop_runs_once(modes, test, reported):
+    # suite2p's test-data script (survey 44): `for baseline in ['maximin', 'constant', ...]:` calling a
+    # preprocessing helper that uploads only under `if baseline == "maximin":`.
+    src = source(f"""
+        import numpy as np
+        import torch
+
+
+        def smooth_gpu(traces, batch, device):
+            out = np.zeros_like(traces)
+            for b in range(0, traces.shape[0], batch):
+                chunk = torch.from_numpy(traces[b:b + batch]).to(device)
+                out[b:b + batch] = (chunk * 0.5).cpu().numpy()
+            return out
+
+
+        def baseline(traces, method, device):
+            if {test}:
+                traces = smooth_gpu(traces, 100, device)
+            return traces
+
+
+        def main():
+            dev = torch.device("cuda")
+            traces = np.load("traces.npy")
+            for method in {modes}:
+                np.save(f"{{method}}.npy", baseline(traces, method, dev))
+        """)
+    assert rows(src, "PIN007") == ([row_of(src, "np.save(")] if reported else [])

@@ -74,9 +74,6 @@ def upload():
 @pytest.mark.parametrize("loop", [
     # the index may come round again: the second visit reads the device tensor
     "for i in order:\n        xs[i] = xs[i].cuda(non_blocking=True)",
-    # the store is conditional: the next read of that slot may be the host or the device tensor
-    "for i in range(len(xs)):\n        if i:\n            xs[i] = xs[i].cuda(non_blocking=True)\n"
-    "        xs[i].cuda(non_blocking=True)",
     # the index is rebound in the body
     "for i in range(len(xs)):\n        i = 0\n        xs[i] = xs[i].cuda(non_blocking=True)",
     # the list is reordered in the body
@@ -92,6 +89,22 @@ def upload(frames, order):
     return xs
 """
     assert "PIN001" not in codes(src), loop
+
+
+def test_a_store_under_an_if_reads_the_slot_as_the_loop_found_it():
+    # TimeSformer's pack (survey 44): `if cfg.NUM_GPUS: inputs[i] = inputs[i].cuda(non_blocking=True)`.
+    # The guarded store still replaces only slot i, so its own read is the element as it was; a read
+    # after the `if` may be either (the host tensor where the arm was not taken) and stays unknown.
+    src = TORCH + """
+def upload(frames, use_gpu):
+    xs = frames_to_tensors(frames)
+    for i in range(len(xs)):
+        if use_gpu:
+            xs[i] = xs[i].cuda(non_blocking=True)
+        xs[i].cuda(non_blocking=True)
+    return xs
+"""
+    assert rows(src, "PIN001") == [row_of(src, "xs[i] = xs[i].cuda")]
 
 
 def test_a_read_after_the_store_in_the_same_iteration_is_the_stored_value():

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import codes, only, row_of, rows, run_in_process, write
+from helpers import codes, only, row_of, rows, run_in_process, source, write
 from pinlint.config import apply_overrides, load_config
 from pinlint.runner import Cache
 from pinlint.settings import Settings, SettingsError, thresholds_of
@@ -535,3 +535,25 @@ for i in range(8):
     d = cp.asarray(h)
 """
     assert ("PIN007" in codes(src)) == (not small)
+
+
+@pytest.mark.parametrize("shape, reported", [("4, 16", False), ("4096, 4096", True)])
+def test_arithmetic_on_a_tensor_of_a_parametrized_dtype_keeps_a_size_bound(shape, reported):
+    # unsloth-zoo's LoRA merge tests (survey 43): `torch.randn(r, cols, dtype=dt) * 0.05` with `dt` from
+    # pytest.mark.parametrize: the product's dtype is one of several, its size at most its elements at
+    # the widest item, a few KiB here (and reported where even the smallest item makes it large).
+    src = source(f"""
+        import pytest
+        import torch
+
+
+        def fold(x):
+            return x.to("cuda", dtype=torch.float32, non_blocking=True)
+
+
+        @pytest.mark.parametrize("dt", [torch.float32, torch.bfloat16])
+        def test_fold(dt):
+            down = torch.randn({shape}, dtype=dt) * 0.05
+            fold(down)
+        """)
+    assert rows(src, "PIN001") == ([row_of(src, "fold(down)")] if reported else [])

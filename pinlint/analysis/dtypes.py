@@ -223,6 +223,28 @@ def elementwise_size(operands: list, library: str, divides: bool, tables) -> tup
     return (count * new_size, dtype) if new_size else (None, None)
 
 
+def elementwise_bound(operands: list, tables) -> Optional[int]:
+    """At most how many bytes an elementwise result of one host array and Python numbers takes, where
+    ``elementwise_size`` cannot tell its dtype (a test's parametrized dtype): no more elements than the
+    array has (no more than its bytes), each at most ``WIDEST_ITEM`` bytes."""
+    sites = set()
+    for value in operands:
+        if isinstance(value, Host):
+            if value.maybe_unknown or value.pointer or len(value.sites) != 1:
+                return None
+            sites |= value.sites
+        elif not (isinstance(value, Scalar) or isinstance(value, Const) and value.values and
+                  all(isinstance(v, (int, float, complex)) and not isinstance(v, bool) for v in value.values)):
+            return None
+    if len(sites) != 1:
+        return None
+    site = sites.pop()
+    count = element_total(site, tables)
+    if count is None:
+        count = site.nbytes if site.nbytes is not None else site.max_nbytes
+    return size_bound(count, None)
+
+
 _KINDS = ("int", "float", "complex")
 
 

@@ -210,6 +210,13 @@ def _joined_elements(value: Value) -> Value:
 
 
 def _alloc(ev, api: Api, node, receiver, args: Args) -> Value:
+    if api.opt("same_if_pinned") and isinstance(receiver, Host):
+        # `t.pin_memory()` of a tensor already pinned is the tensor itself: nothing allocated or copied
+        # (of one that may be, such as a batch of a loader whose pin_memory= nothing here gives, unknown)
+        if receiver.maybe_unknown and any(s.variant == LOADER_BATCH for s in receiver.sites):
+            return UNKNOWN
+        if receiver.sites and all(s.kind.is_pinned for s in receiver.sites):
+            return receiver
     into = api.arg("into")
     if into is not None and args.present(into) and args.value(into) != Const.of(None):
         # `cv2.resize(img, size, dst=buf)`: it writes into the array it is given and returns it.
@@ -960,18 +967,25 @@ def _loader(ev, api: Api, node, receiver, args: Args) -> Value:
     if args.unsure(api.opt("pin_kw")):
         return UNKNOWN  # `DataLoader(ds, **cfg.dataloader)`: pin_memory may be among the options
     pin = args.keywords.get(api.opt("pin_kw"))
+    unsure = False
     if pin is None or pin[1] == Const.of(False):
         kind = Kind.PAGEABLE
     elif true_in_gpu_runs(pin[1]):  # `pin_memory=torch.cuda.is_available()`: pinned in every GPU run
         kind = Kind.PINNED
     else:
-        return UNKNOWN
-    site = ev.site(node, kind, "torch", api.name, fix=api.opt("fix") if kind is Kind.PAGEABLE else None,
+        # `pin_memory=args.pin_memory` of a setting nothing here gives: its batches are pinned or not,
+        # the loader's own tensors either way (`batch["ids"].pin_memory()` may copy nothing)
+        kind, unsure = Kind.PAGEABLE, True
+    site = ev.site(node, kind, "torch", api.name, fix=api.opt("fix") if kind is Kind.PAGEABLE and not unsure else None,
                    fresh_each_iteration=True, variant=LOADER_BATCH)
     collate = args.keywords.get(api.opt("collate_kw")) if api.opt("collate_kw") else None
-    if collate is None and kind is Kind.PAGEABLE and _hands_items_through(args):
+    if collate is None and kind is Kind.PAGEABLE and not unsure and _hands_items_through(args):
         return Loader(site, _items_as_they_are(ev, node, args))
-    return Loader(site, _collated(ev, node, collate[1], site, args) if collate is not None else None)
+    batch = _collated(ev, node, collate[1], site, args) if collate is not None else None
+    if unsure:
+        batch = map_hosts(batch if batch is not None else Host(frozenset([site]), "torch", batch=True),
+                          lambda host: replace(host, maybe_unknown=True) if site in host.sites else host)
+    return Loader(site, batch)
 
 
 def _hands_items_through(args: Args) -> bool:
@@ -1170,7 +1184,16 @@ def _copy(ev, api: Api, node, receiver, args: Args) -> Value:
             target_expr = args.keywords["dtype"]  # t.to(dtype=torch.int32): a conversion, as t.to(torch.int32)
         if target_expr is not None and other_device(target_expr[1], ev.tables):
             return UNKNOWN  # t.to("meta"): a tensor with no data, nothing copied
+        if target_expr is not None and isinstance(target_expr[1], Host) and direction == "h2d" and \
+                not target_expr[1].pointer:
+            # t.to(ref) of a CPU tensor `ref`: its device and dtype, the CPU's; a conversion at most
+            if isinstance(receiver, Host):
+                return convert(ev, node, receiver, None, api.name, always_copy=False, some_dtype=True)
+            return receiver if receiver is not None else UNKNOWN
         target = device_of(target_expr[1], ev.tables) if target_expr else None
+        if target is None and target_expr is not None and isinstance(target_expr[1], Device) and \
+                target_expr[1].library == "torch":
+            target = True  # t.to(ref) of a CUDA tensor: onto its GPU
         if target_expr is not None and target is None:
             dtype = canonical_dtype(target_expr[1], ev.tables)
             if dtype is None and _names_a_dtype(target_expr[0], target_expr[1]):

@@ -19,7 +19,7 @@ from .domain import (ANYTHING, module_stand_in, NDIM_UNKNOWN, ON_GPU, UNKNOWN, A
                      GpuFlag, LibraryRef, Mapping, ModuleRef, Scalar, Seq, Stream, Super, Tensor, Value, element_of, flatten, join,
                      is_none, mapping, ordered, scalar_kind, sites_of, varying_in, with_visits)
 from ..walk import code_parts
-from .dtypes import element_total, elementwise_size, fold, named_dtype, python_number_operands, transposed
+from .dtypes import element_total, elementwise_bound, elementwise_size, fold, named_dtype, python_number_operands, transposed
 from .state import CAPTURING, DOTTED, ELEMENT_OF, KEY_OF, State, iter_key, put
 
 _TRANSPOSING = frozenset({"T", "mT", "transpose", "swapaxes", "permute", "moveaxis"})
@@ -47,6 +47,8 @@ class Evaluator:
         self.inner_loops: list = []       # comprehensions around the expression being evaluated
         self.emit = False
         self.events: list[Event] = []
+        # id(if test) -> its truth where the recording pass evaluated it (None: either), for `Event.decided`
+        self.test_answers: dict = {}
         self.calls = Calls(self)
         self.awaited: set = set()         # calls awaited where they are made (`await f(x)`)
         self.discarded: set = set()       # comprehensions whose result a statement drops at once
@@ -116,7 +118,22 @@ class Evaluator:
         visits = self._visits(value) if type_ is EventType.COPY else ()
         self.events.append(Event(type=type_, node=node, loops=self.loops, branch=self.branch, sites=sites,
                                  maybe_unknown=maybe_unknown, varies_in=varies, scope=self.scope,
-                                 module=self.module.info, visits=visits, **kw))
+                                 module=self.module.info, visits=visits, decided=self._decided_tests(), **kw))
+
+    def _decided_tests(self) -> frozenset:
+        """The ``if`` nodes around the current element whose type test (``isinstance``, ``hasattr``,
+        ``type(x) is``), in the state that reaches it, has a constant value that takes this arm. Only
+        type tests: a join keeps a buffer's type, while it leaves out None where a buffer may be None
+        (``domain.join``), so ``buf is None`` may read False before the arm only None takes."""
+        found = set()
+        for owner, arm in self.branch:
+            if isinstance(owner, cst.If) and arm in (0, 1) and _type_test(owner.test):
+                # as the test answered in the settled state before the `if`, not in the arm's own state,
+                # which holds what the test said on whichever earlier visits reached the arm
+                answer = self.test_answers.get(id(owner.test))
+                if answer is not None and answer == (arm == 0):
+                    found.add(owner)
+        return frozenset(found)
 
     def _visits(self, value: Value) -> tuple:
         """A copy of a loop's element that runs on every iteration of that loop (no ``if`` between the
@@ -537,8 +554,9 @@ class Evaluator:
             divides = isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Divide)
             nbytes, dtype = elementwise_size(operands, library, divides, self.tables)
             numbers, bound = python_number_operands(operands, self.tables)
+            most = elementwise_bound(operands, self.tables) if nbytes is None and bound is None else None
             site = self.site(node, Kind.PAGEABLE, library, api, nbytes=nbytes if nbytes is not None else bound,
-                             dtype=dtype, python_numbers=numbers)
+                             dtype=dtype, python_numbers=numbers, max_nbytes=most)
             return Host(frozenset([site]), library)
         return UNKNOWN
 
@@ -1222,6 +1240,21 @@ def _element(base: Host, indexes: list) -> Value:
     return UNKNOWN
 
 
+_TYPE_TESTS = frozenset({"isinstance", "hasattr", "callable"})
+
+
+def _type_test(test) -> bool:
+    """``isinstance(x, T)``, ``hasattr(x, "name")``, ``type(x) is T``, or ``not`` of one."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return _type_test(test.expression)
+    if isinstance(test, cst.Call):
+        return isinstance(test.func, cst.Name) and test.func.value in _TYPE_TESTS
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        left = test.left
+        return isinstance(left, cst.Call) and isinstance(left.func, cst.Name) and left.func.value == "type"
+    return False
+
+
 def _single_pass(iterable: Optional[Value]) -> bool:
     """Whether a for loop's iterable (as its header evaluated it) has at most one element."""
     if isinstance(iterable, Items):
@@ -1238,7 +1271,10 @@ def _iteration_element(iterable: Value, loop) -> Value:
         # iteration: a copy through `xp` happens once, not once per iteration.
         return UNKNOWN
     if isinstance(iterable, Loader):
-        return element
+        # Each batch is made as the loader is iterated: by the loader, by the checked code's collate
+        # function, or by the dataset's __getitem__ a pass-through loader (`batch_size=None`) hands on
+        # as it is: a different buffer on every iteration, wherever the analysis saw it made.
+        return varying_in(element, loop)
     if isinstance(iterable, Host):
         # A row of the array (a view), another part of its memory on each iteration: sent once
         # each, not the same bytes again (a file of saved frames loaded whole, walked frame by frame)

@@ -150,7 +150,9 @@ class FileFacts:
         if settled:
             changes = changes.without(settled)
         elements = _element_names(loop)
-        return not all(isinstance(owner, cst.If) and (invariant(owner.test, changes, is_library) or
+        # A test the analysis found constant on every iteration (`if isinstance(x, np.ndarray):` of what
+        # is always an array) takes its arm on all of them.
+        return not all(isinstance(owner, cst.If) and (owner in event.decided or invariant(owner.test, changes, is_library) or
                                                       _others_leave(owner, arm) or
                                                       _filters_elements(owner, elements, changes, is_library))
                        for owner, arm in inner)

@@ -24,7 +24,7 @@ from ..walk import class_body_small, code_nodes, code_parts, small_statements, s
 from .domain import (ANYTHING, UNKNOWN, ClassRef, Const, Device, DeviceSpec, Function, GpuFlag, Host, Instance, Items, Loader, Mapping,
                      ModuleRef, Scalar, Seq, Stream, Super, Tensor, Value, interesting, leaves, map_sites, all_sites,
                      mapping, unknown_host, flatten)
-from .invariance import body_bindings, function_changes, same_on_every_call
+from .invariance import Changes, body_bindings, function_changes, invariant, loop_changes, same_on_every_call
 from .state import STREAM, merge_pending
 
 
@@ -874,9 +874,18 @@ def free_names(node: cst.FunctionDef) -> frozenset:
 
 
 def literal(node) -> Value:
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus) and \
+            isinstance(node.expression, (cst.Integer, cst.Float)):
+        positive = literal(node.expression)  # `lo=-1.0`
+        return Const.of(-positive.single) if isinstance(positive, Const) else UNKNOWN
     if isinstance(node, cst.Integer):
         try:
             return Const.of(int(node.value.replace("_", ""), 0))
+        except ValueError:
+            return UNKNOWN
+    if isinstance(node, cst.Float):
+        try:
+            return Const.of(float(node.value.replace("_", "")))  # `hi=1.0`, `eps=1e-6`
         except ValueError:
             return UNKNOWN
     if isinstance(node, cst.SimpleString):
@@ -1125,9 +1134,10 @@ def _renamer(ev, fn: Function, node, outcome: Outcome):
     owned = _owned_by_the_new_object(fn, outcome)
     # A buffer the callee keeps (stores on its object) is a cache when it may be made once (`if
     # self.buf is None:`); made on every call, outside any `if` or loop (`def prepare(self, n):
-    # self.buf = np.random.rand(n)`), it is a new buffer each call like a returned one.
+    # self.buf = np.random.rand(n)`), it is a new buffer each call like a returned one; so is one its
+    # loop makes on every iteration and leaves there (`s = env.step(a)` per step, then `self.last = s`).
     every_call = frozenset(s for e in outcome.events if e.type is EventType.ALLOC and not e.branch
-                           and not e.loops and not e.conditional for s in e.sites) if outcome.kept else frozenset()
+                           and not e.conditional for s in e.sites) if outcome.kept else frozenset()
 
     def rename(site: Site) -> Site:
         if site in owned:
@@ -1400,11 +1410,12 @@ def _pinned_inside(ev, fn: Function, node, outcome: Outcome) -> None:
         # cuda.pinned(buf):`, `bufs` a parameter): its own analysis does not see them, this call does.
         inner_loops = ()
         if event.loops and not (event.sites and event.sites <= collected):
-            if event.type is not EventType.REGISTER or _registers_alone(ev, fn, event.node) or \
-                    not all(scoped_registration(s) for s in event.sites):
+            registers_for_caller = event.type is EventType.REGISTER and not _registers_alone(ev, fn, event.node) and \
+                all(scoped_registration(s) for s in event.sites)
+            if not registers_for_caller and not _only_in_this_context(ev, fn, event):
                 continue
             inner_loops = event.loops
-        if event.branch and not _every_call_takes(ev, fn, event.branch):
+        if event.branch and not _every_call_takes(ev, fn, event.branch, node, event.decided):
             continue
         if event.conditional and not event.loops:
             continue  # under an `if` of a function it calls (a cache: `if self._buf is None:`)
@@ -1427,10 +1438,24 @@ def _pinned_inside(ev, fn: Function, node, outcome: Outcome) -> None:
                         pooled=inner.pooled, scope=ev.scope,
                         via=frozenset([inner]), variant="call-inside", module=ev.module.info)
             if inner_loops:
-                lifted = _lifted(ev, fn, node, event, lambda _inner, made=site: made, frozenset())
-                ev.events.append(replace(lifted, api=site.api))
+                if ev.emit:  # recorded in the final pass only, as ev.event does
+                    lifted = _lifted(ev, fn, node, event, lambda _inner, made=site: made, frozenset())
+                    ev.events.append(replace(lifted, api=site.api))
             else:
                 ev.event(EventType.ALLOC, node, Host(frozenset([site]), inner.library), api=site.api)
+
+
+def _only_in_this_context(ev, fn: Function, event: Event) -> bool:
+    """A pinning in a loop of the callee that its analysis for callers at large does not find (a helper
+    of the loop pins under `if isinstance(off, np.ndarray):`, which only this caller's argument
+    decides): the callee's own PIN002 cannot report it, so this call, where the evidence meets, does."""
+    if event.type is not EventType.ALLOC:
+        return False
+    baseline = ev.module.project.baseline(fn, ev.invocation)
+    if baseline is None:
+        return False
+    where = _where(event)
+    return not any(_where(other) == where and verdict(other) == verdict(event) for other in baseline.events)
 
 
 def _registered_in_place(ev, fn: Function, node, outcome: Outcome, event: Event, handed_back: list) -> None:
@@ -1439,7 +1464,7 @@ def _registered_in_place(ev, fn: Function, node, outcome: Outcome, event: Event,
     name the caller has for that memory now sees it pinned (the arguments themselves are rebound by
     ``_copy_back``); PIN002 decides, as for a registration written in the loop, whether the buffer
     outlives the iteration."""
-    if event.conditional or (event.branch and not _every_call_takes(ev, fn, event.branch)):
+    if event.conditional or (event.branch and not _every_call_takes(ev, fn, event.branch, node, event.decided)):
         return
     held = next((h for h in handed_back if h.sites & event.sites), None)
     if held is None:
@@ -1462,7 +1487,7 @@ def _registers_alone(ev, fn: Function, node) -> bool:
     return baseline is None or any(e.type is EventType.REGISTER and e.node is node for e in baseline.events)
 
 
-def _every_call_takes(ev, fn: Function, branch: tuple) -> bool:
+def _every_call_takes(ev, fn: Function, branch: tuple, node=None, decided: frozenset = frozenset()) -> bool:
     """Whether each ``if`` arm around a callee's allocation is taken on every call this caller makes:
     tests that read only the receiver's fields and module names nobody here stores (a loader's ``if
     self.device == "cuda":`` pinning each batch). Another arm (an ``except``, a ``match`` case) or a
@@ -1474,9 +1499,38 @@ def _every_call_takes(ev, fn: Function, branch: tuple) -> bool:
     params = fn.node.params.params
     receiver = params[0].name.value if fn.klass is not None and fn.kind == "method" and params else None
     caller_loop = ev.loops[-1] if ev.loops else None
-    return all(isinstance(owner, cst.If) and
+    steady = _steady_parameters(ev, fn, node, caller_loop)
+    if steady:
+        # `prepare(batch, device=net.device)` in the loop, `if device.type != "cpu":` in the helper: the
+        # parameter is what an expression the loop leaves alone gives, the same on every call
+        narrowed = Changes()
+        narrowed.bound = set(changes.bound) - steady
+        narrowed.mutated_names, narrowed.attributes = changes.mutated_names, changes.attributes
+        changes = narrowed
+    return all(owner in decided or isinstance(owner, cst.If) and
                same_on_every_call(owner.test, receiver, changes, caller_loop, fn.module.names_library, cache)
                for owner, _ in branch)
+
+
+def _steady_parameters(ev, fn: Function, node, caller_loop) -> frozenset:
+    """Parameters the body never rebinds whose argument at this call (spelled out, no ``*args``) reads
+    only names and attributes the caller's innermost loop does not change."""
+    if not isinstance(node, cst.Call) or not isinstance(caller_loop, (cst.For, cst.While)) or \
+            any(arg.star for arg in node.args):
+        return frozenset()
+    params = [*fn.node.params.posonly_params, *fn.node.params.params]
+    if fn.bound is not None and fn.kind in ("method", "class", "property"):
+        params = params[1:]
+    given = {}
+    for index, arg in enumerate(node.args):
+        if arg.keyword is not None:
+            given[arg.keyword.value] = arg.value
+        elif index < len(params):
+            given[params[index].name.value] = arg.value
+    rebound = body_bindings(fn.node)
+    outer = loop_changes(caller_loop, ev.module.project.changes)
+    return frozenset(name for name, expr in given.items()
+                     if name not in rebound and invariant(expr, outer, ev.module.names_library))
 
 
 # ------------------------------------------------------------------------------ lifting
@@ -1529,7 +1583,7 @@ def _lift(ev, fn: Function, node, outcome: Outcome, baseline: Optional[Outcome])
         # callee's own analysis already: the same copy and access, reported there.
         given = bool(event.sites & passed) or any(p.node not in racing.get(_where(event), ())
                                                   for p in event.pending & outside)
-        once = event.type is EventType.COPY and _cache_guarded(fn, event)
+        once = event.type is EventType.COPY and (_cache_guarded(fn, event) or _taken_for_one_value(ev, fn, node, event))
         if _carried_copy(event, internal) and not (event.sites & made_here(event)):
             ev.events.append(_lifted(ev, fn, node, event, contextual, frozenset(), once))
             continue
@@ -1546,6 +1600,45 @@ def _lift(ev, fn: Function, node, outcome: Outcome, baseline: Optional[Outcome])
             from .facts import other_iterations_element
             pending = frozenset(p for p in pending if not other_iterations_element(p, event))
         ev.events.append(_lifted(ev, fn, node, event, contextual, pending, once))
+
+
+def _taken_for_one_value(ev, fn: Function, node, event: Event) -> bool:
+    """A copy under ``if mode == "gpu":`` in the callee, whose ``mode`` this call binds to the variable of
+    the caller's loop over a literal of distinct constants (``for mode in ["gpu", "cpu", "prctile"]:``):
+    the arm runs on one iteration of that loop at most, which therefore does not repeat the copy."""
+    loop = ev.loops[-1] if ev.loops else None
+    if not isinstance(loop, cst.For) or not isinstance(loop.target, cst.Name) or \
+            not isinstance(loop.iter, (cst.List, cst.Tuple)) or not isinstance(node, cst.Call) or \
+            not isinstance(fn.node, cst.FunctionDef):
+        return False
+    values = [literal(element.value) for element in loop.iter.elements if isinstance(element, cst.Element)]
+    if len(values) != len(loop.iter.elements) or any(not isinstance(v, Const) or v.single is None for v in values) or \
+            len({v.single for v in values}) != len(values):
+        return False
+    params = [*fn.node.params.posonly_params, *fn.node.params.params]
+    if fn.bound is not None and fn.kind in ("method", "class", "property"):
+        params = params[1:]
+    bound = set()
+    for index, arg in enumerate(node.args):
+        if arg.star or not (isinstance(arg.value, cst.Name) and arg.value.value == loop.target.value):
+            continue
+        name = arg.keyword.value if arg.keyword is not None else params[index].name.value if index < len(params) else None
+        if name is not None and name not in body_bindings(fn.node):
+            bound.add(name)
+    return bool(bound) and any(isinstance(owner, cst.If) and arm == 0 and _equals_a_constant(owner.test, bound)
+                               for owner, arm in event.branch)
+
+
+def _equals_a_constant(test, names: set) -> bool:
+    """``name == "literal"`` (either side) for one of ``names``."""
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1 or \
+            not isinstance(test.comparisons[0].operator, cst.Equal):
+        return False
+    left, right = test.left, test.comparisons[0].comparator
+    for one, other in ((left, right), (right, left)):
+        if isinstance(one, cst.Name) and one.value in names and isinstance(literal(other), Const):
+            return True
+    return False
 
 
 def _cache_guarded(fn: Function, event: Event) -> bool:

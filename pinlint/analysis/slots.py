@@ -11,8 +11,8 @@ The test is syntactic and strict (anything else keeps the joined value):
 - the loop is ``for i in range(...)`` or ``for i, x in enumerate(...)``: ``i`` never repeats;
 - the list is a plain local name that the body neither rebinds nor calls a method on other than
   ``append``/``extend`` (which leave the existing slots where they are), and the body never rebinds ``i``;
-- every store into the list in the body is a statement of the body itself (not under an ``if``, a
-  nested loop or a ``try``), ``xs[i] = ...`` with exactly that ``i``;
+- every store into the list in the body is a statement of the body itself, or of an ``if`` arm in
+  it (not in a nested loop or a ``try``), ``xs[i] = ...`` with exactly that ``i``;
 - the read is in a statement before the first such store, or in that store's right-hand side, and
   not in a nested function or lambda (which may run later).
 """
@@ -88,9 +88,22 @@ def _is_slot(node, name: str, index: str) -> bool:
 
 
 def _assignments(statement):
-    if isinstance(statement, cst.SimpleStatementLine):
+    """The assignments of a statement of the body, and of the ``if`` arms it opens: a store an ``if``
+    guards (``if use_gpu: xs[i] = xs[i].cuda()``) still replaces only slot ``i``, on the iterations
+    that take the arm."""
+    if isinstance(statement, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
         return [s for s in statement.body if isinstance(s, cst.Assign)]
+    if isinstance(statement, (cst.If, cst.Else)):
+        found = [a for inner in _arm(statement.body) for a in _assignments(inner)]
+        other = getattr(statement, "orelse", None)
+        if other is not None:
+            found += _assignments(other)
+        return found
     return []
+
+
+def _arm(block) -> list:
+    return list(block.body) if isinstance(block, cst.IndentedBlock) else [block]
 
 
 def _direct_stores(statement, index: str) -> set:

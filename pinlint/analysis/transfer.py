@@ -372,6 +372,9 @@ TEST = "$test:"  # env key prefix: the constant an if test evaluated to, for the
 def _test(ev, element) -> None:
     value = ev.expr(element.node)
     key = TEST + str(id(element.node))
+    if ev.emit:
+        from .solver import truthiness
+        ev.test_answers[id(element.node)] = truthiness(value) if isinstance(value, Const) else None
     if isinstance(value, Const) and isinstance(element.extra, cst.If):
         ev.state.env[key] = value
     else:
