@@ -1512,12 +1512,11 @@ def _every_call_takes(ev, fn: Function, branch: tuple, node=None, decided: froze
                for owner, _ in branch)
 
 
-def _steady_parameters(ev, fn: Function, node, caller_loop) -> frozenset:
-    """Parameters the body never rebinds whose argument at this call (spelled out, no ``*args``) reads
-    only names and attributes the caller's innermost loop does not change."""
-    if not isinstance(node, cst.Call) or not isinstance(caller_loop, (cst.For, cst.While)) or \
-            any(arg.star for arg in node.args):
-        return frozenset()
+def _spelled_arguments(fn: Function, node) -> dict:
+    """Parameter name -> the argument expression a call spells out for it (none for a call with
+    ``*args`` or ``**kwargs``; a method's receiver is not among them)."""
+    if not isinstance(node, cst.Call) or not isinstance(fn.node, cst.FunctionDef) or any(arg.star for arg in node.args):
+        return {}
     params = [*fn.node.params.posonly_params, *fn.node.params.params]
     if fn.bound is not None and fn.kind in ("method", "class", "property"):
         params = params[1:]
@@ -1527,6 +1526,15 @@ def _steady_parameters(ev, fn: Function, node, caller_loop) -> frozenset:
             given[arg.keyword.value] = arg.value
         elif index < len(params):
             given[params[index].name.value] = arg.value
+    return given
+
+
+def _steady_parameters(ev, fn: Function, node, caller_loop) -> frozenset:
+    """Parameters the body never rebinds whose argument at this call (spelled out, no ``*args``) reads
+    only names and attributes the caller's innermost loop does not change."""
+    if not isinstance(caller_loop, (cst.For, cst.While)):
+        return frozenset()
+    given = _spelled_arguments(fn, node)
     rebound = body_bindings(fn.node)
     outer = loop_changes(caller_loop, ev.module.project.changes)
     return frozenset(name for name, expr in given.items()
@@ -1615,16 +1623,8 @@ def _taken_for_one_value(ev, fn: Function, node, event: Event) -> bool:
     if len(values) != len(loop.iter.elements) or any(not isinstance(v, Const) or v.single is None for v in values) or \
             len({v.single for v in values}) != len(values):
         return False
-    params = [*fn.node.params.posonly_params, *fn.node.params.params]
-    if fn.bound is not None and fn.kind in ("method", "class", "property"):
-        params = params[1:]
-    bound = set()
-    for index, arg in enumerate(node.args):
-        if arg.star or not (isinstance(arg.value, cst.Name) and arg.value.value == loop.target.value):
-            continue
-        name = arg.keyword.value if arg.keyword is not None else params[index].name.value if index < len(params) else None
-        if name is not None and name not in body_bindings(fn.node):
-            bound.add(name)
+    bound = {name for name, expr in _spelled_arguments(fn, node).items()
+             if isinstance(expr, cst.Name) and expr.value == loop.target.value and name not in body_bindings(fn.node)}
     return bool(bound) and any(isinstance(owner, cst.If) and arm == 0 and _equals_a_constant(owner.test, bound)
                                for owner, arm in event.branch)
 
