@@ -72,7 +72,8 @@ class EffectSchema:
 _RETURNS_TUPLE = _one_of("err-tuple")
 EFFECTS: dict[str, EffectSchema] = {
     "alloc": EffectSchema(
-        frozenset({"shape", "dtype", "like", "nbytes", "flags", "like_device", "data", "into", "columns"}),
+        frozenset({"shape", "dtype", "like", "nbytes", "flags", "like_device", "data", "into", "columns",
+                   "pad", "pad_of"}),
         {"kind": _one_of(*KINDS), "pooled": _is_bool, "pooled_when_pinned": _is_bool, "fix": _is_str,
          "pin_kw": _is_str, "device_kw": _is_str, "reads": _is_bool, "pointer": _is_bool, "returns": _RETURNS_TUPLE,
          "uninitialized": _is_bool, "shape_varargs": _is_bool, "shape_last": _is_bool, "range_args": _is_bool, "range_float_dtype": _is_str,

@@ -3741,3 +3741,32 @@ def test_a_scipy_filter_of_a_host_array_is_a_new_pageable_array(call, reported):
                 return torch.from_numpy(w).cuda(0, non_blocking=True)
         """)
     assert rows(src, "PIN001") == ([row_of(src, "torch.from_numpy(w)")] if reported else [])
+
+
+def test_names_unpacked_from_one_device_array_or_a_list_of_them_are_device_arrays():
+    # median-cuda's partition loop (survey 45): a helper returns `dev[0]` for one input and the list
+    # otherwise; `d_data, d_scratch = pair` names device arrays either way, and `d_data.set(chunk, s)`
+    # of a pageable chunk on a non-blocking stream is the async copy it is.
+    src = source("""
+        import numpy as np
+        import cupy as cp
+
+
+        def to_gpu(host_list):
+            dev = [cp.asarray(h) for h in host_list]
+            if len(dev) == 1:
+                return dev[0]
+            return dev
+
+
+        def run(volume, n_parts, step):
+            d_data, d_scratch = to_gpu([volume[:step], volume[:step]])
+            for k in range(n_parts):
+                s = cp.cuda.Stream(non_blocking=True)
+                d_data.set(volume[k * step:(k + 1) * step], s)
+                s.synchronize()
+
+
+        run(np.random.rand(64, 512, 512).astype(np.float32), 4, 16)
+        """)
+    assert rows(src, "PIN001") == [row_of(src, "run(np.random")]  # where the pageable volume is made

@@ -557,3 +557,27 @@ def test_arithmetic_on_a_tensor_of_a_parametrized_dtype_keeps_a_size_bound(shape
             fold(down)
         """)
     assert rows(src, "PIN001") == ([row_of(src, "fold(down)")] if reported else [])
+
+
+@pytest.mark.parametrize("shape, width, reported", [
+    ("(2, 2, 2)", "((0, 0), (1, 1), (1, 1))", False),  # at most 64 bytes * 1 * 3 * 3
+    ("(2, 2, 2)", "1", False),                         # at most 64 bytes * 3 ** 3
+    ("(64, 64, 64)", "((0, 0), (1, 1), (1, 1))", True),  # 2 MiB and more
+    ("(2, 2, 2)", "width", True),                      # widths nothing here gives
+])
+def test_np_pad_of_a_small_array_by_constant_widths_stays_small(shape, width, reported):
+    # median-cuda's warm-up (survey 45): a (2, 2, 2) array and its np.pad-ed copy set asynchronously.
+    src = source(f"""
+        import numpy as np
+        import pycuda.autoinit
+        import pycuda.driver as drv
+        import pycuda.gpuarray as gpuarray
+
+
+        def warm_up(width):
+            a = np.zeros({shape}, np.float64)
+            b = np.pad(a, {width})
+            d = gpuarray.GPUArray(b.shape, b.dtype)
+            d.set_async(b, drv.Stream())
+        """)
+    assert rows(src, "PIN001") == ([row_of(src, "d.set_async(b")] if reported else [])

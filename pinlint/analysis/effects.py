@@ -364,6 +364,8 @@ def _shape_info(ev, api: Api, receiver: Optional[Value], args: Args) -> tuple:
 
 
 def _shape_info_of(ev, api: Api, receiver: Optional[Value], args: Args) -> tuple:
+    if api.arg("pad") is not None:
+        return _padded(args.value(api.arg("pad_of")), args.value(api.arg("pad")))
     like = _arg_value(api.arg("like"), receiver, args)
     if isinstance(like, Host) and like.sites:
         # as large as the largest buffer it may be (`padded.copy()` of either of two arrays)
@@ -412,6 +414,56 @@ def _shape_info_of(ev, api: Api, receiver: Optional[Value], args: Args) -> tuple
     size = item_size(dtype, ev.tables)
     return (count * size if count is not None and size else None), dtype, ndim, \
         size_bound(count if count is not None else element_bound(shape), size)
+
+
+def _padded(source: Value, width: Value) -> tuple:
+    """(None, dtype, ndim, at most how many bytes) of ``np.pad(source, width)`` for constant widths. A
+    dimension of s elements padded by p in all becomes s + p <= s * (1 + p) (s >= 1), so the result
+    holds at most the source's elements times the product of (1 + p) over the dimensions."""
+    if not isinstance(source, Host) or not source.sites or source.maybe_unknown or source.pointer:
+        return None, None, None, None
+    ndim = source.dimensions()
+    sizes = [s.nbytes if s.nbytes is not None else s.max_nbytes for s in source.sites]
+    dtype = common(s.dtype for s in source.sites)
+    growth = _pad_growth(width, ndim)
+    if None in sizes or growth is None:
+        return None, dtype, ndim, None
+    return None, dtype, ndim, max(sizes) * growth
+
+
+def _pad_growth(width: Value, ndim: Optional[int]) -> Optional[int]:
+    """The product over the dimensions of (1 + what the widths add to it): ``2`` or ``(1, 2)`` for
+    every dimension, ``((0, 0), (1, 1))`` one pair for each."""
+    def number(value) -> Optional[int]:
+        if isinstance(value, Const) and isinstance(value.single, int) and not isinstance(value.single, bool) \
+                and value.single >= 0:
+            return value.single
+        return None
+
+    def added(value) -> Optional[int]:
+        if number(value) is not None:
+            return 2 * number(value)
+        if isinstance(value, Items) and len(value.items) in (1, 2):
+            widths = [number(item) for item in value.items]
+            if None in widths:
+                return None
+            return 2 * widths[0] if len(widths) == 1 else sum(widths)
+        return None
+
+    every = added(width)
+    if every is not None:
+        return (1 + every) ** ndim if ndim is not None else None
+    if isinstance(width, Items) and width.items and (ndim is None or len(width.items) in (1, ndim)):
+        per_dimension = [added(item) for item in width.items]
+        if None in per_dimension:
+            return None
+        if len(per_dimension) == 1:
+            return (1 + per_dimension[0]) ** ndim if ndim is not None else None
+        growth = 1
+        for extra in per_dimension:
+            growth *= 1 + extra
+        return growth
+    return None
 
 
 def _data_shape(ev, data: Value, dtype: Optional[str], scalar_items: bool = False) -> tuple:

@@ -293,6 +293,10 @@ def _unpack(ev, target, value: Value) -> None:
             assign(ev, element.value, row if isinstance(row, Host) else UNKNOWN)
         elif isinstance(value, Seq):
             assign(ev, element.value, value.element)
+        elif isinstance(value, Device) and not starred:
+            # `d_data, d_scratch = pair` of one device array or a list of them (`return out[0] if
+            # len(out) == 1 else out`): either way each name is a device array of that library
+            assign(ev, element.value, element_of(value))
         elif isinstance(value, Items) and not starred:
             assign(ev, element.value, UNKNOWN)
         else:
