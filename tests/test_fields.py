@@ -779,3 +779,36 @@ def test_a_field_a_called_method_sets_replaces_the_value_set_before_the_call(pla
     assert rows(src, "PIN001") == [row_of(src, "Recognizer().infer")]
     default = src.replace("self.stream = cuda.Stream()", "self.stream = None")
     assert rows(default, "PIN001") == []
+
+
+def test_a_property_set_on_an_object_a_nested_function_captures_is_no_internal_error():
+    # NanoLLM's auto-prompt plugin (survey 45): `panel.layout = value` in a function nested in the
+    # `__main__` block, `panel` bound outside it; the setter's object is the captured one. This raised
+    # AttributeError inside the analysis (exit 2, "internal error") before.
+    src = source("""
+        import cupy as cp
+
+
+        class Panel:
+            def __init__(self):
+                self._layout = "grid"
+                self.buf = cp.zeros(4)
+
+            @property
+            def layout(self):
+                return self._layout
+
+            @layout.setter
+            def layout(self, value):
+                self._layout = value
+
+
+        if __name__ == "__main__":
+            panel = Panel()
+
+            def relayout(value):
+                panel.layout = value
+
+            relayout("row")
+        """)
+    assert codes(src) == []

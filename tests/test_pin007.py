@@ -2175,3 +2175,66 @@ def test_a_copy_under_a_test_of_one_mode_of_a_mode_loop_runs_once(modes, test, r
                 np.save(f"{{method}}.npy", baseline(traces, method, dev))
         """)
     assert rows(src, "PIN007") == ([row_of(src, "np.save(")] if reported else [])
+
+
+@pytest.mark.parametrize("top", ["global renderer", "renderer = None"])
+def test_an_object_a_startup_hook_binds_to_a_global_is_what_readers_find(top):
+    # FasterLivePortrait's API server (survey 45): `global pipe; pipe = Pipeline(...)` in a startup
+    # coroutine, the handlers reading it through `global pipe`: the same pageable source re-sent on
+    # every frame as with a local object.
+    src = source(f"""
+        import numpy as np
+        import torch
+
+        {top}
+
+
+        class Renderer:
+            def __init__(self):
+                self.device = torch.device("cuda")
+                self.sources = []
+
+            def load_source(self, h, w):
+                self.sources = [np.zeros((h, w, 3), dtype=np.uint8)]
+
+            def render_step(self, motion, src):
+                return torch.from_numpy(src).to(self.device).float() * motion
+
+
+        async def startup():
+            global renderer
+            renderer = Renderer()
+
+
+        def drive(frames):
+            global renderer
+            renderer.load_source(720, 1280)
+            for k in range(frames):
+                renderer.render_step(float(k), renderer.sources[0])
+        """)
+    assert rows(src, "PIN007") == [row_of(src, "renderer.render_step(")]
+
+
+
+def test_a_mode_loop_over_a_module_table_of_distinct_modes_runs_the_arm_once():
+    src = source("""
+        import numpy as np
+        import torch
+
+        MODES = ["maximin", "constant", "constant_prctile"]
+
+
+        def preprocess(traces, baseline, device):
+            if baseline == "maximin":
+                for b in range(0, traces.shape[0], 100):
+                    torch.from_numpy(traces[b:b + 100]).to(device)
+            return traces
+
+
+        def main():
+            f = np.load("F.npy")
+            for bv in MODES:
+                np.save(f"{bv}.npy", preprocess(f, bv, torch.device("cuda")))
+        """)
+    assert rows(src, "PIN007") == []
+    assert rows(src.replace('"constant", "constant_prctile"', '"maximin"'), "PIN007") == [row_of(src, "np.save(")]

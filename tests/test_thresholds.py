@@ -537,7 +537,7 @@ for i in range(8):
     assert ("PIN007" in codes(src)) == (not small)
 
 
-@pytest.mark.parametrize("shape, reported", [("4, 16", False), ("4096, 4096", True)])
+@pytest.mark.parametrize("shape, reported", [("4, 16", False), ("8, 32", False), ("4096, 4096", True)])
 def test_arithmetic_on_a_tensor_of_a_parametrized_dtype_keeps_a_size_bound(shape, reported):
     # unsloth-zoo's LoRA merge tests (survey 43): `torch.randn(r, cols, dtype=dt) * 0.05` with `dt` from
     # pytest.mark.parametrize: the product's dtype is one of several, its size at most its elements at
@@ -551,7 +551,7 @@ def test_arithmetic_on_a_tensor_of_a_parametrized_dtype_keeps_a_size_bound(shape
             return x.to("cuda", dtype=torch.float32, non_blocking=True)
 
 
-        @pytest.mark.parametrize("dt", [torch.float32, torch.bfloat16])
+        @pytest.mark.parametrize("dt", [torch.float32, torch.bfloat16, torch.float16])
         def test_fold(dt):
             down = torch.randn({shape}, dtype=dt) * 0.05
             fold(down)

@@ -42,6 +42,15 @@ def canonical_dtype(value: Value, tables) -> Optional[str]:
     return code if code in sizes else dtypes.get("codes", {}).get(code)
 
 
+def widest_item(value: Value, tables) -> Optional[int]:
+    """The largest item size of the dtypes a value may be (``dt`` of a test parametrized over
+    ``[torch.float32, torch.bfloat16]``: 4), None unless every one of them is a dtype the tables size."""
+    if not isinstance(value, Const) or not value.values:
+        return None
+    sizes = [item_size(canonical_dtype(Const.of(one), tables), tables) for one in value.values]
+    return max(sizes) if sizes and None not in sizes else None
+
+
 # The widest element a GPU library copies: complex128 (CuPy, Numba and PyTorch have no wider numeric
 # type), the bound of an array whose element count is known and whose dtype is not.
 WIDEST_ITEM = 16

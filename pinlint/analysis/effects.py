@@ -22,7 +22,7 @@ from ..walk import small_statements, suite_body
 from .domain import (ANYTHING, NDIM_UNKNOWN, ON_GPU, UNKNOWN, Const, Context, Device, DeviceSpec, Host, Items, Iteration, LibraryRef, Loader, Obj, Scalar, Seq, Stream,
                      Tensor, Value, element_of, flatten, join, unknown_host, Function, Instance, Mapping, rebuild,
                      true_in_gpu_runs, interesting, map_hosts)
-from .dtypes import canonical_dtype, common, element_bound, element_count, has_float, item_size, range_length, size_bound, transposed
+from .dtypes import canonical_dtype, common, element_bound, element_count, has_float, item_size, range_length, size_bound, transposed, widest_item
 from .state import CAPTURING, MUTATED, STREAM
 
 _TRANSPOSING = frozenset({"T", "mT", "transpose", "swapaxes", "permute", "moveaxis"})
@@ -412,8 +412,10 @@ def _shape_info_of(ev, api: Api, receiver: Optional[Value], args: Args) -> tuple
     ndim = len(shape.items) if isinstance(shape, Items) else (1 if isinstance(shape, (Const, Scalar)) else None)
     count = element_count(shape)
     size = item_size(dtype, ev.tables)
+    widest = size or (widest_item(args.value(dtype_spec), ev.tables) if dtype_spec is not None and
+                      args.present(dtype_spec) else None)  # one of several dtypes (a parametrized test's)
     return (count * size if count is not None and size else None), dtype, ndim, \
-        size_bound(count if count is not None else element_bound(shape), size)
+        size_bound(count if count is not None else element_bound(shape), widest)
 
 
 def _padded(source: Value, width: Value) -> tuple:

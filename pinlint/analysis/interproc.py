@@ -25,7 +25,7 @@ from .domain import (ANYTHING, UNKNOWN, ClassRef, Const, Device, DeviceSpec, Fun
                      ModuleRef, Scalar, Seq, Stream, Super, Tensor, Value, interesting, leaves, map_sites, all_sites,
                      mapping, unknown_host, flatten)
 from .invariance import Changes, body_bindings, function_changes, invariant, loop_changes, same_on_every_call
-from .state import STREAM, merge_pending
+from .state import STREAM, iter_key, merge_pending
 
 
 @dataclass(frozen=True)
@@ -1615,12 +1615,14 @@ def _taken_for_one_value(ev, fn: Function, node, event: Event) -> bool:
     the caller's loop over a literal of distinct constants (``for mode in ["gpu", "cpu", "prctile"]:``):
     the arm runs on one iteration of that loop at most, which therefore does not repeat the copy."""
     loop = ev.loops[-1] if ev.loops else None
-    if not isinstance(loop, cst.For) or not isinstance(loop.target, cst.Name) or \
-            not isinstance(loop.iter, (cst.List, cst.Tuple)) or not isinstance(node, cst.Call) or \
+    if not isinstance(loop, cst.For) or not isinstance(loop.target, cst.Name) or not isinstance(node, cst.Call) or \
             not isinstance(fn.node, cst.FunctionDef):
         return False
-    values = [literal(element.value) for element in loop.iter.elements if isinstance(element, cst.Element)]
-    if len(values) != len(loop.iter.elements) or any(not isinstance(v, Const) or v.single is None for v in values) or \
+    # what the loop walks, as its header evaluated it: a literal, or a class's table of modes
+    # (`for bv in Configs.EXTRACTION["baseline_methods"]:`)
+    walked = ev.state.env.get(iter_key(loop))
+    values = list(walked.items) if isinstance(walked, Items) else []
+    if not values or any(not isinstance(v, Const) or v.single is None for v in values) or \
             len({v.single for v in values}) != len(values):
         return False
     bound = {name for name, expr in _spelled_arguments(fn, node).items()

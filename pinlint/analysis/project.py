@@ -20,7 +20,7 @@ import libcst as cst
 
 from ..imports import ImportMap, collect_imports, dotted
 from ..modulefiles import _EXCLUDED_PARTS, is_file, module_files, search_folders  # noqa: F401
-from ..walk import LAMBDA_STAND_IN, class_body_small, suite_body, target_names
+from ..walk import LAMBDA_STAND_IN, class_body_small, code_nodes, suite_body, target_names
 from . import cfg
 from .domain import UNKNOWN, Alternatives, ClassRef, Const, Function, Instance, LibraryRef, ModuleRef, Value, module_stand_in
 from .fields import FieldSolver
@@ -262,9 +262,11 @@ class ModuleContext:
         found = self.defs.get(name)
         if found is not None:
             return found
+        if name in self.rebinders:
+            # set at the top (`pipe = None`, at most once) and rebound by functions (`global pipe;
+            # pipe = Pipeline()` in a startup hook): a reader finds either
+            return self.project.rebound_global(self, name)
         if name not in self.single_globals:
-            if name in self.rebinders:
-                return self.project.rebound_global(self, name)
             # The module's globals are its names assigned once: any other name is not among them,
             # so the module body is not analysed to find that out. (It was: every `from .x import y`
             # of a package's __init__ analysed x's body, and its imports theirs, down the whole
@@ -1175,8 +1177,7 @@ def rebinding_functions(module: cst.Module) -> dict:
                     if isinstance(small, cst.Global) for name in small.names}
         if not declared:
             continue
-        from .invariance import body_bindings
-        for name in declared & body_bindings(node):
+        for name in declared & assigned_names(node):
             found.setdefault(name, []).append((node, class_node))
     if not found:
         return {}
@@ -1188,6 +1189,32 @@ def rebinding_functions(module: cst.Module) -> dict:
             for name in target_names(target):
                 counts[name] = counts.get(name, 0) + 1
     return {name: tuple(where) for name, where in found.items() if counts.get(name, 0) <= 1}
+
+
+def assigned_names(function: cst.FunctionDef) -> frozenset:
+    """Names the function's own body assigns (targets, ``as`` names, imports, nested definitions), not
+    those it only declares ``global`` and reads (`global pipe; pipe.run()`)."""
+    found = _ASSIGNED.get(function)
+    if found is None:
+        names = set()
+        for part in code_nodes(function.body, into_definitions=False):
+            if isinstance(part, cst.AssignTarget) or isinstance(part, (cst.AnnAssign, cst.AugAssign, cst.For, cst.NamedExpr)):
+                names.update(target_names(part.target))
+            elif isinstance(part, cst.AsName):
+                names.update(target_names(part.name))
+            elif isinstance(part, (cst.Import, cst.ImportFrom)) and not isinstance(part.names, cst.ImportStar):
+                for alias in part.names:
+                    if alias.asname is not None:
+                        names.update(target_names(alias.asname.name))
+                    else:
+                        names.add((dotted(alias.name) or "").split(".")[0])
+            elif isinstance(part, (cst.FunctionDef, cst.ClassDef)) and part is not function:
+                names.add(part.name.value)
+        found = _ASSIGNED[function] = frozenset(names)
+    return found
+
+
+_ASSIGNED: dict = {}
 
 
 def none_slots(module: cst.Module) -> frozenset:

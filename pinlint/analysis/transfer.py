@@ -16,6 +16,7 @@ import libcst as cst
 
 from ..imports import dotted
 from ..model import EventType
+from ..walk import code_nodes
 from .domain import (with_visits, UNKNOWN, Const, Context, Obj, Function, Device, Host, Instance, Items, Mapping, Seq, Stream, Tensor, Value,
                      add_element, element_of, join, merged, rebuild, varying_in)
 from .state import BEFORE, ELEMENT_OF, GLOBAL, KEY_OF, MUTATED, REBOUND, RETURN, STREAM, iter_key, put
@@ -67,7 +68,15 @@ def _stmt(ev, element) -> None:
             # A slot the module sets only to None, filled here (`global _client; if _client is None:
             # _client = Client(); return _client`): what this function makes of it is what it holds,
             # as on the first call; any other global may hold anything by now.
-            ev.state.env[name.name.value] = Const.of(None) if name.name.value in slots else UNKNOWN
+            held = UNKNOWN
+            if isinstance(node, cst.Global) and not _rebinds(ev, node, name.name.value):
+                # Only read here: what any function reading the global finds, its module value joined
+                # with what the functions that rebind it leave there (`global pipe; pipe = Pipeline()`
+                # in a startup hook, read through `global pipe` by the handlers).
+                held = ev.module.global_value(name.name.value) or UNKNOWN
+            elif name.name.value in slots:
+                held = Const.of(None)
+            ev.state.env[name.name.value] = held
             ev.state.env["$outer:" + name.name.value] = Const.of(True)
             if isinstance(node, cst.Global):
                 ev.state.env[GLOBAL + name.name.value] = Const.of(True)
@@ -216,8 +225,12 @@ def _store_attribute(ev, target: cst.Attribute, value: Value) -> None:
             # the object with what this scope stored on it (`self._stream = s` before `self.codebook =
             # cb`): the setter runs on it, and rebinding the name to what it leaves keeps them
             from .project import folded
-            owner = folded(ev.state.env, target.value.value)
-            setter = interproc.setter_of(ev, owner, attr)
+            with_stores = folded(ev.state.env, target.value.value)
+            own_setter = interproc.setter_of(ev, with_stores, attr)
+            if own_setter is not None:
+                # (a name this scope does not bind, a closure's `panel`, folds to nothing: the object
+                # the expression gave stays the one the setter runs on)
+                owner, setter = with_stores, own_setter
         updated = interproc.set_attribute(ev, setter, owner, value, target)
         _replace_object(ev, target.value, updated)
         return
@@ -385,6 +398,15 @@ def _test(ev, element) -> None:
         ev.state.env.pop(key, None)
         if isinstance(element.extra, cst.If) and element.node is element.extra.test:
             _wait_of_what_was_issued(ev, element.extra)
+
+
+def _rebinds(ev, statement: cst.Global, name: str) -> bool:
+    """Whether the function whose ``global`` statement this is assigns the module global ``name``."""
+    from .project import assigned_names
+    for function, _ in ev.module.rebinders.get(name, ()):
+        if any(part is statement for part in code_nodes(function.body, into_definitions=False)):
+            return name in assigned_names(function)
+    return False
 
 
 def _wait_of_what_was_issued(ev, node: cst.If) -> None:
