@@ -107,6 +107,21 @@ def upload(frames, use_gpu):
     assert rows(src, "PIN001") == [row_of(src, "xs[i] = xs[i].cuda")]
 
 
+def test_a_guarded_store_after_a_first_one_reads_what_the_first_stored():
+    # TimeSformer's FLOP-count input (survey 44): `xs[i] = xs[i].unsqueeze(0)` then
+    # `if cfg.NUM_GPUS: xs[i] = xs[i].cuda(non_blocking=True)`: the second read is the view just stored.
+    src = TORCH + """
+def upload(frames, use_gpu):
+    xs = frames_to_tensors(frames)
+    for i in range(len(xs)):
+        xs[i] = xs[i].unsqueeze(0)
+        if use_gpu:
+            xs[i] = xs[i].cuda(non_blocking=True)
+    return xs
+"""
+    assert rows(src, "PIN001") == [row_of(src, "xs[i] = xs[i].cuda")]
+
+
 def test_a_read_after_the_store_in_the_same_iteration_is_the_stored_value():
     src = TORCH + """
 def upload(frames):

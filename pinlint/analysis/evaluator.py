@@ -1136,7 +1136,7 @@ def last_stored_item(ev, node: cst.Subscript, base: Value) -> Optional[Value]:
         return None
     env = ev.state.env
     holder = env.get(keys[1])
-    if holder is None or holder is not base:
+    if holder is None or (holder is not base and holder != base):  # a join of the state copies equal values
         return None
     return env.get(keys[0])
 
