@@ -1236,10 +1236,16 @@ def _fields_it_sets(ev, fn: Function, param: str) -> frozenset:
     from .fields import _self_calls, field_stores
     if not isinstance(fn.node, cst.FunctionDef):
         return frozenset()
+    klass = fn.bound.klass if isinstance(fn.bound, Instance) else None
+    key = (fn.node, param, klass, fn.kind)
+    cached = _FIELDS_SET.get(key)
+    if cached is not None:
+        return cached
     found = set(field_stores(fn.node, param)[0])
-    info = ev.module.project.class_info(fn.bound.klass) if isinstance(fn.bound, Instance) else None
+    info = ev.module.project.class_info(klass) if klass is not None else None
     if info is None or fn.kind != "method" or param != _self_name(fn.node):
-        return frozenset(found)
+        _FIELDS_SET[key] = frozenset(found)
+        return _FIELDS_SET[key]
     seen, todo = {fn.node}, [fn.node]
     while todo and len(seen) <= _SETS_LIMIT:
         node = todo.pop()
@@ -1252,7 +1258,11 @@ def _fields_it_sets(ev, fn: Function, param: str) -> frozenset:
             own = _self_name(member.node)
             if own:
                 found |= field_stores(member.node, own)[0]
-    return frozenset(found)
+    _FIELDS_SET[key] = frozenset(found)
+    return _FIELDS_SET[key]
+
+
+_FIELDS_SET: dict = {}  # (function, parameter, class, kind) -> the fields a call of it sets
 
 
 def _announce_allocations(ev, node, returned: Value, outcome: Outcome, fn: Function) -> None:
