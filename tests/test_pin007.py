@@ -2238,3 +2238,26 @@ def test_a_mode_loop_over_a_module_table_of_distinct_modes_runs_the_arm_once():
         """)
     assert rows(src, "PIN007") == []
     assert rows(src.replace('"constant", "constant_prctile"', '"maximin"'), "PIN007") == [row_of(src, "np.save(")]
+
+
+@pytest.mark.parametrize("made, reported", [
+    ("np.random.choice([False, True], (300, 800))", True),   # 240,000 elements
+    ("np.random.choice([False, True], size=(300, 800))", True),
+    ("np.random.poisson(3.0, (300, 800))", True),
+    ("np.random.choice([False, True], (4, 4))", False),      # 16 elements, at most 256 bytes
+])
+def test_numpy_random_samplers_make_new_pageable_arrays(made, reported):
+    # cchan's lattice Boltzmann (survey 46): `blocked = np.random.choice([False, True], (300, 800))` made
+    # once and sent with `drv.In(blocked)` on every step.
+    src = source(f"""
+        import numpy as np
+        import cupy as cp
+
+
+        def run(steps):
+            blocked = {made}
+            d = cp.empty(blocked.shape, dtype=bool)
+            for _ in range(steps):
+                d.set(blocked)
+        """)
+    assert rows(src, "PIN007") == ([row_of(src, "d.set(blocked)")] if reported else [])
