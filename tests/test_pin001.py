@@ -3708,6 +3708,7 @@ def test_a_helper_returning_a_numpy_conversion_of_what_nothing_explains(returns,
 @pytest.mark.parametrize("call, reported", [
     ("gaussian_filter(w, 2.0)", True),
     ("ndimage.zoom(w, 2)", True),
+    ("ndimage.filters.gaussian_filter(w, 2.0)", True),  # the old module path (nnFormer)
     ("gaussian_filter(w, 2.0, output=out)", False),   # written into the pinned array it is given
     ("gaussian_filter(w, 2.0, output=np.float32)", False),  # a dtype there: nothing the tables say
 ])
