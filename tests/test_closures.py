@@ -10,6 +10,7 @@ runs) stays unknown.
 from __future__ import annotations
 
 import functools
+import textwrap
 
 import pytest
 
@@ -104,3 +105,63 @@ def order(batches, device):
     return [pick(b).to(device, non_blocking=True) for b in batches]
 """
     assert codes(src) == []
+
+
+_TIMED = """
+import time
+import numpy as np
+from numba import cuda
+
+LATER = []
+
+
+def timed(fn):
+    t0 = time.time()
+    {use}
+    cuda.synchronize()
+    return time.time() - t0
+
+
+def measure(n, split):
+    src = np.random.rand(n).astype(np.float32)
+    if not split:
+        out = np.empty_like(src)
+        d = cuda.to_device(src)
+        s = cuda.stream()
+        timed(lambda: d.copy_to_host(out, stream=s))
+    else:
+        out = cuda.pinned_array(n, dtype=np.float32)
+        d = cuda.to_device(src)
+        s = cuda.stream()
+        timed(lambda: d.copy_to_host(out, stream=s))
+"""
+
+
+@pytest.mark.parametrize("use, reported", [
+    ("fn()", True),               # called during the call: the variables as they are where it is made
+    ("LATER.append(fn)", False),  # kept to run later, when they may hold something else
+])
+def test_a_lambda_over_variables_bound_twice_run_at_once_sees_them_as_they_are(use, reported):
+    # median-cuda's timing helper (survey 45): `timed(lambda: d.copy_to_host(out, stream=s))` on each
+    # arm of an `if`, each arm binding its own `out`: the pageable one is copied asynchronously.
+    src = textwrap.dedent(_TIMED.format(use=use)).lstrip("\n")
+    first = [i + 1 for i, line in enumerate(src.splitlines()) if "timed(lambda" in line][0]
+    assert rows(src, "PIN001") == ([first] if reported else [])
+
+
+def test_a_lambda_kept_in_a_name_reads_its_variables_when_it_runs():
+    # `f = lambda: ...` then a rebinding, then `f()`: the lambda reads the pinned buffer bound last.
+    src = textwrap.dedent("""
+        import numpy as np
+        from numba import cuda
+
+
+        def download(n, d, s, pinned):
+            res = np.empty(n, dtype=np.float32)
+            if pinned:
+                res = np.empty(n, dtype=np.float32)
+            f = lambda: d.copy_to_host(res, stream=s)
+            res = cuda.pinned_array(n, dtype=np.float32)
+            f()
+        """)
+    assert rows(src, "PIN001") == []

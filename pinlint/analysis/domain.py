@@ -318,6 +318,9 @@ class Function(Value):
     # factory's `pin_memory=False` worker, a decorator's wrapper calling `func`).
     captured: tuple = ()
     undecorated: bool = False   # the body itself, as a decorator receives it
+    # A lambda's variables bound more than once, as they are where it is made: what it reads if it
+    # runs at once (`timed(lambda: d.copy_to_host(out, s))`, a callee that only calls it), not later.
+    captured_now: tuple = field(default=(), repr=False)
 
 
 @dataclass(frozen=True)

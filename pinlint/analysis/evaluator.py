@@ -490,10 +490,13 @@ class Evaluator:
         (a sort key) stays unknown: nothing in it can copy or allocate."""
         if not _calls_something(node.body):
             return UNKNOWN
-        from .transfer import captured_values
+        from .transfer import captured_values, values_now
         fn = self.module.lambda_value(node, self.scope)
         captured = captured_values(self, fn.node)
-        return replace(fn, captured=captured) if captured else fn
+        now = values_now(self, fn.node)
+        if captured or now:
+            return replace(fn, captured=captured, captured_now=now)
+        return fn
 
     def _expr_UnaryOperation(self, node: cst.UnaryOperation) -> Value:
         value = self.expr(node.expression)

@@ -84,6 +84,14 @@ def call(ev, fn: Function, args, node: cst.Call, receiver_expr) -> Value:
     env.update(_closure(ev, fn, env))
     for name, value in fn.captured:
         env.setdefault(name, value)
+    for name, value in fn.captured_now:
+        env.setdefault(name, value)  # a lambda handed to a callee that calls it at once (_run_at_once)
+    for name, value in list(env.items()):
+        if isinstance(value, Function) and value.captured_now and \
+                not (isinstance(exprs.get(name), cst.Lambda) and _only_calls(fn, name)):
+            # a lambda written as this very argument, to a callee that only calls it, runs before its
+            # variables can change; kept in a name first, or kept by the callee, it may run later
+            env[name] = replace(value, captured_now=())
     outcome = _invoke(ev, fn, env, node)
     if outcome is None:
         ev.escape(node, args.values(), handed=True)  # beyond what the analysis follows: an unknown call
@@ -1537,6 +1545,36 @@ def _spelled_arguments(fn: Function, node) -> dict:
         elif index < len(params):
             given[params[index].name.value] = arg.value
     return given
+
+
+def _only_calls(fn: Function, name: str) -> bool:
+    """Whether the function's body uses its parameter ``name`` only by calling it (``fn()``, never
+    storing, returning or passing it on, nor in a nested function), and never rebinds it: what it is
+    given runs during the call, if at all."""
+    if not isinstance(fn.node, cst.FunctionDef) or name in body_bindings(fn.node):
+        return False
+    key = (fn.node, name)
+    found = _ONLY_CALLS.get(key)
+    if found is None:
+        called, seen = set(), []
+        stack = [fn.node.body]
+        nested = False
+        while stack:
+            node = stack.pop()
+            if isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)) and \
+                    any(isinstance(n, cst.Name) and n.value == name for n in code_nodes(node)):
+                nested = True
+                break
+            if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == name:
+                called.add(id(node.func))
+            if isinstance(node, cst.Name) and node.value == name:
+                seen.append(node)
+            stack.extend(code_parts(node))
+        found = _ONLY_CALLS[key] = not nested and all(id(n) in called for n in seen)
+    return found
+
+
+_ONLY_CALLS: dict = {}
 
 
 def _steady_parameters(ev, fn: Function, node, caller_loop) -> frozenset:

@@ -193,6 +193,8 @@ def changed_element(ev, name: str) -> None:
 
 def assign(ev, target: cst.BaseExpression, value: Value) -> None:
     env = ev.state.env
+    if isinstance(value, Function) and value.captured_now:
+        value = replace(value, captured_now=())  # kept in a name, the lambda may run after they change
     if isinstance(target, cst.Name):
         if "$outer:" + target.value in env:
             ev.escape(target, [value])  # a global or nonlocal: it outlives this scope
@@ -685,6 +687,27 @@ def _def(ev, element) -> None:
     fn = ev.module.function_value(node, ev.scope)
     captured = captured_values(ev, node)
     ev.bind(node.name.value, replace(fn, captured=captured) if captured else fn)
+
+
+def values_now(ev, node) -> tuple:
+    """A lambda's free variables that the enclosing function binds more than once (so not among
+    ``captured_values``) and that hold buffers, objects or constants here: what the lambda reads if
+    it runs before any of them is bound again (``interproc`` uses them only for a callee that just
+    calls it)."""
+    from .domain import ANYTHING, interesting
+    from .interproc import free_names
+    from .invariance import bound_once
+    outer = ev.invocation.function
+    if outer is None or not isinstance(outer.node, cst.FunctionDef):
+        return ()
+    params = outer.node.params
+    names = {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
+    found = []
+    for name in sorted(free_names(node) - bound_once(outer.node) - names):
+        value = ev.state.env.get(name)
+        if value is not None and (interesting(value) or isinstance(value, Const) and ANYTHING not in value.values):
+            found.append((name, value))
+    return tuple(found)
 
 
 def captured_values(ev, node) -> tuple:
