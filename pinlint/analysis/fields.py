@@ -297,7 +297,7 @@ def _run_by_tests_only(info, cache: dict) -> frozenset:
         for name, member in klass_info.members.items():
             if member.kind == "method" and name not in calls and [*member.node.params.posonly_params,
                                                                   *member.node.params.params]:
-                calls[name] = _self_calls(member.node, _self_name(member))
+                calls[name] = self_calls(member.node, _self_name(member))
 
     def reach(roots) -> set:
         seen, todo = set(), list(roots)
@@ -316,7 +316,7 @@ def _run_by_tests_only(info, cache: dict) -> frozenset:
     return found
 
 
-def _self_calls(node: cst.FunctionDef, self_name: str) -> frozenset:
+def self_calls(node: cst.FunctionDef, self_name: str) -> frozenset:
     """Names of the methods ``node`` calls on its receiver (``self.name(...)``)."""
     names = set()
     todo = [node.body]

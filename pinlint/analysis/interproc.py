@@ -1241,7 +1241,7 @@ _SETS_LIMIT = 32  # methods followed through `self.name()` calls when collecting
 def _fields_it_sets(ev, fn: Function, param: str) -> frozenset:
     """The fields of ``param``'s object that the function assigns (``param.x = ...``), and, for a
     method's receiver, those the methods it calls on it assign in turn."""
-    from .fields import _self_calls, field_stores
+    from .fields import self_calls, field_stores
     if not isinstance(fn.node, cst.FunctionDef):
         return frozenset()
     klass = fn.bound.klass if isinstance(fn.bound, Instance) else None
@@ -1257,7 +1257,7 @@ def _fields_it_sets(ev, fn: Function, param: str) -> frozenset:
     seen, todo = {fn.node}, [fn.node]
     while todo and len(seen) <= _SETS_LIMIT:
         node = todo.pop()
-        for name in _self_calls(node, param if node is fn.node else _self_name(node) or param):
+        for name in self_calls(node, param if node is fn.node else _self_name(node) or param):
             member = info.lookup(name, record=False)
             if member is None or not isinstance(member.node, cst.FunctionDef) or member.node in seen:
                 continue
