@@ -201,17 +201,16 @@ def element_total(site, tables) -> Optional[int]:
     return site.nbytes // size if site.nbytes is not None and size else None
 
 
-def elementwise_size(operands: list, library: str, divides: bool, tables) -> tuple:
-    """(nbytes, dtype) of an elementwise result, or (None, None): one host array of known size and
-    dtype (or the same one several times), the rest Python numbers. The element count is the
-    array's (its allocation's: a view's result is no larger); the dtype is the array's, but for an
-    integer array divided or mixed with a float, which gives NumPy's float64 (torch's default float32)."""
+def _arrays_and_numbers(operands: list) -> Optional[tuple]:
+    """(sites, kinds of the Python numbers) of elementwise operands that are host arrays of one known
+    allocation each and Python numbers; None for anything else (a list broadcasts, an unknown operand
+    may be an array of any shape)."""
     sites = set()
     numbers = []
     for value in operands:
         if isinstance(value, Host):
             if value.maybe_unknown or value.pointer or len(value.sites) != 1:
-                return None, None
+                return None
             sites |= value.sites
         elif isinstance(value, Const) and value.values and \
                 all(isinstance(v, (int, float, complex)) and not isinstance(v, bool) for v in value.values):
@@ -220,7 +219,19 @@ def elementwise_size(operands: list, library: str, divides: bool, tables) -> tup
         elif isinstance(value, Scalar):
             numbers.append(value.kind)
         else:
-            return None, None  # a list broadcasts, an unknown operand may be an array of any shape
+            return None
+    return sites, numbers
+
+
+def elementwise_size(operands: list, library: str, divides: bool, tables) -> tuple:
+    """(nbytes, dtype) of an elementwise result, or (None, None): one host array of known size and
+    dtype (or the same one several times), the rest Python numbers. The element count is the
+    array's (its allocation's: a view's result is no larger); the dtype is the array's, but for an
+    integer array divided or mixed with a float, which gives NumPy's float64 (torch's default float32)."""
+    found = _arrays_and_numbers(operands)
+    if found is None:
+        return None, None
+    sites, numbers = found
     counts = {element_total(site, tables) for site in sites}
     if not sites or len(counts) != 1 or None in counts:
         return None, None
@@ -236,18 +247,10 @@ def elementwise_bound(operands: list, tables) -> Optional[int]:
     """At most how many bytes an elementwise result of one host array and Python numbers takes, where
     ``elementwise_size`` cannot tell its dtype (a test's parametrized dtype): no more elements than the
     array has (no more than its bytes), each at most ``WIDEST_ITEM`` bytes."""
-    sites = set()
-    for value in operands:
-        if isinstance(value, Host):
-            if value.maybe_unknown or value.pointer or len(value.sites) != 1:
-                return None
-            sites |= value.sites
-        elif not (isinstance(value, Scalar) or isinstance(value, Const) and value.values and
-                  all(isinstance(v, (int, float, complex)) and not isinstance(v, bool) for v in value.values)):
-            return None
-    if len(sites) != 1:
+    found = _arrays_and_numbers(operands)
+    if found is None or len(found[0]) != 1:
         return None
-    site = sites.pop()
+    site = next(iter(found[0]))
     count = element_total(site, tables)
     if count is None:
         count = site.nbytes if site.nbytes is not None else site.max_nbytes

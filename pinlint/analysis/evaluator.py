@@ -490,10 +490,9 @@ class Evaluator:
         (a sort key) stays unknown: nothing in it can copy or allocate."""
         if not _calls_something(node.body):
             return UNKNOWN
-        from .transfer import captured_values, values_now
+        from .transfer import captured_values
         fn = self.module.lambda_value(node, self.scope)
-        captured = captured_values(self, fn.node)
-        now = values_now(self, fn.node)
+        captured, now = captured_values(self, fn.node)
         if captured or now:
             return replace(fn, captured=captured, captured_now=now)
         return fn

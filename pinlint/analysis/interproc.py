@@ -24,7 +24,7 @@ from ..walk import class_body_small, code_nodes, code_parts, small_statements, s
 from .domain import (ANYTHING, UNKNOWN, ClassRef, Const, Device, DeviceSpec, Function, GpuFlag, Host, Instance, Items, Loader, Mapping,
                      ModuleRef, Scalar, Seq, Stream, Super, Tensor, Value, interesting, leaves, map_sites, all_sites,
                      mapping, unknown_host, flatten)
-from .invariance import Changes, body_bindings, function_changes, invariant, loop_changes, same_on_every_call
+from .invariance import body_bindings, function_changes, invariant, loop_changes, same_on_every_call
 from .state import STREAM, iter_key, merge_pending
 
 
@@ -1521,10 +1521,7 @@ def _every_call_takes(ev, fn: Function, branch: tuple, node=None, decided: froze
     if steady:
         # `prepare(batch, device=net.device)` in the loop, `if device.type != "cpu":` in the helper: the
         # parameter is what an expression the loop leaves alone gives, the same on every call
-        narrowed = Changes()
-        narrowed.bound = set(changes.bound) - steady
-        narrowed.mutated_names, narrowed.attributes = changes.mutated_names, changes.attributes
-        changes = narrowed
+        changes = changes.without(steady)
     return all(owner in decided or isinstance(owner, cst.If) and
                same_on_every_call(owner.test, receiver, changes, caller_loop, fn.module.names_library, cache)
                for owner, _ in branch)

@@ -403,12 +403,18 @@ def _test(ev, element) -> None:
 
 
 def _rebinds(ev, statement: cst.Global, name: str) -> bool:
-    """Whether the function whose ``global`` statement this is assigns the module global ``name``."""
-    from .project import assigned_names
-    for function, _ in ev.module.rebinders.get(name, ()):
-        if any(part is statement for part in code_nodes(function.body, into_definitions=False)):
-            return name in assigned_names(function)
-    return False
+    """Whether the function whose ``global`` statement this is assigns the module global ``name``: it
+    is one of the module's rebinders of the name (those that assign it, ``project.rebinding_functions``)."""
+    key = (ev.module, name)
+    found = _REBINDING_GLOBALS.get(key)
+    if found is None:
+        found = _REBINDING_GLOBALS[key] = frozenset(
+            id(part) for function, _ in ev.module.rebinders.get(name, ())
+            for part in code_nodes(function.body, into_definitions=False) if isinstance(part, cst.Global))
+    return id(statement) in found
+
+
+_REBINDING_GLOBALS: dict = {}  # (module, name) -> ids of the `global` statements of its rebinders
 
 
 def _wait_of_what_was_issued(ev, node: cst.If) -> None:
@@ -685,58 +691,44 @@ def _abandon_failed_work(ev, try_node) -> None:
 def _def(ev, element) -> None:
     node = element.node
     fn = ev.module.function_value(node, ev.scope)
-    captured = captured_values(ev, node)
+    captured, _ = captured_values(ev, node)  # a def is kept in its name: it may run after they change
     ev.bind(node.name.value, replace(fn, captured=captured) if captured else fn)
 
 
-def values_now(ev, node) -> tuple:
-    """A lambda's free variables that the enclosing function binds more than once (so not among
-    ``captured_values``) and that hold buffers, objects or constants here: what the lambda reads if
-    it runs before any of them is bound again (``interproc`` uses them only for a callee that just
-    calls it)."""
-    from .domain import ANYTHING, interesting
-    from .interproc import free_names
-    from .invariance import bound_once
-    outer = ev.invocation.function
-    if outer is None or not isinstance(outer.node, cst.FunctionDef):
-        return ()
-    params = outer.node.params
-    names = {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
-    found = []
-    for name in sorted(free_names(node) - bound_once(outer.node) - names):
-        value = ev.state.env.get(name)
-        if value is not None and (interesting(value) or isinstance(value, Const) and ANYTHING not in value.values):
-            found.append((name, value))
-    return tuple(found)
-
-
 def captured_values(ev, node) -> tuple:
-    """What a nested function (or lambda) reads from its enclosing function, as it is in this analysis
-    of it, wherever it is later called: the constants and functions of parameters the enclosing
-    function never rebinds (the function made by ``make_worker(pin_memory=False)`` runs with
-    ``pin_memory`` False), and the buffers, objects and constants of its variables bound once, before
-    this point (``buf = torch.empty(n, pin_memory=True)``; ``timed(lambda: d.copy_to_host(buf, s))``).
-    The closure reads a variable when it runs, and that is then still this value."""
+    """(captured, now) of a nested function (or lambda), as its variables are in this analysis of the
+    enclosing function. ``captured``: what it reads wherever it is later called: the constants and
+    functions of parameters the enclosing function never rebinds (the function made by
+    ``make_worker(pin_memory=False)`` runs with ``pin_memory`` False), and the buffers, objects and
+    constants of its variables bound once, before this point (``buf = torch.empty(n,
+    pin_memory=True)``; ``timed(lambda: d.copy_to_host(buf, s))``): the closure reads a variable when it
+    runs, and that is then still this value. ``now``: those of its variables bound more than once, what
+    it reads if it runs before any of them is bound again (``interproc`` keeps them only for a lambda
+    written as the argument of a callee that just calls it)."""
     from .domain import ANYTHING, interesting
     from .interproc import free_names
     from .invariance import body_bindings, bound_once
     outer = ev.invocation.function
     if outer is None or not isinstance(outer.node, cst.FunctionDef):
-        return ()
+        return (), ()
     params = outer.node.params
     names = {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
     free = free_names(node)
     wanted = (free & names) - body_bindings(outer.node)
-    locals_ = (free & bound_once(outer.node)) - names
-    found = []
-    for name in sorted(wanted | locals_):
+    once = bound_once(outer.node)
+    locals_ = (free & once) - names
+    captured, now = [], []
+    for name in sorted(wanted | (free - names)):
         value = ev.state.env.get(name)
         if value is None:
             continue
-        if isinstance(value, Const) and ANYTHING not in value.values or isinstance(value, Function) or \
-                name in locals_ and interesting(value):
-            found.append((name, value))
-    return tuple(found)
+        constant = isinstance(value, Const) and ANYTHING not in value.values
+        if name in wanted or name in locals_:
+            if constant or isinstance(value, Function) or name in locals_ and interesting(value):
+                captured.append((name, value))
+        elif constant or interesting(value):
+            now.append((name, value))
+    return tuple(captured), tuple(now)
 
 
 def _class(ev, element) -> None:
