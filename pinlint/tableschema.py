@@ -73,7 +73,7 @@ _RETURNS_TUPLE = _one_of("err-tuple")
 EFFECTS: dict[str, EffectSchema] = {
     "alloc": EffectSchema(
         frozenset({"shape", "dtype", "like", "nbytes", "flags", "like_device", "data", "into", "columns",
-                   "pad", "pad_of"}),
+                   "pad", "pad_of", "joined"}),
         {"kind": _one_of(*KINDS), "pooled": _is_bool, "pooled_when_pinned": _is_bool, "fix": _is_str,
          "pin_kw": _is_str, "device_kw": _is_str, "reads": _is_bool, "pointer": _is_bool, "returns": _RETURNS_TUPLE,
          "uninitialized": _is_bool, "shape_varargs": _is_bool, "shape_last": _is_bool, "range_args": _is_bool, "range_float_dtype": _is_str,
@@ -178,7 +178,7 @@ SYNC_KEYS = frozenset({"stream_method", "stream_call", "device_call"})
 DTYPE_KEYS = frozenset({"sizes", "attributes", "codes", "python", "modules"})
 CUDA_KEYS = frozenset({"host_alloc_flags", "host_register_flags", "memcpy_kinds"})
 PYTHON_KEYS = frozenset({"reading_builtins", "non_storing_builtins", "pure_builtins", "container_mutators", "dict_types", "dict_types_with_factory",
-                         "copying_methods", "device_address_libraries", "torch_compute_namespaces", "library_modules", "returns_self",
+                         "copying_methods", "device_address_libraries", "torch_compute_namespaces", "library_modules", "returns_self", "call_runs",
                          "coroutine_runners", "non_retaining_builtins", "record_factories",
                          "torch_non_tensor_results", "torch_new_results"})
 FIX_FAMILY_KEYS = frozenset({"how", "keyword"})

@@ -1593,3 +1593,52 @@ def evolve(kernel, field, steps):
         drv.memcpy_dtoh(out.host, out.dev)  # expect: PIN007
         drv.memcpy_dtoh(cube.host, cube.dev)  # expect: PIN007
 ''')
+
+
+# A package's __init__ importing a function from the submodule of the same name (`from
+# geom.kernels.suppress import suppress`, dettrack's nms, survey 47): `from geom.kernels import
+# suppress` finds the function, which Python bound over the submodule.
+project("reexport-over-same-named-submodule-numba", geom____init___DOT_py='''
+''', geom__kernels____init___DOT_py='''
+from geom.kernels.suppress import suppress
+''', geom__kernels__suppress_DOT_py='''
+from numba import cuda
+
+
+def suppress(table, thr):
+    s = cuda.stream()
+    dev = cuda.to_device(table, s)  # via: PIN001
+    s.synchronize()
+    return dev
+''', geom__ops_DOT_py='''
+import torch
+from geom.kernels import suppress
+
+
+def run(boxes):
+    host = torch.zeros(4096, 5).numpy()
+    return suppress(host, 0.5)  # expect: PIN001
+''')
+
+# The same with a relative import in the package, and a module importing the submodule itself.
+project("reexport-relative-over-same-named-submodule-numba", geom____init___DOT_py='''
+''', geom__kernels____init___DOT_py='''
+from .suppress import suppress
+''', geom__kernels__suppress_DOT_py='''
+from numba import cuda
+
+
+def suppress(table, thr):
+    s = cuda.stream()
+    dev = cuda.to_device(table, s)  # via: PIN001
+    s.synchronize()
+    return dev
+''', geom__ops_DOT_py='''
+import numpy as np
+from geom.kernels import suppress
+
+
+def run(boxes):
+    host = np.zeros((4096, 5), np.float32)
+    return suppress(host, 0.5)  # expect: PIN001
+''')

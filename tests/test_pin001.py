@@ -3705,6 +3705,33 @@ def test_a_helper_returning_a_numpy_conversion_of_what_nothing_explains(returns,
     assert codes(src) == (["PIN001"] if reported else [])
 
 
+@pytest.mark.parametrize("decorator, params, call", [
+    ("", "self, shape", "self.weights(shape)"),
+    ("@staticmethod", "shape", "Predictor.weights(shape)"),
+    ("@staticmethod", "shape", "self.weights(shape)"),
+])
+def test_a_method_returning_a_numpy_conversion_of_what_nothing_explains(decorator, params, call):
+    # MedNeXt's `self._get_gaussian(...)` (survey 42), as a method of the predicting object
+    src = f"""
+    import numpy as np
+    import torch
+    from imaging import gaussian_filter  # a library nothing here explains
+
+    class Predictor:
+        {decorator}
+        def weights({params}):
+            w = gaussian_filter(np.zeros(shape), 2.0)
+            return (w / w.max()).astype(np.float32)
+
+        def predict(self, shape):
+            w = {call}
+            return torch.from_numpy(w).cuda(0, non_blocking=True)
+    """
+    assert codes(src) == ["PIN001"]
+    # the same helper returning the array it is given on one path: perhaps not new memory
+    assert codes(src.replace("return (w / w.max())", "return w if shape else (w / w.max())")) == []
+
+
 @pytest.mark.parametrize("call, reported", [
     ("gaussian_filter(w, 2.0)", True),
     ("ndimage.zoom(w, 2)", True),
@@ -3771,3 +3798,208 @@ def test_names_unpacked_from_one_device_array_or_a_list_of_them_are_device_array
         run(np.random.rand(64, 512, 512).astype(np.float32), 4, 16)
         """)
     assert rows(src, "PIN001") == [row_of(src, "run(np.random")]  # where the pageable volume is made
+
+
+# ------------------------------------------------------------------ survey 47 (turn 26)
+@pytest.mark.parametrize("item, reported", [
+    ('{"mask": mask, "preview": np.array(raw)}', True),   # a NumPy value beside the tensor
+    ('{"mask": mask}', True),
+    ('{"preview": np.array(raw)}', False),                # no tensor: the helper sends nothing
+    ('{"mask": pinned}', False),
+])
+def test_a_recursive_upload_helper_sends_each_value_of_a_dict_as_it_is(item, reported):
+    # semantic-segmentation-pytorch's `async_copy_to` (survey 47 K): a helper that calls itself on
+    # each value of a dict and sends only the tensors (`torch.is_tensor`); the dict's values are
+    # taken one by one, and the helper is followed into its own recursive call.
+    src = f"""
+    import collections.abc
+    import numpy as np
+    import torch
+
+
+    def upload(obj, dev):
+        if torch.is_tensor(obj):
+            return obj.cuda(dev, non_blocking=True)
+        if isinstance(obj, collections.abc.Mapping):
+            return {{key: upload(val, dev) for key, val in obj.items()}}
+        return obj
+
+
+    def evaluate(gpu):
+        raw = np.random.randint(0, 150, (512, 512), dtype=np.uint8)
+        mask = torch.from_numpy(raw).long() - 1
+        pinned = torch.empty(512, 512, pin_memory=True)
+        feed = upload({item}, gpu)
+    """
+    assert rows(src, "PIN001") == ([row_of(src, "feed = upload(")] if reported else [])
+
+
+def test_a_comprehension_over_a_known_dict_keeps_its_entries_apart():
+    src = """
+    import numpy as np
+    import torch
+
+
+    def send(batch, dev):
+        return {k: v.to(dev, non_blocking=True) for k, v in batch.items() if torch.is_tensor(v)}
+
+
+    def main():
+        batch = {"x": torch.empty(8, 3, pin_memory=True), "y": torch.zeros(8), "meta": np.zeros(3)}
+        out = send(batch, "cuda")
+        return out["x"]
+    """
+    found = only(src, "PIN001")
+    assert found.location.row == row_of(src, "out = send(")
+    assert "torch.zeros" in found.message  # the pageable entry, not the pinned one
+
+
+def test_a_dict_copy_of_a_pinned_loader_item_holds_the_same_pinned_tensors():
+    # survey 47 K: `feed = batch[0].copy()` of a pinned loader's dict is no NumPy `.copy()`.
+    src = """
+    import torch
+    from torch.utils.data import DataLoader, Dataset
+
+
+    def as_list(items):
+        return items
+
+
+    class Frames(Dataset):
+        def __len__(self):
+            return 16
+
+        def __getitem__(self, i):
+            return {"frame": torch.rand(3, 512, 512), "name": str(i)}
+
+
+    def evaluate(gpu):
+        loader = DataLoader(Frames(), batch_size=1, collate_fn=as_list, pin_memory=True)
+        for batch in loader:
+            feed = batch[0].copy()
+            feed["frame"].cuda(gpu, non_blocking=True)
+    """
+    assert codes(src) == []
+    assert codes(src.replace("pin_memory=True", "pin_memory=False")) == ["PIN001"]
+
+
+@pytest.mark.parametrize("call, reported", [
+    ("model(crops)", True),
+    ("model.forward(crops)", True),
+    ("plain(crops)", False),     # no forward: calling it runs no method of the checked code
+])
+def test_calling_a_module_of_the_checked_code_runs_its_forward(call, reported):
+    # multi-crop SSL (survey 47 K): `torch.cat` of pinned crops is new pageable memory, sent
+    # non-blocking in `forward`, which `model(crops)` runs (nn.Module.__call__).
+    src = f"""
+    import torch
+    from torch import nn
+
+
+    class Encoder(nn.Module):
+        def forward(self, crops):
+            return torch.cat(crops).cuda(non_blocking=True)
+
+
+    class Plain(nn.Module):
+        def encode(self, crops):
+            return torch.cat(crops).cuda(non_blocking=True)
+
+
+    def train(n):
+        model, plain = Encoder(), Plain()
+        crops = [torch.empty(4, 3, pin_memory=True), torch.empty(4, 3, pin_memory=True)]
+        out = {call}
+    """
+    assert rows(src, "PIN001") == ([row_of(src, "out = ")] if reported else [])
+
+
+def test_a_collate_returning_a_tuple_of_its_list_keeps_the_items_in_place():
+    # DETR-style collate (survey 47 K): `return tuple(cols)` of `[padded, targets]`; the padded
+    # object has no `pin_memory()`, so the pinned loader hands it on as the collate made it.
+    src = """
+    import torch
+    from torch.utils.data import DataLoader, Dataset
+
+
+    class Padded:
+        def __init__(self, data):
+            self.data = data
+
+        def to(self, device, non_blocking=False):
+            return Padded(self.data.to(device, non_blocking=non_blocking))
+
+
+    def collate(items):
+        cols = [Padded(torch.zeros(len(items), 3, 800, 800)), [it[1] for it in items]]
+        return tuple(cols)
+
+
+    class Boxes(Dataset):
+        def __len__(self):
+            return 64
+
+        def __getitem__(self, i):
+            return torch.rand(3, 600, 700), torch.rand(5, 4)
+
+
+    def train(device):
+        loader = DataLoader(Boxes(), batch_size=4, collate_fn=collate, pin_memory=True)
+        for samples, targets in loader:
+            samples = samples.to(device, non_blocking=True)
+    """
+    assert rows(src, "PIN001") == [row_of(src, "samples = samples.to(")]
+
+
+@pytest.mark.parametrize("made", ["-100 * torch.ones(3, n).long()", "torch.ones(3, n) * 5", "torch.ones(3, n) + torch.ones(1, n)"])
+def test_a_row_of_an_arithmetic_result_is_part_of_its_pageable_memory(made):
+    # swav's label table (survey 47 K): `(-100 * torch.ones(...).long())[h]` sent non-blocking.
+    src = f"""
+    import torch
+
+
+    def train(n):
+        labels = {made}
+        for h in range(3):
+            labels[h].cuda(non_blocking=True)
+    """
+    assert rows(src, "PIN001") == [row_of(src, "labels[h].cuda(")]
+
+
+@pytest.mark.parametrize("view", ["np.moveaxis(scaled, 2, 0)", "np.swapaxes(scaled, 0, 2)", "np.rollaxis(scaled, 2)",
+                                  "np.flip(scaled, 0)", "np.transpose(scaled, (2, 0, 1))"])
+def test_numpy_axis_reordering_views_keep_the_arrays_memory(view):
+    # NVIDIA's FCN-ResNet101 TensorRT sample, copied into dettrack (survey 47 J): `np.moveaxis` of a
+    # pageable image, made contiguous and sent with `memcpy_htod_async`.
+    src = f"""
+    import numpy as np
+    import pycuda.driver as cuda
+
+
+    def upload(picture, dbuf, s):
+        scaled = np.asarray(picture).astype(np.float32) / 255.0
+        chw = np.ascontiguousarray({view})
+        cuda.memcpy_htod_async(dbuf, chw, s)
+    """
+    assert rows(src, "PIN001") == [row_of(src, "cuda.memcpy_htod_async(")]
+
+
+@pytest.mark.parametrize("host, reported", [
+    ('torch.load("pair.pth", map_location="cpu")[0].cpu().numpy()', True),   # a CPU tensor's .cpu() is itself
+    ("torch.zeros(1024, 1024).cpu().numpy()", True),
+    ("torch.empty(1024, 1024, pin_memory=True).cpu().numpy()", False),       # pinned, still itself
+    ("torch.cat([boxes, scores]).data.cpu().numpy()", True),                 # `.data`: the same tensor
+])
+def test_cpu_of_a_cpu_tensor_and_its_data_attribute_are_the_same_memory(host, reported):
+    # dettrack (survey 47 J): `left.cpu().numpy()` of a tensor `torch.load` restored to the CPU,
+    # `dets.data.cpu().numpy()` of a concatenation, both sent asynchronously.
+    src = f"""
+    import torch
+    import pycuda.driver as cuda
+
+
+    def send(dbuf, s, boxes, scores):
+        host = {host}
+        cuda.memcpy_htod_async(dbuf, host, s)
+    """
+    assert rows(src, "PIN001") == ([row_of(src, "cuda.memcpy_htod_async(")] if reported else [])

@@ -779,3 +779,26 @@ def test_numba_pinned_block_end_unregisters_and_waits_for_the_device():
     assert "PIN005" not in codes(src)
     racy = NUMBA + "d.copy_to_host(h, stream=s)\na = np.zeros(16)\nwith cuda.pinned(a):\n    x = h[0]\n"
     assert rows(racy, "PIN005") == [row_of(racy, "x = h[0]")]
+
+
+@pytest.mark.parametrize("ordering, reported", [
+    ("sorted(groups.items(), key=lambda kv: kv[0])", False),   # compares the int keys only
+    ("sorted(groups.values())", True),                         # compares the tensors' values
+])
+def test_sorting_a_container_of_results_in_flight_by_their_keys_reads_no_result(ordering, reported):
+    # hip-attention's cache-policy test (survey 47 M): results of non-blocking downloads gathered in
+    # a dict of lists, ordered by key before the synchronize that precedes their reads.
+    src = f"""
+    import torch
+
+    scores = torch.rand(64, 64, device="cuda")
+    groups = {{}}
+    for i in range(64):
+        vals = groups.get(i % 4, [])
+        vals.append((scores[i, 0] * 100).to("cpu", non_blocking=True))
+        groups[i % 4] = vals
+    ordered = {ordering}
+    torch.cuda.synchronize()
+    print(ordered)
+    """
+    assert rows(src, "PIN005") == ([row_of(src, "ordered = ")] if reported else [])

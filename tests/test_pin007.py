@@ -2240,6 +2240,43 @@ def test_a_mode_loop_over_a_module_table_of_distinct_modes_runs_the_arm_once():
     assert rows(src.replace('"constant", "constant_prctile"', '"maximin"'), "PIN007") == [row_of(src, "np.save(")]
 
 
+@pytest.mark.parametrize("table, read, change, reported", [
+    ('MODES = ["maximin", "constant", "prctile"]', "Settings.MODES", "", False),
+    ('TABLE = {"modes": ["maximin", "constant"], "n": 4}', 'Settings.TABLE["modes"]', "", False),
+    ('MODES = ["maximin", "constant", "prctile"]', "Settings().MODES", "", False),    # through an object
+    ('MODES = ["maximin", "maximin"]', "Settings.MODES", "", True),                  # not distinct
+    ('MODES = ["maximin", "constant"]', "Settings.MODES", 'Settings.MODES.append("maximin")', True),
+    ('MODES = ["maximin", "constant"]', "Settings.MODES", "Settings.MODES = modes_from_cli()", True),
+    ('MODES = ["maximin", "constant"]', "Settings.MODES", 'Settings.MODES[1] = "maximin"', True),
+])
+def test_a_mode_loop_over_a_class_table_of_distinct_modes_runs_the_arm_once(table, read, change, reported):
+    # suite2p's test-data script (survey 44): `for bv in TestDataConfigs.EXTRACTION['baseline_methods']:`,
+    # a dict of settings in a class body that nothing in the tree changes.
+    src = source(f"""
+        import numpy as np
+        import torch
+
+
+        class Settings:
+            {table}
+
+
+        def preprocess(traces, baseline, device):
+            if baseline == "maximin":
+                for b in range(0, traces.shape[0], 100):
+                    torch.from_numpy(traces[b:b + 100]).to(device)
+            return traces
+
+
+        def main():
+            {change or "pass"}
+            f = np.load("F.npy")
+            for bv in {read}:
+                np.save(f"{{bv}}.npy", preprocess(f, bv, torch.device("cuda")))
+        """)
+    assert rows(src, "PIN007") == ([row_of(src, "np.save(")] if reported else [])
+
+
 @pytest.mark.parametrize("made, reported", [
     ("np.random.choice([False, True], (300, 800))", True),   # 240,000 elements
     ("np.random.choice([False, True], size=(300, 800))", True),
@@ -2261,3 +2298,135 @@ def test_numpy_random_samplers_make_new_pageable_arrays(made, reported):
                 d.set(blocked)
         """)
     assert rows(src, "PIN007") == ([row_of(src, "d.set(blocked)")] if reported else [])
+
+
+@pytest.mark.parametrize("made, reported", [
+    # a PyCUDA volume renderer (survey 47): camera vectors joined into a 3x3 basis and re-sent per sample
+    ("np.concatenate((a[np.newaxis], b[np.newaxis], a[np.newaxis]), axis=0)", False),   # 36 bytes
+    ("np.stack([a, b])", False),
+    ("np.vstack((a, b))", False),
+    ("np.concatenate([a, np.zeros(1 << 20, np.float32)])", True),                         # 4 MiB + 12 bytes
+    ("np.concatenate([a, frames])", True),                                                # a parameter: unknown
+    ("np.concatenate(parts)", True),                                                      # a list nothing lays out
+    ("np.copy(b)", False),
+    ("np.copy(np.zeros(1 << 20))", True),
+])
+def test_joined_arrays_are_as_large_as_the_arrays_joined(made, reported):
+    src = source(f"""
+        import numpy as np
+        import pycuda.autoinit
+        import pycuda.driver as drv
+        from pycuda.compiler import SourceModule
+
+        shade = SourceModule("__global__ void shade(float *b) {{}}").get_function("shade")
+
+
+        def render(frames, parts, n):
+            a = np.asarray([0.0, 1.0, 0.0], dtype=np.float32)
+            b = np.asarray([2.0, 1.0, 3.0], dtype=np.float32) - a
+            joined = {made}
+            for _ in range(n):
+                shade(drv.In(joined), block=(1, 1, 1))
+        """)
+    assert rows(src, "PIN007") == ([row_of(src, "shade(drv.In(joined)")] if reported else [])
+
+
+@pytest.mark.parametrize("made, reported", [
+    # the same renderer: `np.asarray([float(c) for c in cfg["eye"]]).astype(np.float32)`, a vector of
+    # Python numbers the code lists, converted: still one element per number
+    ("np.asarray([float(c) for c in cfg]).astype(np.float32)", False),
+    ("np.asarray([1, h, w]).astype(np.float32)", False),          # three numbers, dtype not told: a bound
+    ("np.asarray([1, h, w]).astype(np.float32) / 2.0", False),
+    ("np.asarray(cfg).astype(np.float32)", True),                  # nothing tells what cfg holds
+    ("np.zeros((h, w)).astype(np.float32)", True),
+])
+def test_a_conversion_of_a_small_array_of_python_numbers_stays_small(made, reported):
+    src = source(f"""
+        import numpy as np
+        import pycuda.autoinit
+        import pycuda.driver as drv
+        from pycuda.compiler import SourceModule
+
+        step = SourceModule("__global__ void step(float *v) {{}}").get_function("step")
+
+
+        def render(cfg, h, w, n):
+            v = {made}
+            for _ in range(n):
+                step(drv.In(v), block=(1, 1, 1))
+        """)
+    assert rows(src, "PIN007") == ([row_of(src, "step(drv.In(v)")] if reported else [])
+
+
+@pytest.mark.parametrize("returned, reported", [
+    ("self.buffer", True),                          # the buffer made once, on every step
+    ("np.empty((2, self.n), dtype=np.int16)", False),  # a new one each step
+])
+def test_an_iterator_object_handing_back_its_own_buffer_repeats_it(returned, reported):
+    # spcm's acquisition loop (survey 47 L): `for block in transfer:` whose `__next__` returns the
+    # pageable buffer the object allocated in `__init__`, uploaded each step.
+    src = source(f"""
+        import numpy as np
+        import cupy as cp
+
+
+        class Acquisition:
+            def __init__(self, n):
+                self.n = n
+                self.buffer = np.empty((2, n), dtype=np.int16)
+                self.count = 0
+
+            def __iter__(self):
+                return self
+
+            def __next__(self):
+                if self.count >= 100:
+                    raise StopIteration
+                self.count += 1
+                return {returned}
+
+
+        def main():
+            out = cp.empty((2, 1 << 20), dtype=cp.int16)
+            for block in Acquisition(1 << 20):
+                d = cp.asarray(block)
+                cp.negative(d, out=out)
+        """)
+    assert rows(src, "PIN007") == ([row_of(src, "d = cp.asarray(block)")] if reported else [])
+
+
+@pytest.mark.parametrize("call, reported", [
+    ("self.block(i, x)", False),        # another layer of the slab on each iteration, two calls down
+    ("self.block(i + 1, x)", False),
+    ("self.block(i % 2, x)", True),     # two layers, each sent again and again
+    ("self.block(0, x)", True),
+])
+def test_a_part_picked_by_a_loop_variable_passed_down_moves_with_the_loop(call, reported):
+    # KVSWAP's offload engine (survey 47 M): `for i in range(layers): x = self.block(i, x)`, whose
+    # cache fetches `self.slab[layer]`: each iteration sends another layer, not the same bytes.
+    src = source(f"""
+        import torch
+
+
+        class HostCache:
+            def __init__(self, layers, rows, cols):
+                self.slab = torch.zeros(layers, rows, cols, device="cpu")
+
+            def fetch(self, layer):
+                return self.slab[layer].to("cuda")
+
+
+        class Net:
+            def __init__(self, layers):
+                self.layers = layers
+                self.cache = HostCache(layers, 4096, 1024)
+
+            def block(self, layer, x):
+                return x + self.cache.fetch(layer).sum()
+
+            def forward(self, x):
+                for i in range(self.layers):
+                    x = {call}
+                return x
+        """)
+    assert rows(src, "PIN007") == ([row_of(src, "x = self.block(")] if reported else [])

@@ -34,10 +34,14 @@ _COPIERS = frozenset({"copy.copy", "copy.deepcopy"})
 _DEEP_COPIED_DEVICES = frozenset({"cupy", "torch"})  # their arrays' __deepcopy__ copies on the device
 _COPY_DEPTH = 4  # objects inside objects a deep copy follows
 _COLLECTING = frozenset({"list", "tuple", "set", "frozenset"})  # builtins that only collect what they iterate
+_ORDERING = frozenset({"sorted", "min", "max"})  # builtins that compare what they iterate (or what `key=` picks)
 # Start a callable later, on another thread, with the arguments they are given: (callable, args, kwargs).
 _STARTERS = {"threading.Thread": (ArgSpec(1, "target"), ArgSpec(3, "args"), ArgSpec(4, "kwargs")),
              "threading.Timer": (ArgSpec(1, "function"), ArgSpec(2, "args"), ArgSpec(3, "kwargs"))}
-_BATCH_DICT_METHODS = frozenset({"values", "items", "get"})
+_BATCH_DICT_METHODS = frozenset({"values", "items", "get", "copy"})
+# NumPy array methods a torch tensor lacks: on a value taken for a CPU tensor, the call says it is
+# something else (a dict's `.copy()`), not a new array.
+_NUMPY_ONLY_METHODS = frozenset({"astype", "byteswap", "copy", "itemset", "tobytes", "tofile", "fill", "data_as"})
 _COPY_OBJECT_SETTERS = {"set_src_host": "$src_host", "set_dst_host": "$dst_host"}
 # A torch tensor's counts: numbers, whatever its device (`q.size(0)`, `t.numel()`); `t.size()` is a shape.
 _TORCH_COUNTS = frozenset({"size", "numel", "nelement", "dim", "ndimension", "element_size"})
@@ -371,8 +375,8 @@ class Calls:
         if isinstance(receiver, Host) and receiver.batch and name in _BATCH_DICT_METHODS:
             # A loader's batch collated into a dict: each of its values is a batch tensor, as each
             # element is for `x, y = batch`.
-            if name == "get":
-                return receiver
+            if name in ("get", "copy"):
+                return receiver  # `batch.copy()`: a dict's shallow copy holds the same tensors
             return Iteration(receiver if name == "values" else Items((UNKNOWN, receiver)))
         receiver = effects.placed(ev, receiver)
         if receiver == Obj("copy-object") and name in _COPY_OBJECT_SETTERS and args.positional:
@@ -407,6 +411,19 @@ class Calls:
         if name not in ev.tables.python.get("copying_methods", ()):
             ev.escape(node, args.values(), handed=True)
         return gpu_result(args.values() + [receiver])
+
+    def _run_by_library_call(self, callee: Instance, node) -> Optional[Value]:
+        """The method a library base class's ``__call__`` runs (python.toml's `call_runs`: calling a
+        `torch.nn.Module` runs its `forward`), where the checked code's class defines it."""
+        table = self.ev.tables.python.get("call_runs", {})
+        info = self.ev.module.project.class_info(callee.klass) if table else None
+        if info is None:
+            return None
+        for base in info.library_classes():
+            name = table.get(base)
+            if name is not None and info.lookup(name, record=False) is not None:
+                return self.member(callee, name, node)
+        return None
 
     def _returns_itself(self, receiver: Instance, name: str) -> bool:
         """A method of a library base class that returns the object itself (python.toml's
@@ -458,6 +475,9 @@ class Calls:
         for on in kinds:
             api = tables.methods.get((on, name))
             if api is not None:
+                if on == "host" and name in _NUMPY_ONLY_METHODS and (isinstance(receiver, Tensor) or
+                                                                    getattr(receiver, "library", None) == "torch"):
+                    return None
                 if isinstance(receiver, Tensor) and (on == "host" and api.effect == "alloc" or
                                                      api.opt("device_receiver") and not _non_blocking(api, args)):
                     # A tensor whose device nothing tells: `t.clone()` is no new pageable array, and
@@ -497,6 +517,8 @@ class Calls:
                 return effects.apply(ev, api, node, None, args)
         if isinstance(callee, Instance):
             method = self.member(callee, "__call__", node)  # an object called: its __call__
+            if not isinstance(method, Function):
+                method = self._run_by_library_call(callee, node)
             if isinstance(method, Function):
                 return interproc.call(ev, method, args, node, None)
         if callee == Obj("kernel"):
@@ -526,7 +548,8 @@ class Calls:
         python = ev.tables.python
         if name in python.get("reading_builtins", ()):
             positional = [v for _, v in args.positional]
-            if name in _COLLECTING:
+            if name in _COLLECTING or name in _ORDERING and "key" in args.keywords:
+                # (`sorted(d.items(), key=lambda kv: kv[0])` compares only what the key picks)
                 # tuple(h) iterates an array's elements; tuple(x.cpu() for x in pair) only collects
                 # references to the buffers a container or generator holds.
                 positional = [v for v in positional if isinstance(v, Host)]
@@ -568,6 +591,11 @@ class Calls:
                 (first.dimensions() or 0) >= 2 and len(args.positional) == 1:
             return Seq(element_of(first))  # list(h) of a 2-D (or more) array: its rows, views of it
         if name in ("list", "tuple", "set", "sorted", "frozenset"):
+            if name in ("list", "tuple") and len(args.positional) == 1 and not args.star:
+                if isinstance(first, Items) and not first.names:
+                    return first  # tuple(cols) of a list the code lays out: the same items, in order
+                if isinstance(first, Iteration) and first.items:
+                    return Items(first.items)  # list(d.values()) of a dict whose entries are known
             if isinstance(first, (Items, Seq, Iteration, Mapping)):
                 return Seq(element_of(first)) if not isinstance(first, Mapping) else UNKNOWN
             return UNKNOWN if args.positional else Items(())
@@ -741,7 +769,7 @@ class Calls:
         if name == "items" and isinstance(receiver, Mapping):
             element = element_of(Items(tuple(receiver.values()))) if receiver.values() else UNKNOWN
             return Iteration(Items((UNKNOWN, element)),
-                             items=tuple(Items((UNKNOWN, v)) for v in receiver.values()) if known else ())
+                             items=tuple(Items((Const.of(k), v)) for k, v in receiver.entries) if known else ())
         if name == "keys" and isinstance(receiver, Mapping):
             return Iteration(UNKNOWN)
         if name == "get" and isinstance(receiver, Mapping) and values:
@@ -802,7 +830,10 @@ class Calls:
                     # `__next__`, which is where a prefetcher's copies often are. Analysed once, here.
                     step = self.member(iterator, "__next__", node)
                     if isinstance(step, Function):
-                        return Iteration(interproc.call(self.ev, step, Args((), {}, False), node, None))
+                        element = interproc.call(self.ev, step, Args((), {}, False), node, None)
+                        # `return self.buffer`: the buffer the object made once, on every step
+                        kept = isinstance(element, Host) and any(element == v for _, v in iterator.fields)
+                        return Iteration(element, same=kept)
                 return iterator
         return value
 

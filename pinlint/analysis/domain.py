@@ -472,6 +472,7 @@ class Iteration(Value):
     element: Value
     length: Optional[int] = None
     items: tuple = field(default=(), repr=False)  # what each step yields, where the code says it (a dict's values)
+    same: bool = False  # every step gives the same buffers (an iterator's `__next__` returning its own field)
 
 
 @dataclass(frozen=True)

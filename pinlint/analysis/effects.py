@@ -21,11 +21,12 @@ from ..model import EventType, Kind, first_site
 from ..walk import small_statements, suite_body
 from .domain import (ANYTHING, NDIM_UNKNOWN, ON_GPU, UNKNOWN, Const, Context, Device, DeviceSpec, Host, Items, Iteration, LibraryRef, Loader, Obj, Scalar, Seq, Stream,
                      Tensor, Value, element_of, flatten, join, unknown_host, Function, Instance, Mapping, rebuild,
-                     true_in_gpu_runs, interesting, map_hosts)
+                     true_in_gpu_runs, interesting, map_hosts, ClassRef, ModuleRef)
 from .dtypes import canonical_dtype, common, element_bound, element_count, has_float, item_size, range_length, size_bound, transposed, widest_item
 from .state import CAPTURING, MUTATED, STREAM
 
-_TRANSPOSING = frozenset({"T", "mT", "transpose", "swapaxes", "permute", "moveaxis"})
+_TRANSPOSING = frozenset({"T", "mT", "transpose", "swapaxes", "permute", "moveaxis", "rollaxis", "flip", "flipud",
+                          "fliplr", "rot90"})
 
 
 @dataclass(frozen=True)
@@ -366,6 +367,8 @@ def _shape_info(ev, api: Api, receiver: Optional[Value], args: Args) -> tuple:
 def _shape_info_of(ev, api: Api, receiver: Optional[Value], args: Args) -> tuple:
     if api.arg("pad") is not None:
         return _padded(args.value(api.arg("pad_of")), args.value(api.arg("pad")))
+    if api.arg("joined") is not None:
+        return _joined(args.value(api.arg("joined")), ev.tables)
     like = _arg_value(api.arg("like"), receiver, args)
     if isinstance(like, Host) and like.sites:
         # as large as the largest buffer it may be (`padded.copy()` of either of two arrays)
@@ -431,6 +434,30 @@ def _padded(source: Value, width: Value) -> tuple:
     if None in sizes or growth is None:
         return None, dtype, ndim, None
     return None, dtype, ndim, max(sizes) * growth
+
+
+def _joined(arrays: Value, tables) -> tuple:
+    """(None, dtype, None, at most how many bytes) of ``np.concatenate(arrays)`` and its kin: the
+    elements of all the arrays, each at most its buffer's (a view is part of one). Arrays of one dtype
+    keep it; of several, or of one nothing names, each element may be promoted to the widest."""
+    if not isinstance(arrays, Items) or not arrays.items:
+        return None, None, None, None
+    sizes, dtypes = [], set()
+    for item in arrays.items:
+        if not isinstance(item, Host) or not item.sites or item.maybe_unknown or item.pointer:
+            return None, None, None, None
+        for site in item.sites:
+            dtypes.add(site.dtype)
+        totals = [s.nbytes if s.nbytes is not None else s.max_nbytes for s in item.sites]
+        if None in totals:
+            return None, None, None, None
+        sizes.append((max(totals), {item_size(s.dtype, tables) for s in item.sites}))
+    dtype = dtypes.pop() if len(dtypes) == 1 else None
+    if dtype is not None and item_size(dtype, tables):
+        return None, dtype, None, sum(total for total, _ in sizes)
+    # elements at most the bytes over the narrowest element each may have (one byte if unknown)
+    count = sum(total // min(size or 1 for size in item_sizes) for total, item_sizes in sizes)
+    return None, None, None, size_bound(count, None)
 
 
 def _pad_growth(width: Value, ndim: Optional[int]) -> Optional[int]:
@@ -620,7 +647,8 @@ def _view(ev, api: Api, node, receiver, args: Args) -> Value:
 
 
 # Views with the dimensions of their argument (the others' `ndim` is left unknown).
-_KEEPING_NDIM = frozenset({"asarray", "asanyarray", "transpose", "swapaxes", "__array__", "numpy", "detach",
+_KEEPING_NDIM = frozenset({"asarray", "asanyarray", "transpose", "swapaxes", "moveaxis", "rollaxis", "flip", "flipud",
+                           "fliplr", "rot90", "__array__", "numpy", "detach",
                            "split", "array_split", "hsplit", "vsplit", "dsplit", "chunk", "tensor_split",
                            "permute", "narrow", "data_as", "frombuffer", "as_array", "ndarray", "byref", "pointer",
                            "addressof", "cast", "c_void_p", "intp", "uintp"})
@@ -654,12 +682,32 @@ def _a_new_numpy_array(ev, expr) -> bool:
 def _returns_new_numpy_arrays(ev, call: cst.Call) -> bool:
     """A function of the tree whose every ``return`` hands back such a new array (MedNeXt's
     ``_get_gaussian``: ``return (g / g.max()).astype(np.float32)``)."""
-    target = ev.expr(call.func) if isinstance(call.func, (cst.Name, cst.Attribute)) else None
+    target = _called_function(ev, call.func)
     node = getattr(target, "node", None) if isinstance(target, Function) else None
     if not isinstance(node, cst.FunctionDef):
         return False
     returns = [small.value for small in small_statements(suite_body(node.body)) if isinstance(small, cst.Return)]
     return bool(returns) and all(_a_new_numpy_array(ev, value) for value in returns)
+
+
+def _called_function(ev, func) -> Optional[Value]:
+    """What ``func`` (a name, or a name's attribute) names, found without running anything: a
+    property read through the attribute (``self.weights()`` where ``weights`` is one) stays unknown,
+    as its getter would run a second time."""
+    if isinstance(func, cst.Name):
+        return ev.expr(func)
+    if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)):
+        return None
+    base = ev.expr(func.value)
+    klass = base.klass if isinstance(base, Instance) else base if isinstance(base, ClassRef) else None
+    if klass is not None:
+        info = ev.module.project.class_info(klass)
+        member = info.lookup(func.attr.value, record=False) if info is not None else None
+        if member is None or member.kind == "property":
+            return None
+    elif not isinstance(base, ModuleRef):
+        return None
+    return ev.expr(func)
 
 
 def _reaching_binding(ev, use: cst.Name):
@@ -785,7 +833,10 @@ def convert(ev, node, source: Host, target: Optional[str], api: str, always_copy
     nbytes = _converted_size(ev, source, target)
     site = ev.site(node, Kind.PAGEABLE, source.library, display(ev, api, source.library), dtype=target,
                    ndim=source.dimensions(), nbytes=nbytes,
-                   max_nbytes=_converted_size(ev, source, target, bound=True) if nbytes is None else None)
+                   max_nbytes=_converted_size(ev, source, target, bound=True) if nbytes is None else None,
+                   # `np.asarray([w, d, h]).astype(np.float32)`: still the numbers the code listed
+                   python_numbers=bool(source.sites) and all(s.python_numbers for s in source.sites),
+                   from_values=bool(source.sites) and all(s.from_values for s in source.sites))
     copied = Host(frozenset([site]), source.library)
     # A dtype it may already have: either the same memory or a new pageable tensor.
     return join(source, copied) if maybe_same else copied
@@ -800,9 +851,9 @@ def _converted_size(ev, source: Host, target: Optional[str], bound: bool = False
     for site in source.sites:
         size = item_size(site.dtype, ev.tables)
         total = site.max_nbytes if site.nbytes is None and bound else site.nbytes
-        if total is None or not size:
+        if total is None or not size and not bound:
             return None
-        counts.add(total // size)
+        counts.add(total // (size or 1))  # a bound: at least a byte an element of a dtype nothing names
     new_size = item_size(target, ev.tables)
     if not counts or source.maybe_unknown:
         return None

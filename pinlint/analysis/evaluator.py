@@ -22,7 +22,8 @@ from ..walk import code_parts
 from .dtypes import element_total, elementwise_bound, elementwise_size, fold, named_dtype, python_number_operands, transposed
 from .state import CAPTURING, DOTTED, ELEMENT_OF, KEY_OF, State, iter_key, put
 
-_TRANSPOSING = frozenset({"T", "mT", "transpose", "swapaxes", "permute", "moveaxis"})
+_TRANSPOSING = frozenset({"T", "mT", "transpose", "swapaxes", "permute", "moveaxis", "rollaxis", "flip", "flipud",
+                          "fliplr", "rot90"})
 LOOP_VARIABLE = "$loop-variable:"  # env key prefix: this name is the variable of that loop
 LOOP_DERIVED = "$loop-derived:"  # env key prefix: this name was computed from these loops' variables
 _UNKNOWN_DTYPE = "dtype:?"  # `h.dtype` of an array whose dtype nothing tells
@@ -330,6 +331,8 @@ class Evaluator:
             return transposed(base) if attr in _TRANSPOSING else base
         if isinstance(base, Device) and attr in self.tables.device_attributes:
             return base
+        if isinstance(base, Tensor) and attr in ("data", "T", "mT"):
+            return base  # `t.data` of a tensor nothing places: the same tensor, wherever it is
         if isinstance(base, (Instance, ClassRef, ModuleRef, Super)):
             return self.calls.member(base, attr, node)
         if isinstance(base, Items) and attr in base.names:
@@ -558,7 +561,7 @@ class Evaluator:
             numbers, bound = python_number_operands(operands, self.tables)
             most = elementwise_bound(operands, self.tables) if nbytes is None and bound is None else None
             site = self.site(node, Kind.PAGEABLE, library, api, nbytes=nbytes if nbytes is not None else bound,
-                             dtype=dtype, python_numbers=numbers, max_nbytes=most)
+                             dtype=dtype, python_numbers=numbers, max_nbytes=most, ndim=_broadcast_ndim(operands))
             return Host(frozenset([site]), library)
         return UNKNOWN
 
@@ -976,6 +979,9 @@ class Evaluator:
             first_iter = self.expr(clauses[0].iter)  # the first iterable runs once, outside the loop
             self.inner_loops.append(node)
             entered = True
+            steps = _known_steps(first_iter) if len(clauses) == 1 else None
+            if steps is not None:
+                return self._comprehension_unrolled(node, clauses[0], steps)
             for index, clause in enumerate(clauses):
                 iter_value = first_iter if index == 0 else self.expr(clause.iter)
                 if isinstance(iter_value, Host) and not iter_value.batch:
@@ -1000,6 +1006,52 @@ class Evaluator:
             if entered:
                 self.inner_loops.pop()
             self.state.env = saved_env
+
+    def _comprehension_unrolled(self, node, clause, steps: tuple) -> Value:
+        """A comprehension over a container whose items are known one by one (``{k: send(v) for k, v in
+        batch.items()}`` of a dict the code builds): its element runs once with each item, so a call
+        in it sees that item, not the join of all of them (a tensor beside a NumPy array in one dict,
+        uploaded by a helper that tests `torch.is_tensor`). The result keeps the items apart too."""
+        from .transfer import assign
+        keys, values, every_one = [], [], True
+        for step in steps:
+            assign(self, clause.target, step)
+            if isinstance(clause.target, cst.Name):
+                self.state.env[LOOP_VARIABLE + clause.target.value] = Const.of(node)
+            taken = True
+            for condition in clause.ifs:
+                answer = self.expr(condition.test)
+                if answer == Const.of(False) or answer == Const.of(None):
+                    taken = False
+                elif answer != Const.of(True):
+                    every_one = False  # perhaps left out: the result's length is not known
+            if not taken:
+                continue
+            if isinstance(node, cst.DictComp):
+                keys.append(self.expr(node.key))
+                values.append(self.expr(node.value))
+            else:
+                values.append(self.expr(node.elt))
+            if node not in self.discarded or isinstance(node, cst.DictComp):
+                self.escape(node, [values[-1]])
+        if isinstance(node, cst.DictComp):
+            entries, rest = {}, None
+            for key, value in zip(keys, values):
+                if isinstance(key, Const) and key.single is not None and every_one:
+                    entries[key.single] = value
+                else:
+                    rest = value if rest is None else join(rest, value)
+            return mapping(entries, rest)
+        if not values:
+            return Seq(UNKNOWN) if not isinstance(node, cst.GeneratorExp) else Iteration(UNKNOWN)
+        element = values[0]
+        for value in values[1:]:
+            element = join(element, value)
+        if isinstance(node, cst.GeneratorExp):
+            return Iteration(element, items=tuple(values) if every_one else ())
+        if isinstance(node, cst.ListComp) and every_one:
+            return Items(tuple(values))
+        return Seq(element)
 
     _expr_ListComp = _expr_SetComp = _expr_GeneratorExp = _expr_DictComp = _comprehension
 
@@ -1264,6 +1316,32 @@ def _single_pass(iterable: Optional[Value]) -> bool:
     return isinstance(iterable, Iteration) and iterable.length is not None and iterable.length <= 1
 
 
+def _broadcast_ndim(operands: list) -> Optional[int]:
+    """The dimensions of an elementwise result of arrays whose dimensions are known and Python numbers
+    (`-100 * labels`: the array's; arrays of several: the most, as broadcasting gives)."""
+    dims = []
+    for value in operands:
+        if isinstance(value, Host):
+            dims.append(value.dimensions())
+        elif not (isinstance(value, Scalar) or isinstance(value, Const) and value.values and
+                  all(isinstance(v, (int, float, complex)) for v in value.values)):
+            return None
+    return max(dims) if dims and None not in dims else None
+
+
+_UNROLLED_STEPS = 16  # a comprehension over more known items than this joins them, as a loop does
+
+
+def _known_steps(iterable: Value) -> Optional[tuple]:
+    """What each step of iterating ``iterable`` gives, where the code lays every one out (a dict's
+    known entries through ``.items()``/``.values()``, a tuple or list display); None otherwise."""
+    if isinstance(iterable, Iteration) and iterable.items and len(iterable.items) <= _UNROLLED_STEPS:
+        return iterable.items
+    if isinstance(iterable, Items) and not iterable.names and 0 < len(iterable.items) <= _UNROLLED_STEPS:
+        return iterable.items
+    return None
+
+
 def _iteration_element(iterable: Value, loop) -> Value:
     """What a loop over ``iterable`` binds: rows of an array are views of its memory, elements of a
     container are different buffers on each iteration."""
@@ -1281,6 +1359,8 @@ def _iteration_element(iterable: Value, loop) -> Value:
         # A row of the array (a view), another part of its memory on each iteration: sent once
         # each, not the same bytes again (a file of saved frames loaded whole, walked frame by frame)
         return varying_in(element, loop) if isinstance(element, Host) else element
+    if isinstance(iterable, Iteration) and iterable.same:
+        return element
     items = iterable.items if isinstance(iterable, (Items, Iteration)) else ()
     return varying_in(with_visits(element, items, loop), loop)
 

@@ -81,6 +81,7 @@ def call(ev, fn: Function, args, node: cst.Call, receiver_expr) -> Value:
         ev.escape(node, args.values(), handed=True)
         return UNKNOWN
     env, exprs = bind_parameters(ev, fn, args, receiver_expr)
+    _note_stepping_arguments(ev, env, exprs)
     env.update(_closure(ev, fn, env))
     for name, value in fn.captured:
         env.setdefault(name, value)
@@ -106,6 +107,19 @@ def call(ev, fn: Function, args, node: cst.Call, receiver_expr) -> Value:
     if not _body_runs_per_call(ev.module.project, fn):
         _note_resumed_changes(ev, node, outcome)
     return returned if outcome.reachable else UNKNOWN
+
+
+def _note_stepping_arguments(ev, env: dict, exprs: dict) -> None:
+    """A parameter given a loop's variable (``self.block(i, x)`` in ``for i in range(n)``, or ``i * k``)
+    follows that loop in the callee as well: ``slab[layer]`` there is another layer on each iteration
+    of the caller's loop, as ``slab[i]`` is written in the loop (and so down a chain of calls)."""
+    from .evaluator import LOOP_VARIABLE
+    for name, expr in exprs.items():
+        if name not in env or not isinstance(expr, cst.BaseExpression):
+            continue
+        loops = ev._stepping(expr)
+        if len(loops) == 1:
+            env[LOOP_VARIABLE + name] = Const.of(next(iter(loops)))
 
 
 def _keep_what_it_keeps(ev, fn: Function, node, outcome: Outcome, rename, receiver_expr) -> None:
@@ -1869,7 +1883,7 @@ def member(ev, base: Value, attr: str, node) -> Value:
         for key, value in fields:
             if key == attr:
                 return value
-        return _class_attribute(project, base.klass, attr)
+        return _read_class_attribute(ev, base.klass, attr)
     if isinstance(base, ClassRef):
         info = project.class_info(base)
         found = info.lookup(attr, record=False) if info is not None else None
@@ -1877,7 +1891,7 @@ def member(ev, base: Value, attr: str, node) -> Value:
             if found.kind == "nested-class":
                 return found.nested
             return function_value(found, bound=None if found.kind == "method" else base)
-        return UNKNOWN
+        return _read_class_attribute(ev, base, attr)
     if isinstance(base, ModuleRef):
         value = project.module_attribute(base.name, attr)
         if value == Const.of(None):
@@ -1892,6 +1906,16 @@ def member(ev, base: Value, attr: str, node) -> Value:
             return function_value(found, bound=base.receiver)
         return UNKNOWN
     return UNKNOWN
+
+
+def _read_class_attribute(ev, klass: ClassRef, attr: str) -> Value:
+    """A class attribute read in ``ev``'s module: a table of settings only where that module leaves it
+    as the class body made it, too."""
+    value = _class_attribute(ev.module.project, klass, attr)
+    if value is not UNKNOWN and (attr in changed_attributes(ev.module.info.module) or
+                                 attr in changed_attributes(klass.module.info.module)):
+        return UNKNOWN  # `Config.batch = args.batch` in a script: the class body's value is only the first
+    return value
 
 
 def _class_attribute(project, klass: ClassRef, attr: str) -> Value:
@@ -1919,8 +1943,87 @@ def _find_class_attribute(project, klass: ClassRef, attr: str) -> Value:
             continue
         if len(bound) > 1 or bound[0].value is None:
             return UNKNOWN
-        return constant_in(owner.cls.module, bound[0].value)
+        value = constant_in(owner.cls.module, bound[0].value)
+        if value is UNKNOWN and attr not in changed_attributes(owner.cls.module.info.module):
+            # `baseline_methods = ["maximin", "constant"]` (a table of settings), which the class's module
+            # neither rebinds nor changes in place (the modules reading it are checked by the caller)
+            value = literal_display(bound[0].value)
+        return value
     return UNKNOWN
+
+
+def literal_display(node) -> Value:
+    """A tuple, list or dict display of literals (nested ones too), as the evaluator would build it."""
+    if isinstance(node, (cst.Tuple, cst.List)):
+        items = []
+        for element in node.elements:
+            value = literal(element.value) if isinstance(element, cst.Element) else UNKNOWN
+            if value is UNKNOWN and isinstance(element, cst.Element):
+                value = literal_display(element.value)
+            if value is UNKNOWN:
+                return UNKNOWN
+            items.append(value)
+        return Items(tuple(items))
+    if isinstance(node, cst.Dict):
+        entries = {}
+        for element in node.elements:
+            key = literal(element.key) if isinstance(element, cst.DictElement) else UNKNOWN
+            if not isinstance(key, Const) or key.single is None:
+                return UNKNOWN
+            value = literal(element.value)
+            if value is UNKNOWN:
+                value = literal_display(element.value)
+            if value is UNKNOWN:
+                return UNKNOWN
+            entries[key.single] = value
+        return mapping(entries)
+    return UNKNOWN
+
+
+_MUTATORS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "update", "setdefault", "add",
+                       "discard", "sort", "reverse", "popitem", "__setitem__", "__delitem__"})
+_CHANGED_ATTRIBUTES: dict = {}
+
+
+def changed_attributes(module: cst.Module) -> frozenset:
+    """Attribute names the module rebinds outside ``self`` (``Config.modes = ...``, ``cls.x += 1``) or
+    whose value it changes in place (``Config.modes.append(m)``, ``cfg.table[k] = v``)."""
+    found = _CHANGED_ATTRIBUTES.get(module)
+    if found is not None:
+        return found
+    names = set()
+
+    def attribute_name(node):
+        return node.attr.value if isinstance(node, cst.Attribute) else None
+
+    def store(target):
+        if isinstance(target, cst.Attribute) and not (isinstance(target.value, cst.Name) and target.value.value == "self"):
+            names.add(target.attr.value)
+        elif isinstance(target, cst.Subscript) and attribute_name(target.value):
+            names.add(attribute_name(target.value))
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                store(element.value)
+
+    for part in code_nodes(module):
+        if isinstance(part, cst.AssignTarget):
+            store(part.target)
+        elif isinstance(part, (cst.AugAssign, cst.AnnAssign)):
+            store(part.target)
+            if isinstance(part, cst.AugAssign) and attribute_name(part.target):
+                names.add(attribute_name(part.target))  # `self.modes += [...]` changes a shared list
+        elif isinstance(part, cst.Del):
+            store(part.target)
+        elif isinstance(part, cst.Call) and isinstance(part.func, cst.Attribute) and \
+                part.func.attr.value in _MUTATORS and attribute_name(part.func.value):
+            names.add(attribute_name(part.func.value))
+        elif isinstance(part, cst.Call) and isinstance(part.func, cst.Name) and part.func.value in ("setattr", "delattr") \
+                and len(part.args) >= 2:
+            name = literal(part.args[1].value)
+            if isinstance(name, Const) and isinstance(name.single, str):
+                names.add(name.single)
+    found = _CHANGED_ATTRIBUTES[module] = frozenset(names)
+    return found
 
 
 def _assigned_names(small) -> frozenset:

@@ -32,6 +32,7 @@ MAX_DEPTH = 5            # calls followed below a function's own analysis
 MAX_ANALYSES = 400       # callee analyses one call chain may start
 MAX_SOLVES = 2_000       # scope analyses one file's check may make, all told (past it, calls are unknown)
 _CUT = "a limit"          # what an analysis that stopped at a limit read unfinished (see Project._keep)
+MAX_RECURSION = 2        # analyses of one function a call chain may hold at once (recursion with other arguments)
 MAX_CONTEXTS = 48        # calling contexts of one function a file's check may ask for (past it, its baseline serves)
 MAX_MODULE_BYTES = 2_000_000
 
@@ -341,6 +342,8 @@ class Project:
         self._outcomes: dict = {}
         self._baselines: dict = {}
         self._baseline_running: set = set()
+        self._running: set = set()  # calling contexts whose analysis is under way (invoke)
+        self._rebinding_running: set = set()  # names a package's __init__ re-exports, being resolved
         self._globals: dict = {}
         self._globals_running: set = set()   # modules (and (module, name) of rebound globals) being worked out
         self._rebound: dict = {}             # (module, global name) -> Project.rebound_global
@@ -521,6 +524,9 @@ class Project:
         """The definition an imported dotted name refers to: a function, class, module or global of
         the checked code; UNKNOWN for anything else."""
         parts = qualified.split(".")
+        rebound = self._rebound_by_package(parts, importer)
+        if rebound is not None:
+            return rebound
         for cut in range(len(parts), 0, -1):
             ctx = self.load(".".join(parts[:cut]), importer)
             if ctx is None:
@@ -532,6 +538,29 @@ class Project:
                     return UNKNOWN
             return value
         return UNKNOWN
+
+    def _rebound_by_package(self, parts: list, importer: ModuleContext) -> Optional[Value]:
+        """``pkg.sub`` where ``pkg/__init__.py`` binds ``sub`` itself from elsewhere (``from .sub import
+        sub``): importing the submodule set the package's ``sub`` to the module, and the import in
+        ``__init__`` then set it to what it imports, which is what ``from pkg import sub`` finds."""
+        if len(parts) < 2:
+            return None
+        package = self.load(".".join(parts[:-1]), importer)
+        if package is None or package.info.path is None or package.info.path.name != "__init__.py" or \
+                not package.imports.lookup(parts[-1]):
+            return None
+        bound = package.imports.qualify(cst.Name(parts[-1]))
+        if bound is None or bound == ".".join(parts) or self.tables.library_of(bound) is not None or \
+                self.load(bound, package) is not None:
+            return None  # `from . import sub`: the submodule itself
+        if bound in self._rebinding_running:
+            return None  # packages re-exporting each other's names in a circle
+        self._rebinding_running.add(bound)
+        try:
+            found = self.resolve(bound, package)
+        finally:
+            self._rebinding_running.discard(bound)
+        return found if found is not UNKNOWN else None
 
     def _module_ref(self, ctx: ModuleContext) -> ModuleRef:
         key = str(ctx.info.path)
@@ -692,13 +721,25 @@ class Project:
         found = self._kept(key, self._outcomes, self._provisional_outcomes)
         if found is not None:
             return found
-        if invocation.depth >= MAX_DEPTH or fn.node in invocation.stack or invocation.budget[0] >= MAX_ANALYSES or \
-                self.solves >= MAX_SOLVES:
+        if invocation.depth >= MAX_DEPTH or not self._may_recurse(fn, key, invocation) or \
+                invocation.budget[0] >= MAX_ANALYSES or self.solves >= MAX_SOLVES:
             self._read_unfinished(_CUT)
             return None
         invocation.budget[0] += 1
-        return self._keep(key, self._outcomes, self._provisional_outcomes,
-                          lambda: self.run(fn.module, fn.name, fn.node, env, pending, stream, invocation.child(fn)))
+        self._running.add(key)
+        try:
+            return self._keep(key, self._outcomes, self._provisional_outcomes,
+                              lambda: self.run(fn.module, fn.name, fn.node, env, pending, stream, invocation.child(fn)))
+        finally:
+            self._running.discard(key)
+
+    def _may_recurse(self, fn: Function, key, invocation: Invocation) -> bool:
+        """A function already on the call stack is followed again only with other arguments than any
+        analysis of it under way, and at most ``MAX_RECURSION`` times deep: a helper walking a nested
+        container (`upload(v)` for each value of a dict) takes each value as it is."""
+        if fn.node not in invocation.stack:
+            return True
+        return key not in self._running and invocation.stack.count(fn.node) < MAX_RECURSION
 
     # An analysis made while a class's fields or a module's globals are being worked out may see them
     # incomplete (the class's fields as none, the globals as unknown), or stop at a limit that the
