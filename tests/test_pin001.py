@@ -4003,3 +4003,56 @@ def test_cpu_of_a_cpu_tensor_and_its_data_attribute_are_the_same_memory(host, re
         cuda.memcpy_htod_async(dbuf, host, s)
     """
     assert rows(src, "PIN001") == ([row_of(src, "cuda.memcpy_htod_async(")] if reported else [])
+
+
+@pytest.mark.parametrize("wrap", [
+    "from apex import amp\n        model, optimizer = amp.initialize(model, optimizer, opt_level='O2')",
+    "from apex import amp\n        model = amp.initialize(model)",
+    "model = torch.compile(model)",
+])
+def test_a_model_handed_back_by_a_mixed_precision_or_compile_wrapper_keeps_its_methods(wrap):
+    # Tacotron 2 and its forks (mellotron, survey 47 K): `if fp16: model, optimizer =
+    # amp.initialize(...)`, then `model.parse_batch(batch)` uploading the collate's pageable tensors.
+    src = f"""
+    import torch
+    from torch import nn
+    from torch.utils.data import DataLoader, Dataset
+
+
+    def to_gpu(x):
+        x = x.contiguous()
+        if torch.cuda.is_available():
+            x = x.cuda(non_blocking=True)
+        return x
+
+
+    class Collate:
+        def __call__(self, items):
+            out = torch.FloatTensor(len(items), 80, 400)
+            out.zero_()
+            return out
+
+
+    class Net(nn.Module):
+        def parse_batch(self, batch):
+            return to_gpu(batch)
+
+
+    class Clips(Dataset):
+        def __len__(self):
+            return 100
+
+        def __getitem__(self, i):
+            return torch.randn(80, 400)
+
+
+    def train(fp16):
+        model = Net().cuda()
+        optimizer = torch.optim.Adam(model.parameters())
+        if fp16:
+            {wrap}
+        loader = DataLoader(Clips(), batch_size=8, pin_memory=False, collate_fn=Collate())
+        for batch in loader:
+            x = model.parse_batch(batch)
+    """
+    assert rows(src, "PIN001") == [row_of(src, "x = model.parse_batch(")]

@@ -210,6 +210,9 @@ class Calls:
         if module is not None:
             self.arguments(node)
             return LibraryRef(module)  # torch.cuda.cudart(): PyTorch's CUDA runtime module
+        handed_back = ev.tables.python.get("returns_arguments", {}).get(qualified) if qualified else None
+        if handed_back is not None:
+            return _handed_back(self.arguments(node), handed_back)
         kind = ev.tables.type_predicates.get(qualified) if qualified else None
         if kind is not None:
             args = self.arguments(node)
@@ -846,6 +849,26 @@ class Calls:
                 return interproc.call(self.ev, entered, Args((), {}, False), node, None)
             return value
         return UNKNOWN
+
+
+def _handed_back(args: Args, names: list) -> Value:
+    """What a library function that returns the objects it is given returns (python.toml's
+    `returns_arguments`: `model = torch.compile(model)`, `model, opt = amp.initialize(model, opt)`): the
+    first alone when no other is given, else all of them in order."""
+    if args.star or args.kwargs_unknown:
+        return UNKNOWN
+    given = []
+    for index, name in enumerate(names):
+        if index < len(args.positional):
+            given.append(args.positional[index][1])
+        elif name in args.keywords:
+            given.append(args.keywords[name][1])
+        else:
+            given.append(None)
+    if given[0] is None:
+        return UNKNOWN
+    rest = [g for g in given[1:] if g is not None and g != Const.of(None)]
+    return given[0] if not rest else Items(tuple(g if g is not None else Const.of(None) for g in given))
 
 
 def _spelled_dict(args: Args) -> bool:
