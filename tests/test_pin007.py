@@ -2310,6 +2310,9 @@ def test_numpy_random_samplers_make_new_pageable_arrays(made, reported):
     ("np.concatenate(parts)", True),                                                      # a list nothing lays out
     ("np.copy(b)", False),
     ("np.copy(np.zeros(1 << 20))", True),
+    ("np.cross(a, b)", False),                                                            # three elements
+    ("np.concatenate((np.cross(a, b)[np.newaxis], a[np.newaxis]))", False),
+    ("np.cross(np.zeros((1 << 16, 3)), b)", True),                                        # rows: no bound
 ])
 def test_joined_arrays_are_as_large_as_the_arrays_joined(made, reported):
     src = source(f"""

@@ -369,6 +369,8 @@ def _shape_info_of(ev, api: Api, receiver: Optional[Value], args: Args) -> tuple
         return _padded(args.value(api.arg("pad_of")), args.value(api.arg("pad")))
     if api.arg("joined") is not None:
         return _joined(args.value(api.arg("joined")), ev.tables)
+    if api.opt("cross"):
+        return _crossed([v for _, v in args.positional[:2]], ev.tables)
     like = _arg_value(api.arg("like"), receiver, args)
     if isinstance(like, Host) and like.sites:
         # as large as the largest buffer it may be (`padded.copy()` of either of two arrays)
@@ -458,6 +460,17 @@ def _joined(arrays: Value, tables) -> tuple:
     # elements at most the bytes over the narrowest element each may have (one byte if unknown)
     count = sum(total // min(size or 1 for size in item_sizes) for total, item_sizes in sizes)
     return None, None, None, size_bound(count, None)
+
+
+def _crossed(vectors: list, tables) -> tuple:
+    """(None, dtype, 1, at most how many bytes) of ``np.cross(a, b)`` of two 1-D arrays: a vector of
+    three elements at most (a number, for 2-element vectors); of anything else nothing is said."""
+    if len(vectors) != 2 or not all(isinstance(v, Host) and v.sites and not v.maybe_unknown and not v.pointer
+                                    and v.dimensions() == 1 for v in vectors):
+        return None, None, None, None
+    dtypes = {s.dtype for v in vectors for s in v.sites}
+    dtype = dtypes.pop() if len(dtypes) == 1 else None
+    return None, dtype, 1, size_bound(3, item_size(dtype, tables))
 
 
 def _pad_growth(width: Value, ndim: Optional[int]) -> Optional[int]:
