@@ -2433,3 +2433,30 @@ def test_a_part_picked_by_a_loop_variable_passed_down_moves_with_the_loop(call, 
                 return x
         """)
     assert rows(src, "PIN007") == ([row_of(src, "x = self.block(")] if reported else [])
+
+
+@pytest.mark.parametrize("empty", ["return None", "return"])
+def test_a_tuple_result_that_may_be_none_is_the_tuple_where_the_caller_unpacks_it(empty):
+    # an SDR ring buffer (survey 48 R): `pop()` returns None when the ring is empty, else
+    # `(slot, timestamp)`; the caller skips None and uploads the slot, one of 16 reused pageable ones.
+    src = source(f"""
+        import numpy as np
+        import cupy as cp
+
+
+        def pop(slots, k, empty):
+            if empty:
+                {empty}
+            return slots[k], 0.0
+
+
+        def consume(steps):
+            slots = [np.zeros(131072, dtype=np.complex64) for _ in range(16)]
+            for i in range(steps):
+                item = pop(slots, i % 16, i == 3)
+                if item is None:
+                    continue
+                view, ts = item
+                d = cp.asarray(view)
+        """)
+    assert rows(src, "PIN007") == [row_of(src, "d = cp.asarray(view)")]

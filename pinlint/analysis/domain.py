@@ -517,9 +517,11 @@ def join(a: Value, b: Value) -> Value:
     # method allocates it): what copies it, had it been None, would have failed, so where it runs the
     # value is the buffer. (Not a stream: `stream=None` is the default stream.) A memo guard on a
     # field (`if self.buf is None:` in the method that sets it) is told apart by the evaluator.
-    if isinstance(a, (Host, Seq, Device)) and is_none(b):
+    # So is a tuple of them (`return None` when a ring is empty, else `return slot, ts`: the caller
+    # unpacks it only past `if item is None: continue`).
+    if isinstance(a, (Host, Seq, Device, Items)) and is_none(b):
         return a
-    if isinstance(b, (Host, Seq, Device)) and is_none(a):
+    if isinstance(b, (Host, Seq, Device, Items)) and is_none(a):
         return b
     if isinstance(a, Host) and isinstance(b, Unknown):
         return replace(a, maybe_unknown=True)
