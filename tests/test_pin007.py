@@ -2216,31 +2216,9 @@ def test_an_object_a_startup_hook_binds_to_a_global_is_what_readers_find(top):
 
 
 
-def test_a_mode_loop_over_a_module_table_of_distinct_modes_runs_the_arm_once():
-    src = source("""
-        import numpy as np
-        import torch
-
-        MODES = ["maximin", "constant", "constant_prctile"]
-
-
-        def preprocess(traces, baseline, device):
-            if baseline == "maximin":
-                for b in range(0, traces.shape[0], 100):
-                    torch.from_numpy(traces[b:b + 100]).to(device)
-            return traces
-
-
-        def main():
-            f = np.load("F.npy")
-            for bv in MODES:
-                np.save(f"{bv}.npy", preprocess(f, bv, torch.device("cuda")))
-        """)
-    assert rows(src, "PIN007") == []
-    assert rows(src.replace('"constant", "constant_prctile"', '"maximin"'), "PIN007") == [row_of(src, "np.save(")]
-
-
 @pytest.mark.parametrize("table, read, change, reported", [
+    ('MODES = ["maximin", "constant", "prctile"]', "MODES", "", False),      # a module's table
+    ('MODES = ["maximin", "maximin"]', "MODES", "", True),
     ('MODES = ["maximin", "constant", "prctile"]', "Settings.MODES", "", False),
     ('TABLE = {"modes": ["maximin", "constant"], "n": 4}', 'Settings.TABLE["modes"]', "", False),
     ('MODES = ["maximin", "constant", "prctile"]', "Settings().MODES", "", False),    # through an object
@@ -2257,8 +2235,10 @@ def test_a_mode_loop_over_a_class_table_of_distinct_modes_runs_the_arm_once(tabl
         import torch
 
 
+        {table if "Settings" not in read else ""}
+
         class Settings:
-            {table}
+            {table if "Settings" in read else "pass"}
 
 
         def preprocess(traces, baseline, device):
