@@ -4056,3 +4056,25 @@ def test_a_model_handed_back_by_a_mixed_precision_or_compile_wrapper_keeps_its_m
             x = model.parse_batch(batch)
     """
     assert rows(src, "PIN001") == [row_of(src, "x = model.parse_batch(")]
+
+
+@pytest.mark.parametrize("made, reported", [
+    ("np.cos(np.mgrid[0:400, 0:600][0] * 0.01)", True),
+    ("np.mgrid[0:400, 0:600].astype(np.float32)", True),
+    ("np.cos(np.ogrid[-3.0:3.0:400j, -3.0:3.0:600j][0]) * np.ones((400, 600))", True),
+    ("np.ogrid[0:4, 0:4][0].astype(np.float32)", False),        # 4 elements: under the size threshold
+])
+def test_numpy_index_grids_are_new_pageable_arrays(made, reported, monkeypatch):
+    # marching squares on cuda-python (survey 48 P): a field computed over `np.ogrid[...]` sent with
+    # `cuMemcpyHtoDAsync`.
+    monkeypatch.setattr(helpers, "Settings", Settings)   # the default size threshold
+    src = f"""
+    import numpy as np
+    from cuda import cuda
+
+    err, dev = cuda.cuMemAlloc(400 * 600 * 8)
+    err, strm = cuda.cuStreamCreate(0)
+    field = {made}
+    cuda.cuMemcpyHtoDAsync(dev, field.ctypes.data, field.nbytes, strm)
+    """
+    assert rows(src, "PIN001") == ([row_of(src, "cuda.cuMemcpyHtoDAsync(")] if reported else [])

@@ -2440,3 +2440,80 @@ def test_a_tuple_result_that_may_be_none_is_the_tuple_where_the_caller_unpacks_i
                 d = cp.asarray(view)
         """)
     assert rows(src, "PIN007") == [row_of(src, "d = cp.asarray(view)")]
+
+
+@pytest.mark.parametrize("made, reported", [
+    ("np.empty_like(a).astype(np.float32)", False),   # a new array on every call, stored back
+    ("np.empty_like(a) * 1.0", False),
+    ("np.empty_like(a)", False),
+])
+def test_a_new_array_a_step_stores_back_into_the_dict_it_is_given_is_new_each_call(made, reported):
+    # pycuda-lstm's Adam step (survey 48 P): `m = np.empty_like(a).astype(np.float32)` filled by
+    # `memcpy_dtoh`, then `moments["m"] = m`; the loop passes the dict in again.
+    src = source(f"""
+        import numpy as np
+        import pycuda.autoinit
+        import pycuda.driver as drv
+
+
+        def adam_step(moments, dev):
+            a = moments["m"].astype(np.float32)
+            drv.memcpy_htod(dev, a)
+            m = {made}
+            drv.memcpy_dtoh(m, dev)
+            moments["m"] = m
+            return moments
+
+
+        dev = drv.mem_alloc(1 << 22)
+        moments = {{"m": np.zeros(1 << 20, dtype=np.float32)}}
+        for step in range(100):
+            moments = adam_step(moments, dev)
+        """)
+    assert rows(src, "PIN007") == []
+
+
+def test_a_cache_set_up_after_an_early_return_is_still_a_cache():
+    src = source("""
+        import numpy as np
+        import pycuda.autoinit
+        import pycuda.driver as drv
+
+
+        class Holder:
+            def __init__(self):
+                self.buf = None
+
+            def get(self, n):
+                if self.buf is not None:
+                    return self.buf
+                self.buf = np.zeros(n).astype(np.float32)
+                return self.buf
+
+
+        def run(dev):
+            h = Holder()
+            for i in range(100):
+                drv.memcpy_htod(dev, h.get(1 << 20))
+        """)
+    assert rows(src, "PIN007") == [row_of(src, "drv.memcpy_htod(dev, h.get(")]
+
+
+def test_a_comprehension_over_varargs_sends_each_argument_once():
+    # openpiv's test helper (survey 48 P): `[gpuarray.to_gpu(a) for a in arrays]` of `*arrays`.
+    src = source("""
+        import numpy as np
+        import pycuda.autoinit
+        import pycuda.gpuarray as gpuarray
+
+
+        def to_device(*arrays):
+            return [gpuarray.to_gpu(a) for a in arrays]
+
+
+        def test_axes(n):
+            x = np.linspace(0.0, 1.0, 1 << 20).astype(np.float32)
+            y = np.linspace(0.0, 2.0, 1 << 20).astype(np.float32)
+            return to_device(x, y)
+        """)
+    assert rows(src, "PIN007") == []

@@ -19,7 +19,7 @@ from .domain import (ANYTHING, module_stand_in, NDIM_UNKNOWN, ON_GPU, UNKNOWN, A
                      GpuFlag, LibraryRef, Mapping, ModuleRef, Scalar, Seq, Stream, Super, Tensor, Value, element_of, flatten, join,
                      is_none, mapping, ordered, scalar_kind, sites_of, varying_in, with_visits)
 from ..walk import code_parts
-from .dtypes import element_total, elementwise_bound, elementwise_size, fold, named_dtype, python_number_operands, transposed
+from .dtypes import element_total, elementwise_bound, elementwise_size, fold, named_dtype, python_number_operands, range_length, transposed
 from .state import CAPTURING, DOTTED, ELEMENT_OF, KEY_OF, State, iter_key, put
 
 _TRANSPOSING = frozenset({"T", "mT", "transpose", "swapaxes", "permute", "moveaxis", "rollaxis", "flip", "flipud",
@@ -268,7 +268,7 @@ class Evaluator:
             # A class the tables know (`kind = torch.Tensor`) is that class, for `issubclass(kind, ...)`.
             return LibraryRef(qualified) if keep_library or qualified in tables.functions or \
                 qualified in tables.modules or qualified in tables.module_paths or \
-                qualified in tables.annotations else UNKNOWN
+                qualified in tables.annotations or qualified in tables.python.get("index_grids", {}) else UNKNOWN
         found = self.module.project.resolve(qualified, self.module)
         if isinstance(found, LibraryRef):
             return self.named_value(found.name, keep_library=True)  # re-exported by the checked code
@@ -766,10 +766,52 @@ class Evaluator:
             return constant
         base = self.expr(node.value)
         indexes = self.slices(node)
+        if isinstance(base, LibraryRef) and base.name in self.tables.python.get("index_grids", {}):
+            return self._grid(base.name, node)
         stored = last_stored_item(self, node, base)
         if stored is not None:
             return stored
         return self.subscript(self._unreplaced(node, base), node, indexes)
+
+    def _grid(self, name: str, node: cst.Subscript) -> Value:
+        """``np.mgrid[0:h, 0:w]`` (one new array of every coordinate) and ``np.ogrid[...]`` (one new
+        array per dimension): new pageable memory, sized where every slice is constant (a complex
+        step is a count of points, as in `linspace`)."""
+        counts = [self._grid_count(element.slice) for element in node.slice]
+        floats = any(isinstance(element.slice, cst.Slice) and any(
+            isinstance(part, (cst.Float, cst.Imaginary)) for part in (element.slice.lower, element.slice.upper,
+                                                                    element.slice.step)) for element in node.slice)
+        dtype = "float64" if floats else "int64"
+        dense = self.tables.python["index_grids"][name] == "dense"
+        if None in counts:
+            nbytes = None
+        else:
+            total = 1
+            for count in counts:
+                total *= count
+            nbytes = (total * len(counts) if dense else max(counts)) * 8
+        site = self.site(node, Kind.PAGEABLE, "numpy", name, nbytes=nbytes, dtype=dtype,
+                         ndim=len(counts) + 1 if dense else len(counts))
+        made = Host(frozenset([site]), "numpy")
+        self.event(EventType.ALLOC, node, made, api=name)
+        return made if dense else Seq(made)
+
+    @staticmethod
+    def _grid_count(part) -> Optional[int]:
+        if not isinstance(part, cst.Slice):
+            return None
+        from .interproc import literal
+        bounds = [literal(b) if b is not None else None for b in (part.lower, part.upper)]
+        if isinstance(part.step, cst.Imaginary):
+            try:
+                return int(abs(complex(part.step.value.replace("_", ""))))
+            except ValueError:
+                return None
+        step = literal(part.step) if part.step is not None else Const.of(1)
+        lower = bounds[0] if bounds[0] is not None else Const.of(0)
+        if bounds[1] is None or UNKNOWN in (lower, bounds[1], step):
+            return None
+        return range_length([lower, bounds[1], step])
 
     def _unreplaced(self, node: cst.Subscript, base: Value) -> Value:
         """``xs[i]`` read before ``xs[i] = ...`` in ``for i in range(len(xs))``: no iteration has replaced
@@ -1015,7 +1057,8 @@ class Evaluator:
         from .transfer import assign
         keys, values, every_one = [], [], True
         for step in steps:
-            assign(self, clause.target, step)
+            # each item another buffer, as a loop over the container sees it (not one sent again)
+            assign(self, clause.target, varying_in(step, node))
             if isinstance(clause.target, cst.Name):
                 self.state.env[LOOP_VARIABLE + clause.target.value] = Const.of(node)
             taken = True

@@ -1160,6 +1160,12 @@ def _renamer(ev, fn: Function, node, outcome: Outcome):
     # loop makes on every iteration and leaves there (`s = env.step(a)` per step, then `self.last = s`).
     every_call = frozenset(s for e in outcome.events if e.type is EventType.ALLOC and not e.branch
                            and not e.conditional for s in e.sites) if outcome.kept else frozenset()
+    if outcome.kept:
+        # a conversion or arithmetic result (no allocation event of its own) in a statement of the
+        # body outside any `if` or loop: `m = np.empty_like(a).astype(np.float32)` then
+        # `moments["m"] = m` keeps a new buffer on each call, not a cache
+        straight = _straight_line_nodes(fn.node)
+        every_call |= frozenset(s for s in outcome.kept if s.node in straight)
 
     def rename(site: Site) -> Site:
         if site in owned:
@@ -1175,6 +1181,30 @@ def _renamer(ev, fn: Function, node, outcome: Outcome):
                     from_values=site.from_values, python_numbers=site.python_numbers, values=site.values,
                     copies_data=site.copies_data)  # what the buffer holds is what the callee made
     return rename
+
+
+_STRAIGHT: dict = {}
+
+
+def _straight_line_nodes(function: cst.FunctionDef) -> frozenset:
+    """The calls and operations of the function's own top-level simple statements that every call
+    runs: no `if`, loop, `try` or `with` around them, and no statement before them that may leave the
+    function (`if self.buf is not None: return self.buf` makes what follows a cache's set-up)."""
+    found = _STRAIGHT.get(function)
+    if found is None:
+        nodes = set()
+        for statement in suite_body(function.body):
+            if not isinstance(statement, cst.SimpleStatementLine):
+                if any(isinstance(part, (cst.Return, cst.Raise, cst.Yield)) for part in
+                       code_nodes(statement, into_definitions=False)):
+                    break
+                continue
+            nodes.update(part for part in code_nodes(statement, into_definitions=False)
+                         if isinstance(part, (cst.Call, cst.BinaryOperation, cst.UnaryOperation, cst.Subscript)))
+            if any(isinstance(small, (cst.Return, cst.Raise)) for small in statement.body):
+                break
+        found = _STRAIGHT[function] = frozenset(nodes)
+    return found
 
 
 _VIA_LIMIT = 4  # a buffer returned through this many calls is named by the innermost four
