@@ -878,3 +878,32 @@ Model().fit(np.random.rand(1 << 20))  # expect the second upload here
     found = _check(monkeypatch, capsys, tmp_path)
     places = sorted((Path(f["filename"]).name, f["location"]["row"], f["code"]) for f in found)
     assert places == [("lib.py", 11, "PIN001"), ("main.py", 5, "PIN001")], places
+
+
+def test_a_settings_class_imported_from_another_module_gives_its_constants(tmp_path, monkeypatch, capsys):
+    # Tacotron2-PyTorch (survey 48 O): `from hparams import hparams as hps` then
+    # `.cuda(non_blocking=hps.pin_mem)`, a class body's `pin_mem = True`.
+    files = {
+        "settings.py": "class Settings:\n    use_gpu = True\n    pinned_loader = True\n",
+        "main.py": textwrap.dedent("""
+            import torch
+            from settings import Settings as cfg
+
+
+            def move(t):
+                if cfg.use_gpu:
+                    t = t.cuda(non_blocking=cfg.pinned_loader)
+                return t
+
+
+            def length_mask(n):
+                positions = torch.arange(0, 100000, out=torch.LongTensor(100000))
+                return move(positions)
+            """),
+    }
+    _write_project(tmp_path, files)
+    found = _check(monkeypatch, capsys, tmp_path)
+    assert [(f["code"], f["location"]["row"]) for f in found] == [("PIN001", 13)]
+    # a script that changes the setting: the class body's value is only the first
+    (tmp_path / "main.py").write_text(files["main.py"] + "\ncfg.pinned_loader = False\n")
+    assert _check(monkeypatch, capsys, tmp_path) == []

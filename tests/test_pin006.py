@@ -787,3 +787,32 @@ def caller(imgs, img, dev, stream):
 def test_a_loop_over_one_item_does_not_come_round(body, reported):
     src = _ONE_ITEM.format(body=body)
     assert ("PIN006" in codes(src)) == reported, src
+
+
+@pytest.mark.parametrize("pinning, reported", [
+    ("if torch.cuda.is_available():\n            staging = staging.pin_memory()", True),   # every GPU run pins it
+    ("if not torch.cuda.is_available():\n            pass\n        else:\n            staging = staging.pin_memory()", True),
+    ("if use_pinned:\n            staging = staging.pin_memory()", False),                   # a flag nothing explains
+])
+def test_a_buffer_pinned_whenever_a_gpu_exists_is_pinned_where_it_is_copied(pinning, reported):
+    # nunif's desktop capture (survey 48 Q): the staging tensor pinned under
+    # `if torch.cuda.is_available():`, rewritten each frame while the last upload may read it.
+    src = f"""
+    import numpy as np
+    import torch
+
+
+    def upload_frames(frames, device, use_pinned):
+        side = torch.cuda.Stream(device=device)
+        staging = torch.empty((3, 720, 1280), dtype=torch.uint8)
+        {pinning}
+        results = []
+        for frame in frames:
+            chw = torch.from_numpy(np.ascontiguousarray(frame)).permute(2, 0, 1)
+            with torch.cuda.stream(side):
+                staging.copy_(chw)
+                dev = staging.to(device, non_blocking=True)
+                results.append(dev.float() / 255.0)
+        return results
+    """
+    assert rows(src, "PIN006") == ([row_of(src, "staging.copy_(chw)")] if reported else [])

@@ -481,7 +481,8 @@ class GpuFlag(Value):
     "cpu"``, ``t.is_cuda``, ``torch.cuda.is_available()`` of a device nothing names. Passed as
     ``non_blocking=`` it makes the copy asynchronous in every run where the copy goes to a GPU (and
     where it does not, there is no copy to block); as ``pin_memory=`` it pins in every GPU run. An
-    ``if`` on it still takes both arms."""
+    ``if`` on it still takes both arms (a CPU tensor's ``is_cuda`` is False in a GPU run too), but for
+    one on ``torch.cuda.is_available()`` itself (``transfer._gpu_run_answer``)."""
 
 
 ON_GPU = GpuFlag()

@@ -1939,10 +1939,14 @@ def member(ev, base: Value, attr: str, node) -> Value:
 
 
 def _read_class_attribute(ev, klass: ClassRef, attr: str) -> Value:
-    """A class attribute read in ``ev``'s module: a table of settings only where that module leaves it
-    as the class body made it, too."""
-    value = _class_attribute(ev.module.project, klass, attr)
-    if value is not UNKNOWN and (attr in changed_attributes(ev.module.info.module) or
+    return class_attribute_read(ev.module.project, ev.module, klass, attr)
+
+
+def class_attribute_read(project, reader, klass: ClassRef, attr: str) -> Value:
+    """A class attribute read in the module ``reader``: the class body's constant (or table of
+    constants) only where neither that module nor the class's changes it."""
+    value = _class_attribute(project, klass, attr)
+    if value is not UNKNOWN and (attr in changed_attributes(reader.info.module) or
                                  attr in changed_attributes(klass.module.info.module)):
         return UNKNOWN  # `Config.batch = args.batch` in a script: the class body's value is only the first
     return value

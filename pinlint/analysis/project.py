@@ -533,7 +533,7 @@ class Project:
                 continue
             value: Value = self._module_ref(ctx)
             for attr in parts[cut:]:
-                value = self._attribute(value, attr)
+                value = self._attribute(value, attr, importer)
                 if value is UNKNOWN:
                     return UNKNOWN
             return value
@@ -567,7 +567,7 @@ class Project:
         self.by_name[key] = ctx
         return ModuleRef(key)
 
-    def _attribute(self, value: Value, attr: str) -> Value:
+    def _attribute(self, value: Value, attr: str, importer: Optional[ModuleContext] = None) -> Value:
         if isinstance(value, ModuleRef):
             return self.module_attribute(value.name, attr)
         if isinstance(value, LibraryRef):
@@ -579,6 +579,10 @@ class Project:
             member = info.lookup(attr, record=False) if info is not None else None
             if member is not None and member.kind == "nested-class":
                 return member.nested
+            if member is None and importer is not None:
+                # `from settings import Settings as cfg; cfg.pinned` (a settings class's constant)
+                from .interproc import class_attribute_read
+                return class_attribute_read(self, importer, value, attr)
         return UNKNOWN
 
     def module_attribute(self, key: str, attr: str) -> Value:

@@ -390,6 +390,8 @@ TEST = "$test:"  # env key prefix: the constant an if test evaluated to, for the
 
 def _test(ev, element) -> None:
     value = ev.expr(element.node)
+    if isinstance(element.extra, cst.If) and element.node is element.extra.test:
+        value = _gpu_run_answer(ev, element.node, value)
     key = TEST + str(id(element.node))
     if ev.emit:
         from .solver import truthiness
@@ -400,6 +402,22 @@ def _test(ev, element) -> None:
         ev.state.env.pop(key, None)
         if isinstance(element.extra, cst.If) and element.node is element.extra.test:
             _wait_of_what_was_issued(ev, element.extra)
+
+
+def _gpu_run_answer(ev, test, value):
+    """``if torch.cuda.is_available():`` (or ``not ...``) answers True in every run that has a GPU, the
+    only runs with copies to report: the arm for a machine without one does not run there (a staging
+    buffer pinned under it is pinned wherever it is copied)."""
+    negated = False
+    while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        test, negated = test.expression, not negated
+    if not (isinstance(test, cst.Call) and not test.args):
+        return value
+    qualified = ev.module.imports.qualify(test.func)
+    api = ev.tables.functions.get(qualified) if qualified else None
+    if api is None or api.effect != "gpu-run":
+        return value
+    return Const.of(not negated)
 
 
 def _rebinds(ev, statement: cst.Global, name: str) -> bool:
