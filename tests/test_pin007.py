@@ -2517,3 +2517,43 @@ def test_a_comprehension_over_varargs_sends_each_argument_once():
             return to_device(x, y)
         """)
     assert rows(src, "PIN007") == []
+
+
+def test_an_object_a_method_rebuilds_now_and_then_keeps_its_buffers_between_rebuilds():
+    # Robot-Parallel-Motion-Planning's agents (corpus): `set_destination` builds a new planner (whose
+    # constructor makes its arrays in straight-line code) only when a destination is reached; every
+    # other iteration's `run_step` re-sends the planner's same pageable arrays.
+    src = source("""
+        import numpy as np
+        import pycuda.autoinit
+        import pycuda.gpuarray as gpuarray
+
+
+        class Planner:
+            def __init__(self, n):
+                self._cpu_init(n)
+
+            def _cpu_init(self, n):
+                self.cost = np.full(n, np.inf).astype(np.float32)
+
+            def step(self):
+                return gpuarray.to_gpu(self.cost)
+
+
+        class Agent:
+            def set_destination(self, n):
+                self.planner = Planner(n)
+
+            def run_step(self):
+                return self.planner.step()
+
+
+        def drive(steps, reached):
+            agent = Agent()
+            agent.set_destination(1 << 20)
+            for i in range(steps):
+                agent.run_step()
+                if reached(i):
+                    agent.set_destination(1 << 20)
+        """)
+    assert rows(src, "PIN007") == [row_of(src, "agent.run_step()")]

@@ -1165,7 +1165,7 @@ def _renamer(ev, fn: Function, node, outcome: Outcome):
         # body outside any `if` or loop: `m = np.empty_like(a).astype(np.float32)` then
         # `moments["m"] = m` keeps a new buffer on each call, not a cache
         straight = _straight_line_nodes(fn.node)
-        every_call |= frozenset(s for s in outcome.kept if s.node in straight)
+        every_call |= frozenset(s for s in outcome.kept if s.node in straight and not s.via)
 
     def rename(site: Site) -> Site:
         if site in owned:
