@@ -2557,3 +2557,41 @@ def test_an_object_a_method_rebuilds_now_and_then_keeps_its_buffers_between_rebu
                     agent.set_destination(1 << 20)
         """)
     assert rows(src, "PIN007") == [row_of(src, "agent.run_step()")]
+
+
+@pytest.mark.parametrize("guard, reported", [
+    ("k == 0", False),              # the first iteration only
+    ("0 == k", False),
+    ("use_target and k == 0", False),
+    ("k % 2 == 0", True),           # every other iteration
+    ("k == 0 or use_target", True),
+])
+@pytest.mark.parametrize("helper", [False, True])
+def test_a_copy_on_one_iteration_of_a_loop_is_not_repeated_by_it(guard, reported, helper):
+    # BAZIQI's training step (survey 49 T): `if config.use_consistency and k == 0:` inside the unroll
+    # loop uploads the next observations once per call.
+    send = "up(\"next_obs\")" if helper else "torch.from_numpy(batch[\"next_obs\"]).to(device)"
+    src = source(f"""
+        import numpy as np
+        import torch
+
+
+        def step(batch, device, unroll, use_target):
+            def up(key):
+                return torch.from_numpy(batch[key]).to(device)
+
+            x = torch.zeros(256, 64, 64, device=device)
+            loss = 0.0
+            for k in range(unroll):
+                if {guard}:
+                    target = {send}
+                    loss = loss + (x - target).abs().mean()
+                x = x * 0.5
+            return loss
+
+
+        def main(flag):
+            b = {{"next_obs": np.zeros((256, 64, 64), dtype=np.float32)}}
+            return step(b, torch.device("cuda"), 5, flag)
+        """)
+    assert rows(src, "PIN007") == ([row_of(src, "return step(")] if reported else [])

@@ -255,3 +255,35 @@ def _others_leave(owner: cst.If, arm: int) -> bool:
     return all(ends_by_leaving(suite_body(body)) for index, body in enumerate(bodies) if index != arm)
 
 
+def on_one_iteration(branch: tuple, loop) -> bool:
+    """An event with these ``if`` arms around it sits under one inside ``loop`` that holds on one
+    iteration at most: the loop's counter equal to a constant (``if k == 0:``, ``if cfg.warm and step
+    == 0:``); what it does is not repeated by that loop."""
+    if not isinstance(loop, cst.For) or not isinstance(loop.target, cst.Name):
+        return False
+    inside = _ifs_in(loop)
+    return any(isinstance(owner, cst.If) and arm == 0 and owner in inside and
+               _pins(owner.test, loop.target.value) for owner, arm in branch)
+
+
+_IFS: dict = {}
+
+
+def _ifs_in(loop) -> frozenset:
+    found = _IFS.get(loop)
+    if found is None:
+        found = _IFS[loop] = frozenset(node for node in code_nodes(loop.body, into_definitions=False)
+                                       if isinstance(node, cst.If))
+    return found
+
+
+def _pins(test, name: str) -> bool:
+    """``name == <literal>`` (either way round), alone or as one side of an ``and``."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return _pins(test.left, name) or _pins(test.right, name)
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and
+            isinstance(test.comparisons[0].operator, cst.Equal)):
+        return False
+    sides = (test.left, test.comparisons[0].comparator)
+    return any(isinstance(a, cst.Name) and a.value == name and isinstance(b, (cst.Integer, cst.SimpleString))
+               for a, b in (sides, sides[::-1]))

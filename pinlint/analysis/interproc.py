@@ -24,6 +24,7 @@ from ..walk import class_body_small, code_nodes, code_parts, small_statements, s
 from .domain import (ANYTHING, UNKNOWN, ClassRef, Const, Device, DeviceSpec, Function, GpuFlag, Host, Instance, Items, Loader, Mapping,
                      ModuleRef, Scalar, Seq, Stream, Super, Tensor, Value, interesting, leaves, map_sites, all_sites,
                      mapping, unknown_host, flatten)
+from .facts import on_one_iteration
 from .invariance import body_bindings, function_changes, invariant, loop_changes, same_on_every_call
 from .state import STREAM, iter_key, merge_pending
 
@@ -1801,8 +1802,11 @@ def _lifted(ev, fn: Function, node, event: Event, contextual, pending: frozenset
     runs on the first call only), with the step into the callee first on its path."""
     step = TraceStep(event.module, event.node, describe(event), fn.name)
     once = once or event.once_per_object  # a cached upload two calls down is no more repeated
+    # the callee's loops, but for those it runs the event on one iteration of (`if k == 0:`): the arms
+    # around it are the caller's from here on
+    own_loops = tuple(loop for loop in event.loops if not on_one_iteration(event.branch, loop))
     return Event(
-        type=event.type, node=node, loops=event.loops if once else ev.loops + event.loops, branch=ev.branch,
+        type=event.type, node=node, loops=event.loops if once else ev.loops + own_loops, branch=ev.branch,
         sites=frozenset(contextual(s) for s in event.sites), maybe_unknown=event.maybe_unknown,
         varies_in=event.varies_in, api=event.api, direction=event.direction, is_async=event.is_async,
         stream=event.stream, dest_allocated=event.dest_allocated, staged=event.staged, library=event.library,

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Iterator
 
+
 from ..analysis import FileFacts
+from ..analysis.facts import on_one_iteration
 from ..model import Event, Site, first_site
 from ..fixers import pin_allocation
 from .base import CheckContext, Report, Rule, below, origins, is_pageable_async_copy, local_site, pageable
@@ -15,7 +17,8 @@ def _reusing_loops(copy: Event, site: Site) -> list:
     buffer (not `for a in arrays`, where each iteration copies a different one once)."""
     if site.fresh_each_iteration:
         return []
-    return [loop for loop in copy.loops if loop not in site.loops and loop not in copy.varies_in]
+    return [loop for loop in copy.loops if loop not in site.loops and loop not in copy.varies_in
+            and not on_one_iteration(copy.branch, loop)]
 
 
 def _allocated_outside(copy: Event, site: Site) -> bool:
