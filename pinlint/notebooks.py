@@ -256,7 +256,8 @@ def _standin(source: str) -> str:
 def _split(source: str, use_ipython: Optional[bool]) -> Optional[tuple]:
     """(program lines, origins, hunks, rows) of one cell; None for a cell that is not Python."""
     original = source.split("\n")
-    first = next((i for i, line in enumerate(original) if line.strip()), None)
+    # (Colab puts its form annotations, `# @title ...`, above a cell magic: comments do not count)
+    first = next((i for i, line in enumerate(original) if line.strip() and not line.lstrip().startswith("#")), None)
     lines: list = []
     origin: list = []
     hunks: list = []
