@@ -2595,3 +2595,35 @@ def test_a_copy_on_one_iteration_of_a_loop_is_not_repeated_by_it(guard, reported
             return step(b, torch.device("cuda"), 5, flag)
         """)
     assert rows(src, "PIN007") == ([row_of(src, "return step(")] if reported else [])
+
+
+@pytest.mark.parametrize("walk, reported", [
+    ("for idx in blocks(vol.shape[0], 32):", False),   # index arrays: each a new gathered copy
+    ("for idx in order:", False),                       # a list nothing lays out: perhaps index arrays
+    ("for idx in range(vol.shape[0]):", True),          # rows of vol, the same ones on every sweep
+])
+def test_a_block_picked_by_an_index_nothing_explains_is_perhaps_a_new_gathered_copy(walk, reported):
+    # tomoalign's solvers (survey 49 V): `for ids in chunk(n, size): cp.array(g[ids])` where the
+    # project's generator yields `np.array(...)` index arrays: NumPy gathers each block into new memory.
+    src = source(f"""
+        from itertools import islice
+
+        import cupy as cp
+        import numpy as np
+
+
+        def blocks(n, size):
+            it = iter(range(n))
+            part = list(islice(it, size))
+            while part:
+                yield np.array(part)
+                part = list(islice(it, size))
+
+
+        def main(order):
+            vol = np.random.rand(512, 256, 256).astype(np.float32)
+            for sweep in range(10):
+                {walk}
+                    d = cp.array(vol[idx])
+        """)
+    assert rows(src, "PIN007") == ([row_of(src, "d = cp.array(vol[idx])")] if reported else [])

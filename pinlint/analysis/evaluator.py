@@ -924,10 +924,11 @@ class Evaluator:
                 stepped = self._stepping(node.slice[0].slice.value)
                 for loop in stepped:
                     row = varying_in(row, loop)
-                if not stepped and not _integer(indexes[0]):
-                    # A[ids] of an index nothing explains (node ids from a graph library): a row, or
-                    # an array of indices that gathers the rows into a new pageable array on each
-                    # use. Either way the memory kind of a pageable A; not for sure the same buffer.
+                if not _integer(indexes[0]):
+                    # A[ids] of an index nothing explains (node ids from a graph library, or each
+                    # element of a list nothing lays out, `for idx in blocks(n):` of index arrays): a
+                    # row, or an array of indices that gathers the rows into a new pageable array on
+                    # each use. Either way the memory kind of a pageable A; not for sure the same buffer.
                     self.event(EventType.READ, node, base)
                     gathered = self.site(node, Kind.PAGEABLE, base.library, "advanced indexing")
                     return replace(row, sites=row.sites | {gathered})
