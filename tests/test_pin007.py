@@ -2627,3 +2627,40 @@ def test_a_block_picked_by_an_index_nothing_explains_is_perhaps_a_new_gathered_c
                     d = cp.array(vol[idx])
         """)
     assert rows(src, "PIN007") == ([row_of(src, "d = cp.array(vol[idx])")] if reported else [])
+
+
+@pytest.mark.parametrize("prepare, reported", [
+    ("image = np.tile(BASE, self.reps).astype(dtype)\n                self.host = image\n                self.dev = cp.asarray(image)", False),
+    ("self.host = (np.tile(BASE, self.reps) * 2.0).astype(dtype)\n                self.dev = cp.asarray(self.host)", False),
+    ("self.dev = cp.asarray(self.base)", True),     # the object's buffer made once, in __init__
+])
+def test_a_method_that_remakes_its_buffer_before_copying_it_sends_a_new_one_each_call(prepare, reported):
+    # cuCIM's benchmarks (survey 49 V): `set_args` builds an image, keeps it on `self`, uploads it.
+    src = source(f"""
+        import cupy as cp
+        import numpy as np
+
+        BASE = np.arange(32, dtype=np.int32).reshape(4, 8)
+
+
+        class Bench:
+            def __init__(self, reps):
+                self.reps = reps
+                self.dtypes = [np.float32, np.float64]
+                self.base = np.tile(BASE, reps).astype(np.float32)
+
+            def prepare(self, dtype):
+                {prepare}
+
+            def run(self):
+                for dtype in self.dtypes:
+                    self.prepare(dtype)
+                    float(self.dev.sum())
+
+
+        for reps in [(128, 64), (960, 270)]:
+            b = Bench(reps)
+            b.run()
+        """)
+    assert codes(src) == (["PIN007"] if reported else [])  # (and no syntax error)
+    assert rows(src, "PIN007") == ([row_of(src, "self.prepare(dtype)")] if reported else [])

@@ -1660,7 +1660,7 @@ def _lift(ev, fn: Function, node, outcome: Outcome, baseline: Optional[Outcome])
         if event.pending:
             racing.setdefault(_where(event), set()).update(p.node for p in event.pending)
     internal = _internal(outcome)
-    made_here = _made_on_its_path(outcome)
+    made_here = _made_on_its_path(outcome, fn)
     outside = ev.state.pending  # copies in flight when the call was made
 
     def contextual(site: Site) -> Site:
@@ -1834,16 +1834,31 @@ def _blocks(copy: Event) -> bool:
     return not copy.is_async or copy.staged
 
 
-def _made_on_its_path(outcome: Outcome):
+def _made_on_its_path(outcome: Outcome, fn: Optional[Function] = None):
     """Sites a call allocates before a given copy on the copy's own path (the allocation's ``if`` arms
     are the copy's too): such a copy sends the buffer that call made, however the object's field
     that holds it is shared with earlier calls (pygamd's cell list, reallocated and uploaded when the
-    box changes)."""
+    box changes). Conversions and arithmetic (no allocation event of their own) count where the
+    function's own straight-line statements make them above the copy (`image = np.tile(b,
+    reps).astype(t); self.host = image; self.dev = cp.asarray(image)`)."""
     allocations = [e for e in outcome.events if e.type is EventType.ALLOC and not e.loops]
+    straight = _straight_line_nodes(fn.node) if fn is not None and isinstance(fn.node, cst.FunctionDef) else frozenset()
 
     def made(event: Event) -> frozenset:
-        return frozenset(s for a in allocations if event.branch[:len(a.branch)] == a.branch for s in a.sites)
+        found = frozenset(s for a in allocations if event.branch[:len(a.branch)] == a.branch for s in a.sites)
+        if straight:
+            found |= frozenset(s for s in event.sites if s.node in straight and not s.via and
+                               _above(s, event))
+        return found
     return made
+
+
+def _above(site: Site, event: Event) -> bool:
+    """The allocation starts on a line above the event's node, in the same module."""
+    module = site.module
+    if module is None or module is not event.module or not hasattr(module, "position"):
+        return False
+    return module.position(site.node).start.line < module.position(event.node).start.line
 
 
 def _sends_what_it_just_made(event: Event, made_here) -> bool:
@@ -1879,7 +1894,7 @@ def _blocking_pageable_copy(event: Event) -> bool:
 def _lift_carried_copies(ev, fn: Function, node, baseline: Outcome) -> None:
     """``_carried_copy`` events of a callee analysed as it is on its own, at this call."""
     internal = _internal(baseline)
-    made_here = _made_on_its_path(baseline)
+    made_here = _made_on_its_path(baseline, fn)
     for event in baseline.events:
         if _carried_copy(event, internal) and not (event.sites & made_here(event)):
             ev.events.append(_lifted(ev, fn, node, event, lambda site: site, frozenset()))
