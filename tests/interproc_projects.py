@@ -1595,13 +1595,7 @@ def evolve(kernel, field, steps):
 ''')
 
 
-# A package's __init__ importing a function from the submodule of the same name (`from
-# geom.kernels.suppress import suppress`, dettrack's nms, survey 47): `from geom.kernels import
-# suppress` finds the function, which Python bound over the submodule.
-project("reexport-over-same-named-submodule-numba", geom____init___DOT_py='''
-''', geom__kernels____init___DOT_py='''
-from geom.kernels.suppress import suppress
-''', geom__kernels__suppress_DOT_py='''
+_SAME_NAMED_SUPPRESS = '''
 from numba import cuda
 
 
@@ -1610,7 +1604,15 @@ def suppress(table, thr):
     dev = cuda.to_device(table, s)  # via: PIN001
     s.synchronize()
     return dev
-''', geom__ops_DOT_py='''
+'''
+
+# A package's __init__ importing a function from the submodule of the same name (`from
+# geom.kernels.suppress import suppress`, dettrack's nms, survey 47): `from geom.kernels import
+# suppress` finds the function, which Python bound over the submodule.
+project("reexport-over-same-named-submodule-numba", geom____init___DOT_py='''
+''', geom__kernels____init___DOT_py='''
+from geom.kernels.suppress import suppress
+''', geom__kernels__suppress_DOT_py=_SAME_NAMED_SUPPRESS, geom__ops_DOT_py='''
 import torch
 from geom.kernels import suppress
 
@@ -1620,20 +1622,11 @@ def run(boxes):
     return suppress(host, 0.5)  # expect: PIN001
 ''')
 
-# The same with a relative import in the package, and a module importing the submodule itself.
+# The same with a relative import in the package's __init__ (`from .suppress import suppress`).
 project("reexport-relative-over-same-named-submodule-numba", geom____init___DOT_py='''
 ''', geom__kernels____init___DOT_py='''
 from .suppress import suppress
-''', geom__kernels__suppress_DOT_py='''
-from numba import cuda
-
-
-def suppress(table, thr):
-    s = cuda.stream()
-    dev = cuda.to_device(table, s)  # via: PIN001
-    s.synchronize()
-    return dev
-''', geom__ops_DOT_py='''
+''', geom__kernels__suppress_DOT_py=_SAME_NAMED_SUPPRESS, geom__ops_DOT_py='''
 import numpy as np
 from geom.kernels import suppress
 
