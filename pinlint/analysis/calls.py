@@ -479,7 +479,7 @@ class Calls:
             api = tables.methods.get((on, name))
             if api is not None:
                 if on == "host" and name in _NUMPY_ONLY_METHODS and (isinstance(receiver, Tensor) or
-                                                                    getattr(receiver, "library", None) == "torch"):
+                                                                    isinstance(receiver, Host) and receiver.library == "torch"):
                     return None
                 if isinstance(receiver, Tensor) and (on == "host" and api.effect == "alloc" or
                                                      api.opt("device_receiver") and not _non_blocking(api, args)):

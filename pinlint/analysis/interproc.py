@@ -1185,27 +1185,41 @@ def _renamer(ev, fn: Function, node, outcome: Outcome):
 
 
 _STRAIGHT: dict = {}
+_STATEMENT_OF: dict = {}
 
 
-def _straight_line_nodes(function: cst.FunctionDef) -> frozenset:
+def _straight_line_nodes(function: cst.FunctionDef) -> dict:
     """The calls and operations of the function's own top-level simple statements that every call
-    runs: no `if`, loop, `try` or `with` around them, and no statement before them that may leave the
-    function (`if self.buf is not None: return self.buf` makes what follows a cache's set-up)."""
+    runs, each with its statement's index in the body: no `if`, loop, `try` or `with` around them, and
+    no statement before them that may leave the function (`if self.buf is not None: return self.buf`
+    makes what follows a cache's set-up)."""
     found = _STRAIGHT.get(function)
     if found is None:
-        nodes = set()
-        for statement in suite_body(function.body):
+        found = {}
+        for index, statement in enumerate(suite_body(function.body)):
             if not isinstance(statement, cst.SimpleStatementLine):
                 if any(isinstance(part, (cst.Return, cst.Raise, cst.Yield)) for part in
                        code_nodes(statement, into_definitions=False)):
                     break
                 continue
-            nodes.update(part for part in code_nodes(statement, into_definitions=False)
-                         if isinstance(part, (cst.Call, cst.BinaryOperation, cst.UnaryOperation, cst.Subscript)))
+            for part in code_nodes(statement, into_definitions=False):
+                if isinstance(part, (cst.Call, cst.BinaryOperation, cst.UnaryOperation, cst.Subscript)):
+                    found[part] = index
             if any(isinstance(small, (cst.Return, cst.Raise)) for small in statement.body):
                 break
-        found = _STRAIGHT[function] = frozenset(nodes)
+        _STRAIGHT[function] = found
     return found
+
+
+def _statement_of(function: cst.FunctionDef, node) -> Optional[int]:
+    """The index of the top-level statement of the function's body that holds ``node`` (not in a
+    nested definition); None when none does."""
+    found = _STATEMENT_OF.get(function)
+    if found is None:
+        found = _STATEMENT_OF[function] = {
+            id(part): index for index, statement in enumerate(suite_body(function.body))
+            for part in code_nodes(statement, into_definitions=False)}
+    return found.get(id(node))
 
 
 _VIA_LIMIT = 4  # a buffer returned through this many calls is named by the innermost four
@@ -1842,23 +1856,18 @@ def _made_on_its_path(outcome: Outcome, fn: Optional[Function] = None):
     function's own straight-line statements make them above the copy (`image = np.tile(b,
     reps).astype(t); self.host = image; self.dev = cp.asarray(image)`)."""
     allocations = [e for e in outcome.events if e.type is EventType.ALLOC and not e.loops]
-    straight = _straight_line_nodes(fn.node) if fn is not None and isinstance(fn.node, cst.FunctionDef) else frozenset()
+    function = fn.node if fn is not None and isinstance(fn.node, cst.FunctionDef) else None
+    straight = _straight_line_nodes(function) if function is not None else {}
 
     def made(event: Event) -> frozenset:
         found = frozenset(s for a in allocations if event.branch[:len(a.branch)] == a.branch for s in a.sites)
         if straight:
-            found |= frozenset(s for s in event.sites if s.node in straight and not s.via and
-                               _above(s, event))
+            # made by a statement before the one holding the copy
+            where = _statement_of(function, event.node)
+            found |= frozenset(s for s in event.sites if not s.via and s.node in straight and
+                               where is not None and straight[s.node] < where)
         return found
     return made
-
-
-def _above(site: Site, event: Event) -> bool:
-    """The allocation starts on a line above the event's node, in the same module."""
-    module = site.module
-    if module is None or module is not event.module or not hasattr(module, "position"):
-        return False
-    return module.position(site.node).start.line < module.position(event.node).start.line
 
 
 def _sends_what_it_just_made(event: Event, made_here) -> bool:
@@ -2008,29 +2017,24 @@ def _find_class_attribute(project, klass: ClassRef, attr: str) -> Value:
 def literal_display(node) -> Value:
     """A tuple, list or dict display of literals (nested ones too), as the evaluator would build it."""
     if isinstance(node, (cst.Tuple, cst.List)):
-        items = []
-        for element in node.elements:
-            value = literal(element.value) if isinstance(element, cst.Element) else UNKNOWN
-            if value is UNKNOWN and isinstance(element, cst.Element):
-                value = literal_display(element.value)
-            if value is UNKNOWN:
-                return UNKNOWN
-            items.append(value)
-        return Items(tuple(items))
+        items = [_literal_or_display(element.value) if isinstance(element, cst.Element) else UNKNOWN
+                 for element in node.elements]
+        return UNKNOWN if any(item is UNKNOWN for item in items) else Items(tuple(items))
     if isinstance(node, cst.Dict):
         entries = {}
         for element in node.elements:
             key = literal(element.key) if isinstance(element, cst.DictElement) else UNKNOWN
-            if not isinstance(key, Const) or key.single is None:
-                return UNKNOWN
-            value = literal(element.value)
-            if value is UNKNOWN:
-                value = literal_display(element.value)
+            value = _literal_or_display(element.value) if isinstance(key, Const) and key.single is not None else UNKNOWN
             if value is UNKNOWN:
                 return UNKNOWN
             entries[key.single] = value
         return mapping(entries)
     return UNKNOWN
+
+
+def _literal_or_display(node) -> Value:
+    value = literal(node)
+    return value if value is not UNKNOWN else literal_display(node)
 
 
 _MUTATORS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "update", "setdefault", "add",

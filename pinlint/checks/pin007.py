@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Iterator
 
-
 from ..analysis import FileFacts
 from ..analysis.facts import on_one_iteration
 from ..model import Event, Site, first_site
