@@ -2633,6 +2633,21 @@ def test_a_block_picked_by_an_index_nothing_explains_is_perhaps_a_new_gathered_c
     ("image = np.tile(BASE, self.reps).astype(dtype)\n                self.host = image\n                self.dev = cp.asarray(image)", False),
     ("self.host = (np.tile(BASE, self.reps) * 2.0).astype(dtype)\n                self.dev = cp.asarray(self.host)", False),
     ("self.dev = cp.asarray(self.base)", True),     # the object's buffer made once, in __init__
+    # each arm of a complete `if` makes the image (cuCIM's `set_args`: `np.kron` or `np.tile`)
+    ("if dtype is np.float32:\n                    image = np.kron(BASE, np.ones(self.reps))\n"
+     "                else:\n                    image = np.tile(BASE, self.reps)\n"
+     "                self.host = image\n                self.dev = cp.asarray(image)", False),
+    ("if dtype is np.float32:\n                    image = np.empty(self.reps, dtype)\n"
+     "                elif dtype is np.float64:\n                    image = np.tile(BASE, self.reps)\n"
+     "                else:\n                    raise ValueError(dtype)\n"
+     "                self.dev = cp.asarray(image)", False),
+    # an arm that makes nothing sends the buffer of an earlier call again
+    ("if self.reps[0] > 500:\n                    self.host = np.tile(BASE, self.reps)\n"
+     "                else:\n                    self.reps = self.reps[::-1]\n"
+     "                self.dev = cp.asarray(self.host)", True),
+    # no `else`: when the test fails, the buffer of an earlier call is sent again (a cache)
+    ("if self.reps[0] > 500:\n                    self.host = np.tile(BASE, self.reps)\n"
+     "                self.dev = cp.asarray(self.host)", True),
 ])
 def test_a_method_that_remakes_its_buffer_before_copying_it_sends_a_new_one_each_call(prepare, reported):
     # cuCIM's benchmarks (survey 49 V): `set_args` builds an image, keeps it on `self`, uploads it.
@@ -2664,3 +2679,58 @@ def test_a_method_that_remakes_its_buffer_before_copying_it_sends_a_new_one_each
         """)
     assert codes(src) == (["PIN007"] if reported else [])  # (and no syntax error)
     assert rows(src, "PIN007") == ([row_of(src, "self.prepare(dtype)")] if reported else [])
+
+
+@pytest.mark.parametrize("made, reported", [
+    ("d = dict()", False),
+    ("d = {}", False),
+    ("d = collections.OrderedDict()", False),
+    ("d = defaultdict(list)", False),
+])
+def test_a_container_made_by_a_call_holds_new_buffers_that_go_where_it_goes(made, reported):
+    # pycuda-lstm (survey 48 P): `lstm_activations = dict()` filled with each call's new gate arrays
+    # and returned; the training loop uploads them on every step, each step's own arrays.
+    src = source(f"""
+        import collections
+        from collections import defaultdict
+
+        import numpy as np
+        import pycuda.driver as cuda
+
+        IsTraining = True
+
+
+        def cell(x, w):
+            if IsTraining:
+                a = np.empty_like(x).astype(np.float32)
+            else:
+                a = np.tanh(np.matmul(x, w))
+            {made}
+            d['a'] = a
+            return d
+
+
+        def forward(batches, w):
+            cache = dict()
+            for i in range(len(batches)):
+                cache['c' + str(i)] = cell(batches[i], w)
+            return cache
+
+
+        def error(acts):
+            a = acts['a']
+            g = cuda.mem_alloc(a.nbytes)
+            cuda.memcpy_htod(g, a)
+
+
+        def backward(cache):
+            for i in range(len(cache), 0, -1):
+                error(cache['c' + str(i)])
+
+
+        def train(data, w):
+            for step in range(100):
+                cache = forward(data, w)
+                backward(cache)
+        """)
+    assert rows(src, "PIN007") == ([row_of(src, "backward(cache)")] if reported else [])

@@ -1186,6 +1186,7 @@ def _renamer(ev, fn: Function, node, outcome: Outcome):
 
 _STRAIGHT: dict = {}
 _STATEMENT_OF: dict = {}
+_ARMS: dict = {}
 
 
 def _straight_line_nodes(function: cst.FunctionDef) -> dict:
@@ -1208,6 +1209,52 @@ def _straight_line_nodes(function: cst.FunctionDef) -> dict:
             if any(isinstance(small, (cst.Return, cst.Raise)) for small in statement.body):
                 break
         _STRAIGHT[function] = found
+    return found
+
+
+def _complete_if_arms(function: cst.FunctionDef) -> dict:
+    """The calls and operations of the simple statements in the arms of the function's top-level
+    ``if`` statements that have an ``else`` (one of their arms runs on every call), each with
+    ``(statement index, arm index, arms that go on past the if)``; arms that return or raise do
+    not reach what follows. Only up to where ``_straight_line_nodes`` stops (an early exit makes
+    what follows a cache's set-up)."""
+    found = _ARMS.get(function)
+    if found is None:
+        found = {}
+        body = suite_body(function.body)
+        straight = _straight_line_nodes(function)
+        last = max(straight.values(), default=-1)
+        for index, statement in enumerate(body):
+            if index > last + 1:
+                break
+            if not isinstance(statement, cst.If):
+                continue
+            arms, branch = [], statement
+            while isinstance(branch, cst.If):
+                arms.append(branch.body)
+                branch = branch.orelse.body if isinstance(branch.orelse, cst.If) else branch.orelse
+            if branch is None:
+                continue  # no `else`: on some calls no arm runs
+            arms.append(branch.body)
+            going_on = []
+            for arm, block in enumerate(arms):
+                parts = {}
+                exits = False
+                for small in suite_body(block):
+                    if not isinstance(small, cst.SimpleStatementLine):
+                        continue  # may or may not run (or leave): the arm may go on without it
+                    if any(isinstance(p, (cst.Return, cst.Raise)) for p in small.body):
+                        exits = True
+                        break
+                    for part in code_nodes(small, into_definitions=False):
+                        if isinstance(part, (cst.Call, cst.BinaryOperation, cst.UnaryOperation, cst.Subscript)):
+                            parts[part] = None
+                if not exits:
+                    going_on.append((arm, parts))
+            reaching = frozenset(arm for arm, _ in going_on)
+            for arm, parts in going_on:
+                found.update((part, (index, arm, reaching)) for part in parts)
+        _ARMS[function] = found
     return found
 
 
@@ -1866,8 +1913,33 @@ def _made_on_its_path(outcome: Outcome, fn: Optional[Function] = None):
             where = _statement_of(function, event.node)
             found |= frozenset(s for s in event.sites if not s.via and s.node in straight and
                                where is not None and straight[s.node] < where)
+            found |= _made_in_every_arm(function, event, where)
         return found
     return made
+
+
+def _made_in_every_arm(function: cst.FunctionDef, event: Event, where: Optional[int]) -> frozenset:
+    """The copy's buffers when every one of them is made on this call before the copy: by the body's
+    straight-line statements or in the arms of an ``if`` with an ``else``, each arm that goes on to
+    the copy making one of them (cuCIM's `set_args`: `np.kron` in one arm, `np.tile` in the other).
+    An arm that makes none sends something older (`else: image = self.base`)."""
+    if where is None or not event.sites:
+        return frozenset()
+    arms = _complete_if_arms(function)
+    straight = _straight_line_nodes(function)
+    covered: dict = {}  # if statement index -> arms that make one of the buffers
+    for site in event.sites:
+        if site.via:
+            return frozenset()
+        if site.node in straight and straight[site.node] < where:
+            continue
+        at = arms.get(site.node)
+        if at is None or at[0] >= where:
+            return frozenset()
+        covered.setdefault(at[0], (set(), at[2]))[0].add(at[1])
+    if not covered or any(not going_on or not going_on <= made for made, going_on in covered.values()):
+        return frozenset()
+    return frozenset(event.sites)
 
 
 def _sends_what_it_just_made(event: Event, made_here) -> bool:

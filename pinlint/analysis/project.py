@@ -1192,8 +1192,8 @@ def _find_local_containers(function: cst.FunctionDef) -> frozenset:
              if isinstance(small, (cst.Global, cst.Nonlocal)) for n in small.names}
     made = set()
     for small in small_statements(function.body.body):
-        if isinstance(small, cst.Assign) and isinstance(small.value, (cst.Dict, cst.List, cst.Tuple, cst.DictComp,
-                                                                       cst.ListComp)):
+        if isinstance(small, cst.Assign) and (isinstance(small.value, (cst.Dict, cst.List, cst.Tuple, cst.DictComp,
+                                                                        cst.ListComp)) or _empty_container_call(small.value)):
             for target in small.targets:
                 if isinstance(target.target, cst.Name):
                     made.add(target.target.value)
@@ -1206,6 +1206,24 @@ def _find_local_containers(function: cst.FunctionDef) -> frozenset:
     # Bound once: a name later rebound to another container (`bufs = self.bufs`) holds that one's
     # contents, which live as long as it does.
     return frozenset(name for name in made if name not in params and name not in outer) & bound_once(function)
+
+
+_CONTAINER_TYPES = frozenset({"dict", "list", "OrderedDict", "defaultdict"})
+
+
+def _empty_container_call(value) -> bool:
+    """``dict()``, ``list()``, ``collections.OrderedDict()``, ``defaultdict(list)``: a new, empty
+    container, as a literal ``{}`` is (pycuda-lstm's `lstm_activations = dict()`)."""
+    if not isinstance(value, cst.Call):
+        return False
+    func = value.func
+    name = func.value if isinstance(func, cst.Name) else func.attr.value if isinstance(func, cst.Attribute) and \
+        isinstance(func.value, cst.Name) and func.value.value == "collections" else None
+    if name not in _CONTAINER_TYPES:
+        return False
+    if name == "defaultdict":
+        return len(value.args) <= 1 and not any(a.keyword or a.star for a in value.args)
+    return not value.args
 
 
 def rebinding_functions(module: cst.Module) -> dict:
