@@ -2734,3 +2734,36 @@ def test_a_container_made_by_a_call_holds_new_buffers_that_go_where_it_goes(made
                 backward(cache)
         """)
     assert rows(src, "PIN007") == ([row_of(src, "backward(cache)")] if reported else [])
+
+
+@pytest.mark.parametrize("mesh, bench, reported", [
+    ("self.L = np.zeros((self.n, self.n))", "self.mesh()", False),     # a new mesh before each upload
+    ("self.L = np.zeros((self.n, self.n))", "pass", True),             # the mesh of the construction
+    ("if self.L is None:\n                    self.L = np.zeros((self.n, self.n))", "self.mesh()", True),  # a cache
+])
+def test_a_helper_that_rebinds_a_field_before_the_upload_makes_a_new_buffer_each_call(mesh, bench, reported):
+    # TPSolver's grid sweep (survey 50 X): `runBenchmark` calls `createComputationalMesh`, which
+    # rebinds `self.L = np.zeros(...)`, then uploads `self.L`: a new array on every iteration.
+    src = source(f"""
+        import cupy as cp
+        import numpy as np
+
+
+        class Solver:
+            def __init__(self, n):
+                self.n = n
+                self.L = None
+                self.mesh()
+
+            def mesh(self):
+                {mesh}
+
+            def bench(self):
+                {bench}
+                return cp.asarray(self.L)
+
+            def sweep(self, reps):
+                for _ in range(reps):
+                    self.bench()
+        """)
+    assert rows(src, "PIN007") == ([row_of(src, "self.bench()")] if reported else [])

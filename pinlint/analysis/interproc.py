@@ -1159,6 +1159,9 @@ def _renamer(ev, fn: Function, node, outcome: Outcome):
     # self.buf is None:`); made on every call, outside any `if` or loop (`def prepare(self, n):
     # self.buf = np.random.rand(n)`), it is a new buffer each call like a returned one; so is one its
     # loop makes on every iteration and leaves there (`s = env.step(a)` per step, then `self.last = s`).
+    # Such a buffer is the call's new one even where the object's field held one made by the same
+    # statement on an earlier call (`def mesh(self): self.L = np.zeros(...)`, called again before
+    # each upload: TPSolver's benchmark sweep, survey 50 X).
     every_call = frozenset(s for e in outcome.events if e.type is EventType.ALLOC and not e.branch
                            and not e.conditional for s in e.sites) if outcome.kept else frozenset()
     if outcome.kept:
@@ -1171,7 +1174,8 @@ def _renamer(ev, fn: Function, node, outcome: Outcome):
     def rename(site: Site) -> Site:
         if site in owned:
             pass  # the new object's own: allocated by this construction (whatever the class's fields say)
-        elif once or not internal(site) or (site in outcome.kept and site not in every_call) or \
+        elif once or (not internal(site) and site not in every_call) or \
+                (site in outcome.kept and site not in every_call) or \
                 _via_depth(site) >= _VIA_LIMIT:
             return site
         return Site(kind=site.kind, library=site.library, api=f"{short}()", node=node, loops=ev.loops,
@@ -1911,11 +1915,19 @@ def _made_on_its_path(outcome: Outcome, fn: Optional[Function] = None):
         if straight:
             # made by a statement before the one holding the copy
             where = _statement_of(function, event.node)
-            found |= frozenset(s for s in event.sites if not s.via and s.node in straight and
+            found |= frozenset(s for s in event.sites if _made_by_this_body(s) and s.node in straight and
                                where is not None and straight[s.node] < where)
             found |= _made_in_every_arm(function, event, where)
         return found
     return made
+
+
+def _made_by_this_body(site: Site) -> bool:
+    """A conversion or arithmetic result of the body's own statements, or the new buffer of a call
+    that allocates anew on each call (a helper method that rebinds `self.L = np.zeros(...)`, called
+    just before the copy: TPSolver's benchmark); not a construction's buffers, which the new object
+    may share with others made the same way."""
+    return not site.via or site.variant == "call"
 
 
 def _made_in_every_arm(function: cst.FunctionDef, event: Event, where: Optional[int]) -> frozenset:
@@ -1929,7 +1941,7 @@ def _made_in_every_arm(function: cst.FunctionDef, event: Event, where: Optional[
     straight = _straight_line_nodes(function)
     covered: dict = {}  # if statement index -> arms that make one of the buffers
     for site in event.sites:
-        if site.via:
+        if not _made_by_this_body(site):
             return frozenset()
         if site.node in straight and straight[site.node] < where:
             continue
