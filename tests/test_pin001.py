@@ -3441,15 +3441,52 @@ h[0] = 1
     assert codes(src) == ["PIN006"]
 
 
-@pytest.mark.parametrize("view", ["h", "h[:512]", "h[:, :512]", "h.T.contiguous().pin_memory()"])
-def test_torch_contiguous_pinned_memory_or_a_view_of_unknown_layout_is_not_staged(view):
-    # (`h[:, :512]` is not contiguous either, but a slice's layout is not tracked: no finding.)
+@pytest.mark.parametrize("view", ["h", "h[:512]", "h[3]", "h[0, :512]", "h[:512, :]", "h[:, :]", "h[None, :8]",
+                                  "h.T.contiguous().pin_memory()", "h[:, :512].contiguous().pin_memory()"])
+def test_torch_contiguous_pinned_memory_or_a_dense_view_of_it_is_not_staged(view):
     src = f"""
 import torch
 h = torch.empty((1024, 1024), pin_memory=True)
 r = {view}.to("cuda", non_blocking=True)
 """
     assert "PIN001" not in codes(src)
+
+
+@pytest.mark.parametrize("view", ["h[:, :512]", "h[:, 0]", "h[..., :2]", "h[2:4, ::2]", "h[:8][:, :2]"])
+@pytest.mark.parametrize("copy", ['.to("cuda", non_blocking=True)', ".cuda(non_blocking=True)"])
+def test_torch_view_that_leaves_out_part_of_an_inner_dimension_is_staged(view, copy):
+    # Not dense, so `.to` makes the destination contiguous and ATen copies the source into a new
+    # pageable tensor first (measured on an H100: `pinned[:, :k].to("cuda")` 204 ms with 200 ms of
+    # GPU work queued, as a pageable source; bench/noncontiguous_pinned.py). GFNet's `grid[:, :, :2]`.
+    src = f"""
+import torch
+h = torch.empty((1024, 1024), pin_memory=True)
+r = {view}{copy}
+"""
+    f = only(src, "PIN001")
+    assert "Non-contiguous host view" in f.message and "new pageable tensor" in f.message
+
+
+@pytest.mark.parametrize("pinned, field, reported", [
+    ("True", 'batch["grid"][:, :, :2]', True),      # a slice of a pinned batch's tensor: staged
+    ("True", 'batch["grid"]', False),                # the pinned tensor itself
+    ("True", 'batch["grid"][:2]', False),            # leading rows: dense
+    ("False", 'batch["grid"]', True),                # pageable anyway
+])
+def test_a_slice_of_a_pinned_batch_is_staged_where_it_is_not_dense(pinned, field, reported):
+    # GFNet (survey 50 Y): `grid[:, :, :2].cuda(non_blocking=True)` of a pin_memory=True loader's batch
+    src = f"""
+import torch
+from torch.utils.data import DataLoader
+
+
+def train(dataset):
+    loader = DataLoader(dataset, batch_size=4, num_workers=4, pin_memory={pinned})
+    for batch in loader:
+        grid = {field}.cuda(non_blocking=True)
+        print(grid.sum())
+"""
+    assert ("PIN001" in codes(src)) == reported
 
 
 _STACKED = """

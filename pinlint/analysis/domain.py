@@ -59,6 +59,10 @@ class Host(Value):
     # one by one (`for v in feeds.values()`): each element's buffers are taken in turn, not either
     # (``with_visits``); a join of two values forgets it.
     visits: tuple = field(default=(), repr=False)
+    # A view that leaves out part of a dimension after one it spans (`t[:, :, :2]`, `t[:, 0]`): not
+    # dense, so PyTorch cannot give the destination its strides and copies it through a contiguous
+    # (pageable) tensor first, whatever memory it views.
+    sliced: bool = False
 
     def kinds(self) -> frozenset:
         return frozenset(s.kind for s in self.sites)
@@ -513,7 +517,7 @@ def join(a: Value, b: Value) -> Value:
         return Host(a.sites | b.sites, a.library if a.library == b.library else "numpy",
                     a.maybe_unknown or b.maybe_unknown, a.batch and b.batch, a.varies | b.varies,
                     a.contiguous if a.contiguous == b.contiguous else None, a.pointer and b.pointer,
-                    _joined_ndim(a, b))
+                    _joined_ndim(a, b), sliced=a.sliced and b.sliced)
     # A buffer, a device array or None (`h = None` then `if ...: h = np.empty(n)`; a field None until a
     # method allocates it): what copies it, had it been None, would have failed, so where it runs the
     # value is the buffer. (Not a stream: `stream=None` is the default stream.) A memo guard on a

@@ -925,7 +925,8 @@ def _contiguous(ev, api: Api, node, receiver, args: Args) -> Value:
                    dtype=common(s.dtype for s in source.sites), ndim=common(s.ndim for s in source.sites))
     copied = Host(frozenset([site]), source.library)
     # Unknown layout: it is either the same memory or a new pageable copy.
-    return copied if source.contiguous is False else join(replace(source, contiguous=True), copied)
+    return copied if source.contiguous is False or source.sliced else \
+        join(replace(source, contiguous=True), copied)
 
 
 def _new_numpy_array(ev, api: Api, node) -> Host:
@@ -1375,7 +1376,11 @@ def _restrided(ev, api: Api, host: Value, args: Args) -> bool:
     into a device tensor of its own layout, or ``.to(device, dtype=other)``. A plain ``.to(device)`` /
     ``.cuda()`` makes the destination with the view's strides and copies a dense view as it is
     (measured: ``pinned.T.to("cuda", non_blocking=True)`` returns at once; ``bench/noncontiguous_pinned.py``)."""
-    if not isinstance(host, Host) or host.contiguous is not False:
+    if not isinstance(host, Host):
+        return False
+    if host.sliced:
+        return True  # not dense: the destination is made contiguous, the source staged into it
+    if host.contiguous is not False:
         return False
     method = api.name.rsplit(".", 1)[-1]
     if method == "copy_":
@@ -1396,13 +1401,13 @@ def _contiguous_source(ev, node, host: Value) -> Value:
     view (``pinned.T``, ``t.permute(...)``) is first copied by ``.contiguous()`` into a new CPU tensor,
     which is pageable whatever the view's memory is (ATen's ``copy_kernel_cuda``), so the pinning is
     wasted and the copy is staged."""
-    if not isinstance(host, Host) or host.contiguous is not False:
+    if not isinstance(host, Host) or host.contiguous is not False and not host.sliced:
         return host
     ev.event(EventType.READ, node, host, api="torch.Tensor.contiguous")
     site = ev.site(node, Kind.PAGEABLE, "torch", "torch.Tensor.contiguous", variant="contiguous-copy",
                    dtype=common(s.dtype for s in host.sites), ndim=common(s.ndim for s in host.sites),
                    nbytes=common(s.nbytes for s in host.sites), fresh_each_iteration=True)
-    return Host(frozenset([site]), "torch")
+    return Host(frozenset([site]), "torch", maybe_unknown=host.maybe_unknown)  # (or not a host tensor at all)
 
 
 # ------------------------------------------------------------------------------ streams & syncs

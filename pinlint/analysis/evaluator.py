@@ -869,16 +869,19 @@ class Evaluator:
             advanced = len(indexes) == 1 and _index_array(node.slice[0], indexes[0]) or \
                 len(indexes) > 1 and any(_picks(element, value) for element, value in zip(node.slice, indexes))
             if base.batch and not advanced:
-                return base  # a batch's field is one of the batch's tensors
+                # a batch's field is one of the batch's tensors; `batch[:, :, :2]` a view of one
+                return replace(base, sliced=True) if _leaves_out_inner(node.slice, indexes) else base
             if all_slices or all(isinstance(e.slice, cst.Slice) or isinstance(e.slice.value, (cst.Ellipsis,)) or
                                  v == Const.of(None)  # None, np.newaxis
                                  for e, v in zip(node.slice, indexes)) and \
                     any(isinstance(e.slice, cst.Index) for e in node.slice):
+                sliced = base.sliced or _leaves_out_inner(node.slice, indexes)
                 if not all_slices:
-                    return replace(base, contiguous=None, ndim=NDIM_UNKNOWN)  # h[:, None], h[..., :]: a view
+                    # h[:, None], h[..., :]: a view
+                    return replace(base, contiguous=None, ndim=NDIM_UNKNOWN, sliced=sliced)
                 # A slice is a view of the same memory; only a plain h[a:b] stays contiguous.
                 plain = len(node.slice) == 1 and node.slice[0].slice.step is None
-                view = base if plain else replace(base, contiguous=None)
+                view = base if plain else replace(base, contiguous=None, sliced=sliced)
                 # h[p0:p0 + blk] in `for p0 in range(0, n, blk)`: another part of h on each iteration.
                 for loop in self._moving_bounds(node):
                     view = varying_in(view, loop)
@@ -898,7 +901,7 @@ class Evaluator:
                 # fewer per integer); in `for i in ...` another part of h on each iteration.
                 dims = base.dimensions()
                 integers = [e.slice.value for e in node.slice if isinstance(e.slice, cst.Index)]
-                view = replace(base, contiguous=None,
+                view = replace(base, contiguous=None, sliced=base.sliced or _leaves_out_inner(node.slice, indexes),
                                ndim=dims - len(integers) if dims is not None and dims > len(integers) else NDIM_UNKNOWN)
                 for index in integers:
                     for loop in self._stepping(index):
@@ -1133,6 +1136,26 @@ def _picks(element: cst.SubscriptElement, value: Value) -> bool:
         return False
     return isinstance(element.slice.value, cst.List) or isinstance(value, (Seq, Host)) or \
         isinstance(value, Items) and not isinstance(element.slice.value, cst.Tuple)
+
+
+def _leaves_out_inner(elements, indexes) -> bool:
+    """Whether basic indexing leaves out part of a dimension after one it spans: `t[:, :2]`,
+    `t[:, 0]`, `t[..., :2]`, `t[1:3, ::2]` are not dense (rows with gaps between them); `t[2]`,
+    `t[0, :5]`, `t[:8, :]` are. A full `:` leaves nothing out; a leading integer picks one block."""
+    spanned = False
+    for element, value in zip(elements, indexes):
+        part = element.slice
+        if isinstance(part, cst.Slice):
+            if spanned and (part.lower is not None or part.upper is not None or part.step is not None):
+                return True
+            spanned = True
+        elif isinstance(part.value, cst.Ellipsis):
+            spanned = True
+        elif value == Const.of(None):
+            continue  # np.newaxis: a dimension of one
+        elif spanned:
+            return True
+    return False
 
 
 def _integer(value: Value) -> bool:
