@@ -2575,3 +2575,38 @@ def test_a_lazy_set_up_behind_a_type_test_stays_quiet():
                 y = buf.to(device, non_blocking=True)
         """)
     assert rows(src, "PIN002") == []
+
+
+@pytest.mark.parametrize("test, reset, reported", [
+    ("self.msg is not None", "self.msg = None", True),     # a polling loop: each new frame pins anew
+    ("self.ready", "self.ready = False", True),
+    ("self.msg is not None", "self.count += 1", True),     # the loop never changes the test: every time
+    ("self.msg is None", "self.msg = 0", False),           # a set-up's flag, set the other way once
+])
+def test_a_polling_arm_that_clears_its_flag_runs_on_every_frame(test, reset, reported):
+    # depth_anything_ros (survey 50 AH): `while not rospy.is_shutdown(): if self.image_msg is not
+    # None: ...pagelocked_empty... ; self.image_msg = None`, the callback setting it for each frame.
+    src = f"""
+import numpy as np
+import pycuda.driver as cuda
+
+
+class Node:
+    def __init__(self):
+        self.msg = None
+        self.ready = False
+        self.count = 0
+
+    def spin(self, d_in):
+        while True:
+            if {test}:
+                h_in = cuda.pagelocked_empty(1 << 22, dtype=np.float32)
+                np.copyto(h_in, np.asarray(self.msg, dtype=np.float32).ravel())
+                cuda.memcpy_htod(d_in, h_in)
+                {reset}
+
+    def on_image(self, m):
+        self.msg = m
+        self.ready = True
+"""
+    assert rows(src, "PIN002") == ([row_of(src, "h_in = cuda.pagelocked_empty")] if reported else [])

@@ -802,3 +802,45 @@ def test_sorting_a_container_of_results_in_flight_by_their_keys_reads_no_result(
     print(ordered)
     """
     assert rows(src, "PIN005") == ([row_of(src, "ordered = ")] if reported else [])
+
+
+@pytest.mark.parametrize("layer, reported", [
+    ("nn.Conv2d(3, 8, 3)", True),
+    ("torch.nn.Sequential(nn.Flatten(), nn.Linear(12, 2))", True),
+    ("nn.ModuleList([nn.Linear(12, 2)])", False),   # not called on tensors: nothing it reads
+    ("make_layer()", False),                         # nothing in the tree says what it is
+])
+def test_a_library_layer_called_on_the_destination_reads_it(layer, reported):
+    # ultramotion's CPU fallback (survey 50 W): `frame_cpu = frame.to("cpu", non_blocking=True)`, then
+    # `cpu_model(frame_cpu)`: the layer's CPU kernels read the tensor before the copy has landed.
+    src = f"""
+import torch
+import torch.nn as nn
+from layers import make_layer
+
+cpu_model = {layer}
+
+
+def fallback(frame_gpu):
+    frame_cpu = frame_gpu.detach().to("cpu", non_blocking=True)
+    return cpu_model(frame_cpu)
+"""
+    assert rows(src, "PIN005") == ([row_of(src, "return cpu_model(frame_cpu)")] if reported else [])
+
+
+def test_a_layer_kept_on_the_object_reads_what_forward_gives_it():
+    src = """
+import torch
+import torch.nn as nn
+
+
+class Head(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(16, 4)
+
+    def forward(self, feats_gpu):
+        feats = feats_gpu.to("cpu", non_blocking=True)
+        return self.fc(feats)
+"""
+    assert rows(src, "PIN005") == [row_of(src, "return self.fc(feats)")]

@@ -90,6 +90,12 @@ def _cpu_result(ev, node, qualified: str, args: Args, python: dict) -> Optional[
     return Host(frozenset([site]), "torch")
 
 
+def _layer_class(head: str, name: str, python: dict) -> bool:
+    """``torch.nn.Conv2d``, ``torch.nn.Sequential``: a layer class of the library (``torch_layer_namespaces``)."""
+    return head in python.get("torch_layer_namespaces", ()) and name[:1].isupper() and \
+        name not in python.get("torch_non_layers", ())
+
+
 def _numbers_only(value: Value) -> bool:
     return isinstance(value, Scalar) or numeric_const(value) is not None
 
@@ -238,6 +244,9 @@ class Calls:
             if receiver is not UNKNOWN and receiver != LibraryRef(head):
                 return self.method_call(receiver, attr, node, None)
         args = self.arguments(node)
+        if library == "torch" and _layer_class(head, attr, python):
+            ev.escape(node, args.values(), handed=True)
+            return _LAYER  # nn.Conv2d(3, 8, 3): called later on tensors
         device = _device_array_result(ev.tables, qualified, library, args.values())
         if library == "numpy" or library == "torch" and _computes(qualified, python):
             # np.sum(h), torch.sigmoid(h), F.interpolate(h): a CPU kernel reads what it is given.
@@ -359,7 +368,7 @@ class Calls:
             member = self.member(receiver, name, node)
             args = self.arguments(node)
             if isinstance(member, (Function, ClassRef)) or _callables(member) or self._called_object(member, node) or \
-                    member == _KERNEL:
+                    member in (_KERNEL, _LAYER):
                 return self.call_value(member, node, args, receiver_expr)
             if isinstance(receiver, Instance) and member is UNKNOWN and self._returns_itself(receiver, name):
                 return receiver  # `Model(cfg).cuda()`: nn.Module's method hands the module back
@@ -454,7 +463,7 @@ class Calls:
         if isinstance(receiver, (Instance, ClassRef, ModuleRef, Super)):
             member = self.member(receiver, name, node)
             if isinstance(member, (Function, ClassRef)) or _callables(member) or self._called_object(member, node) or \
-                    member == _KERNEL:
+                    member in (_KERNEL, _LAYER):
                 return self.call_value(member, node, args, receiver_expr)
         self.ev.escape(node, args.values())
         return UNKNOWN
@@ -527,6 +536,10 @@ class Calls:
         if callee == Obj("kernel"):
             self.launch(node, "kernel", args.values())
             return UNKNOWN
+        if callee == _LAYER:
+            # a library layer called: on CPU tensors, CPU kernels read them now (its result is its own)
+            ev.read_hosts(node, args.values())
+            return gpu_result(args.values())
         if callee == Obj("copy-object"):
             key = dotted(node.func)
             if key is not None:
@@ -1038,6 +1051,7 @@ def _number(name: str, values: list, args: Args) -> Optional[Value]:
     return None
 
 
+_LAYER = Obj("torch-layer")  # an object of a torch.nn layer class (`nn.Linear(4, 2)`): calling it reads its inputs
 _KERNEL = Obj("kernel")  # a compiled kernel kept on an object (`self.k = mod.get_function("k")`): calling it launches
 
 

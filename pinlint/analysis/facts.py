@@ -153,7 +153,7 @@ class FileFacts:
         # A test the analysis found constant on every iteration (`if isinstance(x, np.ndarray):` of what
         # is always an array) takes its arm on all of them.
         return not all(isinstance(owner, cst.If) and (owner in event.decided or invariant(owner.test, changes, is_library) or
-                                                      _others_leave(owner, arm) or
+                                                      _others_leave(owner, arm) or _consumes_its_flag(owner, arm) or
                                                       _filters_elements(owner, elements, changes, is_library))
                        for owner, arm in inner)
 
@@ -240,6 +240,35 @@ def _settled_names(loop, changes, is_library, owner) -> set:
         if counts.get(name) == 1 and invariant(statement.body[0].value, changes.without(settled), is_library):
             settled.add(name)
     return settled
+
+
+def _consumes_its_flag(owner: cst.If, arm: int) -> bool:
+    """``if self.msg is not None: ...; self.msg = None``: a polling loop's arm that takes what arrived
+    and clears it, to run again each time something (a callback, another thread) sets it: not a
+    lazy set-up, whose arm sets what its test reads the other way, once (depth_anything_ros's node
+    pinning new buffers for every frame, survey 50 AH)."""
+    if arm != 0:
+        return False
+    from ..imports import dotted
+    test = owner.test
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and \
+            isinstance(test.comparisons[0].operator, cst.IsNot) and \
+            isinstance(test.comparisons[0].comparator, cst.Name) and test.comparisons[0].comparator.value == "None":
+        flag = dotted(test.left)
+    elif isinstance(test, (cst.Name, cst.Attribute)):
+        flag = dotted(test)
+    else:
+        return False
+    if flag is None:
+        return False
+    for statement in suite_body(owner.body):
+        if not isinstance(statement, cst.SimpleStatementLine):
+            continue
+        for small in statement.body:
+            if isinstance(small, cst.Assign) and isinstance(small.value, cst.Name) and \
+                    small.value.value in ("None", "False") and any(dotted(t.target) == flag for t in small.targets):
+                return True
+    return False
 
 
 def _others_leave(owner: cst.If, arm: int) -> bool:
