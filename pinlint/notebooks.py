@@ -448,6 +448,20 @@ class NotebookOutcome:
     dependencies: tuple = ()          # (path, sha256) of the tree's files the findings rest on (for the cache)
 
 
+def _python_kernel(notebook: dict) -> bool:
+    """Whether the notebook's kernel runs Python: its metadata's ``language_info.name`` or
+    ``kernelspec.language``; a notebook that names neither is taken to be Python."""
+    metadata = notebook.get("metadata")
+    if not isinstance(metadata, dict):
+        return True
+    for key, field_name in (("language_info", "name"), ("kernelspec", "language")):
+        entry = metadata.get(key)
+        language = entry.get(field_name) if isinstance(entry, dict) else None
+        if isinstance(language, str) and language.strip():
+            return language.strip().lower() in ("python", "python3", "python2", "ipython", "ipython3")
+    return True
+
+
 def _unreadable(name: str, error: NotebookError) -> NotebookOutcome:
     location = Location(1, 1)
     return NotebookOutcome(findings=[Finding("PIN000", str(error), name, location, location)])
@@ -459,6 +473,8 @@ def check_notebook(data: bytes, name: str, settings, fix: bool = False, unsafe: 
         notebook = read_notebook(data)
     except NotebookError as exc:
         return _unreadable(name, exc)
+    if not _python_kernel(notebook):
+        return NotebookOutcome(findings=[])  # a Bash, R or Julia notebook: not Python to check (as ruff)
     program = to_program(notebook)
     if not fix:
         result = lint_text(program.text, name, settings)

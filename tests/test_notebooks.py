@@ -286,3 +286,21 @@ def test_a_colab_form_title_above_a_cell_magic_leaves_the_other_cells_checked():
         "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
     outcome = notebooks.check_notebook(json.dumps(notebook).encode(), "nb.ipynb", Settings())
     assert [(f.code, f.cell) for f in outcome.findings] == [("PIN007", 2)] and outcome.errors == []
+
+
+@pytest.mark.parametrize("metadata, checked", [
+    ({"kernelspec": {"name": "bash", "language": "bash"}, "language_info": {"name": "bash"}}, False),
+    ({"kernelspec": {"name": "ir", "language": "R"}}, False),
+    ({"language_info": {"name": "julia"}}, False),
+    ({"kernelspec": {"name": "python3", "language": "python"}, "language_info": {"name": "python"}}, True),
+    ({}, True),                                   # nothing says: taken to be Python
+])
+def test_a_notebook_whose_kernel_is_not_python_is_not_checked(metadata, checked):
+    # NCAR's GPU workshop (survey 50 AD): Bash-kernel notebooks gave a false PIN000 per notebook.
+    notebook = {"cells": [
+        {"cell_type": "code", "metadata": {}, "outputs": [],
+         "source": "import numpy as np\nimport cupy as cp\n\nh = np.zeros(1 << 22, np.float32)\nfor _ in range(10):\n    d = cp.asarray(h)"},
+        {"cell_type": "code", "metadata": {}, "outputs": [], "source": "module load cuda\nfor f in *.py; do python $f; done"}],
+        "metadata": metadata, "nbformat": 4, "nbformat_minor": 5}
+    outcome = notebooks.check_notebook(json.dumps(notebook).encode(), "nb.ipynb", Settings())
+    assert sorted({f.code for f in outcome.findings}) == (["PIN000"] if checked else [])  # (the bash cell)
