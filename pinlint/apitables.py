@@ -222,7 +222,7 @@ def _entry(raw: dict, name: str, library: str, prefix: str) -> Api:
                unknown_receiver=raw.get("unknown_receiver"), requires_kw=tuple(raw.get("requires_kw", ())))
 
 
-_BUILTIN_RECEIVERS = frozenset({"host", "device", "stream", "event", "gpu-device", "pool", "kernel-module", "kernel",
+_BUILTIN_RECEIVERS = frozenset({"host", "device", "stream", "event", "gpu-device", "pool", "pinned-pool", "kernel-module", "kernel",
                                 "loader", "rng", "executor", "graph"})
 
 

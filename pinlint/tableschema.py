@@ -121,6 +121,7 @@ EFFECTS: dict[str, EffectSchema] = {
     "event": EffectSchema(frozenset(), {}, "an event object"),
     "gpu-device": EffectSchema(frozenset(), {}, "a device object"),
     "pool": EffectSchema(frozenset(), {}, "a pinned memory pool"),
+    "pinned-pool": EffectSchema(frozenset(), {}, "CuPy's pinned memory pool (its `malloc` takes a block)"),
     "copy-object": EffectSchema(frozenset(), {}, "a copy described by setters and run by calling it "
                                 "(PyCUDA's `Memcpy2D`: `set_src_host(h)`, `set_dst_host(h)`, then `copy(stream)`)"),
     "rng": EffectSchema(frozenset(), {}, "a random number generator whose methods make new arrays"),

@@ -2610,3 +2610,26 @@ class Node:
         self.ready = True
 """
     assert rows(src, "PIN002") == ([row_of(src, "h_in = cuda.pagelocked_empty")] if reported else [])
+
+
+@pytest.mark.parametrize("pool", ["cp.get_default_pinned_memory_pool()", "cp.cuda.PinnedMemoryPool()"])
+def test_a_block_of_cupys_pinned_pool_taken_per_iteration_is_pin002(pool):
+    # learning_tools (survey 50 Z): `cp.get_default_pinned_memory_pool().malloc(nbytes)`, the call
+    # `alloc_pinned_memory` makes, viewed with np.frombuffer.
+    src = f"""
+import numpy as np
+import cupy as cp
+
+N = 4096
+d = cp.empty((N, N), dtype=cp.float64)
+s = cp.cuda.Stream(non_blocking=True)
+pool = {pool}
+for i in range(10):
+    mem = pool.malloc(N * N * 8)
+    h = np.frombuffer(mem, dtype=np.float64, count=N * N).reshape(N, N)
+    h[:] = i
+    d.set(h, stream=s)
+    s.synchronize()
+"""
+    f = only(src, "PIN002")
+    assert f.location.row == row_of(src, "mem = pool.malloc") and "`PinnedMemoryPool.malloc`" in f.message

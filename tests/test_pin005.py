@@ -844,3 +844,43 @@ class Head(nn.Module):
         return self.fc(feats)
 """
     assert rows(src, "PIN005") == [row_of(src, "return self.fc(feats)")]
+
+
+@pytest.mark.parametrize("use", [
+    "m.add_(g_cpu, alpha=0.1)",
+    "m.mul_(0.9).add_(g_cpu)",
+    "v.addcmul_(g_cpu, g_cpu, value=0.001)",
+    "m.lerp_(g_cpu, 0.1)",
+    "np.copyto(m.numpy(), g_cpu.numpy())",
+])
+def test_an_in_place_operation_reads_the_tensors_it_takes_its_values_from(use):
+    # memopt's CPU Adam (survey 50 AE): moments updated in place from a gradient whose download, on a
+    # side stream, nothing has waited for.
+    src = f"""
+import numpy as np
+import torch
+
+
+def step(g_dev, m, v):
+    m = torch.zeros(4096, 4096)
+    v = torch.zeros(4096, 4096)
+    g_cpu = g_dev.to("cpu", non_blocking=True)
+    {use}
+    return m, v
+"""
+    assert rows(src, "PIN005") == [row_of(src, use)]
+
+
+def test_an_in_place_write_into_the_destination_is_no_read_of_it():
+    src = """
+import numpy as np
+import torch
+
+
+def step(g_dev):
+    g_cpu = g_dev.to("cpu", non_blocking=True)
+    np.copyto(g_cpu.numpy(), np.zeros((4096, 4096), np.float32))
+    torch.cuda.synchronize()
+    return g_cpu
+"""
+    assert "PIN005" not in codes(src)

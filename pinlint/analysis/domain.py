@@ -290,7 +290,7 @@ class Loader(Value):
 
 @dataclass(frozen=True)
 class Obj(Value):
-    """Library objects whose methods matter: "event", "gpu-device", "pool", "kernel", "kernel-module"."""
+    """Library objects whose methods matter: "event", "gpu-device", "pool", "pinned-pool", "kernel", "kernel-module"."""
 
     tag: str
 

@@ -1551,7 +1551,13 @@ def _whole_reduction(api: Api, args: Args) -> bool:
 
 
 def _write(ev, api: Api, node, receiver, args: Args) -> Value:
-    value = _arg_value(api.arg("arg"), receiver, args)
+    spec = api.arg("arg")
+    value = _arg_value(spec, receiver, args)
+    # What the write takes its values from is read by it now: `m.add_(g)`, `v.addcmul_(g, g)`,
+    # `np.copyto(dst, src)` (a CPU optimizer's step reading a gradient still being downloaded).
+    written = None if spec is None or spec.is_self else args.get(spec)
+    given = [*args.positional, *args.keywords.values()]
+    ev.read_hosts(node, [v for argument, v in given if written is None or argument is not written[0]], api=api.name)
     if isinstance(value, Host):
         ev.event(EventType.WRITE, node, value, api=api.name)
     return receiver if receiver is not None else UNKNOWN
@@ -1650,7 +1656,7 @@ EFFECTS = {
     "copy": _copy, "sync": _sync, "stream": _stream, "default-stream": _default_stream,
     "current-stream": _current, "stream-context": _stream_context, "use-stream": _use_stream,
     "sync-on-exit": _sync_on_exit, "event": _object("event"), "gpu-device": _object("gpu-device"),
-    "pool": _object("pool"), "copy-object": _object("copy-object"), "same-items": _same_items, "rng": _object("rng"), "executor": _object("executor"), "run-later": _run_later, "kernel": _object("kernel"), "kernel-module": _object("kernel-module"),
+    "pool": _object("pool"), "pinned-pool": _object("pinned-pool"), "copy-object": _object("copy-object"), "same-items": _same_items, "rng": _object("rng"), "executor": _object("executor"), "run-later": _run_later, "kernel": _object("kernel"), "kernel-module": _object("kernel-module"),
     "launch": _launch, "device-spec": _device_spec, "loader": _loader, "register": _register, "free": _free,
     "read": _read, "write": _write,
 }
