@@ -584,8 +584,9 @@ def test_torch_stack_and_cat_of_host_tensors_make_a_new_pageable_tensor(joined):
     assert [r.location.row for r in f.related] == [row_of(src, "b = ")]
 
 
-@pytest.mark.parametrize("joined", ["T.cat([x.cuda(), x.cuda()])", "T.cat(unknown)", "T.stack([x, unknown])"])
+@pytest.mark.parametrize("joined", ["T.cat([x.cuda(), x.cuda()])", "T.cat(unknown)", "T.stack([unknown, unknown])"])
 def test_torch_stack_and_cat_of_device_or_unknown_tensors_are_no_host_buffer(joined):
+    # (`T.stack([x, unknown])` with `x` on the host is on the host: test_a_cat_with_one_tensor_surely_on_the_host...)
     src = TORCH + f"def f(unknown):\n    b = {joined}\n    y = b.to('cuda', non_blocking=True)\n"
     assert codes(src) == []
 
@@ -4115,3 +4116,79 @@ def test_numpy_index_grids_are_new_pageable_arrays(made, reported, monkeypatch):
     cuda.cuMemcpyHtoDAsync(dev, field.ctypes.data, field.nbytes, strm)
     """
     assert rows(src, "PIN001") == ([row_of(src, "cuda.cuMemcpyHtoDAsync(")] if reported else [])
+
+
+@pytest.mark.parametrize("band, reported", [
+    ("torch.zeros((x.shape[0], 1, 64, 64))", True),            # on the CPU: so is the whole result
+    ('torch.zeros((x.shape[0], 1, 64, 64), device="cuda")', False),  # on the GPU: so is the result
+    ("make_band(x)", False),                                     # nothing says where
+])
+def test_a_cat_with_one_tensor_surely_on_the_host_is_made_on_the_host(band, reported):
+    # SSL4EO-S12 (survey 50 AG): a zero band made on the CPU spliced between a batch's bands; cat
+    # needs all its tensors on one device, so the result is a new pageable CPU tensor.
+    src = f"""
+import torch
+from bands import make_band
+
+
+def pad(x):
+    b = {band}
+    y = torch.cat((x[:, :10], b, x[:, 10:]), dim=1)
+    return y.cuda(non_blocking=True)
+"""
+    assert rows(src, "PIN001") == ([row_of(src, "return y.cuda")] if reported else [])
+
+
+@pytest.mark.parametrize("wrap", ["each(loader)", "logger.log_every(loader, 20)", "forever(loader)", "loader"])
+def test_a_generator_that_hands_on_a_loaders_batches_gives_those_batches(wrap):
+    # DINO/MAE's `MetricLogger.log_every(data_loader, ...)` (SSL4EO-S12, survey 50 AG): a generator of
+    # the tree that yields each batch as it is.
+    src = f"""
+import torch
+from torch.utils.data import DataLoader
+
+
+def each(iterable):
+    for obj in iterable:
+        yield obj
+
+
+def forever(iterable):
+    while True:
+        for obj in iterable:
+            yield obj
+
+
+class MetricLogger:
+    def log_every(self, iterable, print_freq):
+        for i, obj in enumerate(iterable):
+            if i % print_freq == 0:
+                print(i)
+            yield obj
+
+
+def train(ds):
+    logger = MetricLogger()
+    loader = DataLoader(ds, batch_size=64, pin_memory=False)
+    for images, target in {wrap}:
+        images = images.cuda(non_blocking=True)
+"""
+    assert rows(src, "PIN001") == [row_of(src, "images = images.cuda")]
+
+
+def test_what_a_generator_makes_on_each_step_is_new_on_each_iteration_of_its_consumer():
+    src = """
+import numpy as np
+import cupy as cp
+
+
+def frames(files):
+    for f in files:
+        yield np.load(f)
+
+
+def main(files):
+    for a in frames(files):
+        d = cp.asarray(a)
+"""
+    assert codes(src) == []

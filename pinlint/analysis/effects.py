@@ -210,6 +210,19 @@ def _joined_elements(value: Value) -> Value:
     return UNKNOWN
 
 
+def _device_of_joined(value: Value) -> Value:
+    """Where ``torch.cat``/``stack`` make their result: as ``_joined_elements``, and where one of the
+    tensors is surely on the host and none is known to be elsewhere, on the host: they must all be on
+    one device (SSL4EO's `torch.cat((x[:, :10], zeros, x[:, 10:]))` with a CPU `torch.zeros` band)."""
+    joined = _joined_elements(value)
+    if joined is not UNKNOWN or not isinstance(value, Items):
+        return joined
+    hosts = [e for e in value.items if isinstance(e, Host) and e.sites and not e.maybe_unknown and not e.pointer]
+    if hosts and not any(isinstance(e, Device) or isinstance(e, Host) and e.maybe_unknown for e in value.items):
+        return hosts[0]
+    return joined
+
+
 def _alloc(ev, api: Api, node, receiver, args: Args) -> Value:
     if api.opt("same_if_pinned") and isinstance(receiver, Host):
         # `t.pin_memory()` of a tensor already pinned is the tensor itself: nothing allocated or copied
@@ -247,7 +260,7 @@ def _alloc(ev, api: Api, node, receiver, args: Args) -> Value:
     like_device = api.arg("like_device")
     placed_elsewhere = unplaced = False
     if like_device is not None and not (device_kw and device_kw in args.keywords) and not pinned_by_keyword:
-        prototype = _joined_elements(_arg_value(like_device, receiver, args))
+        prototype = _device_of_joined(_arg_value(like_device, receiver, args))
         if isinstance(prototype, Device):
             return Device(api.library)
         if not isinstance(prototype, Host):

@@ -54,6 +54,7 @@ class Evaluator:
         self.awaited: set = set()         # calls awaited where they are made (`await f(x)`)
         self.discarded: set = set()       # comprehensions whose result a statement drops at once
         self.detached = False             # evaluating a call that runs beside this scope (a thread's target)
+        self.yielded = None               # the join of what the scope's `yield`s give (a generator's elements)
 
     # ------------------------------------------------------------------ context
     @property
@@ -477,9 +478,14 @@ class Evaluator:
 
     def _expr_Yield(self, node: cst.Yield) -> Value:
         if isinstance(node.value, cst.BaseExpression):
-            self.escape(node, [self.expr(node.value)])
+            value = self.expr(node.value)
+            self.escape(node, [value])
         elif node.value is not None:
             self.expr(node.value.item)
+            value = UNKNOWN  # `yield from`: another iterator's elements
+        else:
+            value = Const.of(None)
+        self.yielded = value if self.yielded is None else join(self.yielded, value)
         return UNKNOWN
 
     def _expr_Await(self, node: cst.Await) -> Value:

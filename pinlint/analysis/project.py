@@ -22,7 +22,7 @@ from ..imports import ImportMap, collect_imports, dotted
 from ..modulefiles import _EXCLUDED_PARTS, is_file, module_files, search_folders  # noqa: F401
 from ..walk import LAMBDA_STAND_IN, class_body_small, code_nodes, suite_body, target_names
 from . import cfg
-from .domain import UNKNOWN, Alternatives, ClassRef, Const, Function, Instance, LibraryRef, ModuleRef, Value, module_stand_in
+from .domain import UNKNOWN, Alternatives, ClassRef, Const, Function, Instance, LibraryRef, ModuleRef, Seq, Value, module_stand_in
 from .fields import FieldSolver
 from .interproc import Invocation, Outcome, context_free_env
 from .solver import solve
@@ -363,6 +363,7 @@ class Project:
         self._unfinished_reads: list = []  # a set per analysis under way: unfinished classes/modules it read
         self._unfinished_of: dict = {}    # provisional memo key -> the same
         self.solves = 0                  # scope analyses since the current file's check began
+        self.last_yielded = None         # what the scope just solved yields (a generator function's elements)
         self.contexts: dict = {}         # function node -> calling contexts asked of it for the current file
         self.method_names: set = set()
         self._visible_methods: dict = {}  # module path -> method names it and the modules it imports define
@@ -664,11 +665,21 @@ class Project:
         evaluator = Evaluator(ctx, scope, invocation)
         state = State(dict(env), pending)
         state.env[STREAM] = stream
-        return solve(self.graph(node), evaluator, state)
+        events, exit_state = solve(self.graph(node), evaluator, state)
+        self.last_yielded = evaluator.yielded
+        return events, exit_state
 
     def run(self, ctx: ModuleContext, scope: str, node, env: dict, pending: frozenset, stream,
             invocation: Invocation) -> Outcome:
         events, exit_state = self.solve(ctx, scope, node, env, pending, stream, invocation)
+        # A generator function's call returns at once, whatever its body does (`while True: yield
+        # batch`): an iterator over what its `yield`s give, with the caller's arguments (DINO's
+        # `metric_logger.log_every(loader, ...)` handing on each batch).
+        yielded = self.last_yielded if isinstance(node, cst.FunctionDef) else None
+        if exit_state is None and yielded is not None:
+            inputs, own = _inputs(node, env, pending)
+            return Outcome(Seq(yielded), frozenset(), stream, tuple(events), reachable=True, inputs=inputs,
+                           own_inputs=own)
         if exit_state is None:
             inputs, own = _inputs(node, env, pending)
             return Outcome(UNKNOWN, frozenset(), stream, tuple(events), reachable=False, inputs=inputs, own_inputs=own)
@@ -687,7 +698,7 @@ class Project:
         kept = frozenset(s for e in events if e.type.value == "escape" and not e.handed and not e.into_object and
                          not isinstance(e.node, cst.Return) and not stored_into_local(e.node, local) for s in e.sites)
         inputs, own = _inputs(node, env, pending)
-        returned = exit_state.env.get(RETURN, Const.of(None))
+        returned = exit_state.env.get(RETURN, Const.of(None)) if yielded is None else Seq(yielded)
         if isinstance(returned, Instance):
             # `return self` after setting its fields (a builder: `Series(s).fill(b).upload()`): the
             # object returned holds what the scope set on it.
