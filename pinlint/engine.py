@@ -122,11 +122,35 @@ def lint_text(text: str, filename: str, settings: Settings, result: Optional[Fil
             result.findings.append(_syntax_error_finding(filename, parsed.error))
         return result
     try:
-        result.findings.extend(_check_module(parsed.module, text, filename, settings, result))
+        found = _check_module(parsed.module, text, filename, settings, result)
+        if parsed.expanded is not None:
+            found = [_in_file_columns(f, text, parsed.expanded) for f in found]
+        result.findings.extend(found)
     except RecursionError:
         # Valid Python, nested deeper than the analysis follows: say so, and let the run go on.
         result.warning = f"{filename}: nested too deeply to analyse; skipped"
     return result
+
+
+def _in_file_columns(finding: Finding, text: str, expanded: str) -> Finding:
+    """A finding of a file analysed with its indentation's tabs expanded (``Parsed.expanded``), with
+    the columns of its own lines counted in the file as written."""
+    written, analysed = text.splitlines(), expanded.splitlines()
+
+    def column(location: Location) -> Location:
+        row = location.row - 1
+        if not 0 <= row < min(len(written), len(analysed)) or written[row] == analysed[row]:
+            return location
+        shift = len(analysed[row]) - len(written[row])  # only the leading whitespace differs
+        return Location(location.row, max(1, location.column - shift))
+
+    def moved(entry):
+        if entry.filename != finding.filename:
+            return entry
+        return replace(entry, location=column(entry.location), end_location=column(entry.end_location))
+
+    return replace(moved(finding), related=tuple(moved(r) for r in finding.related),
+                   trace=tuple(moved(t) for t in finding.trace))
 
 
 def _already_parsed(text: str, filename: str) -> Optional[Parsed]:

@@ -85,10 +85,28 @@ _PAST_EVERY_PARSER = ("too deeply nested", "too many nested", "too complex", "to
 
 @dataclass(frozen=True)
 class Parsed:
-    """Exactly one of the three is set."""
+    """Exactly one of the first three is set."""
     module: Optional[cst.Module] = None
     error: Optional[SyntaxError] = None   # not Python: reported as PIN000
     skipped: Optional[str] = None         # valid Python pinlint cannot analyse safely: a warning
+    # With ``module``: the text libcst parsed instead of the file's, its indentation's tabs expanded
+    # (``expand_indentation``); the rows are the file's, columns on those lines are not.
+    expanded: Optional[str] = None
+
+
+def expand_indentation(text: str) -> Optional[str]:
+    """The text with the tabs of each line's leading whitespace expanded to Python's tab stops (8),
+    or None where no line's indentation has a tab. Python accepts a block indented with spaces
+    inside one indented with tabs where the columns agree; libcst's tokenizer does not."""
+    lines = text.splitlines(keepends=True)
+    changed = False
+    for index, line in enumerate(lines):
+        body = line.lstrip(" \t")
+        lead = line[:len(line) - len(body)]
+        if "\t" in lead:
+            lines[index] = lead.expandtabs(8) + body
+            changed = True
+    return "".join(lines) if changed else None
 
 
 def parse(text: str, verdict: Optional[tuple] = None) -> Parsed:
@@ -112,7 +130,16 @@ def parse(text: str, verdict: Optional[tuple] = None) -> Parsed:
     if tree is not None:
         _remember_rows(text, [statement.lineno for statement in tree.body])
     tree = verdict = None  # Python's tree is not needed past this point: free it before libcst's parse
-    return _libcst(text, error, lambda: cst.parse_module(text))
+    parsed = _libcst(text, error, lambda: cst.parse_module(text))
+    if parsed.skipped is not None and error is None and "\t" in text:
+        # Valid Python whose indentation mixes tabs and spaces (Python's columns agree; libcst's
+        # tokenizer compares them as written): analysed as the same code indented with spaces.
+        expanded = expand_indentation(text)
+        if expanded is not None:
+            retry = _libcst(expanded, None, lambda: cst.parse_module(expanded))
+            if retry.module is not None:
+                return Parsed(module=retry.module, expanded=expanded)
+    return parsed
 
 
 def _libcst(text: str, error: Optional[SyntaxError], build) -> Parsed:

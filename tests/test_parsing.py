@@ -391,3 +391,51 @@ def test_a_syntax_error_in_a_long_file_is_reported_where_python_puts_it(small_pi
 def test_top_level_rows_read_in_pieces_are_those_of_a_whole_parse(small_pieces):
     text = _long_program([text for _, text in seed_corpus() if "__future__" not in text])
     assert parsing.top_level_rows(text) == parsing.top_level_rows_whole(text)
+
+
+MIXED_INDENTATION = (
+    "import numpy as np\n"
+    "from numba import cuda\n"
+    "class Table:\n"
+    "    '''host table'''\n"
+    "\t\n"
+    "    def __init__(self, n):\n"
+    "\t    self.h = np.ones(n, dtype=np.float32)\n"
+    "\t    self.s = cuda.stream()\n"
+    "\n"
+    "    def upload(self):\n"
+    "\t    return cuda.to_device(self.h, stream=self.s)\n"
+    "\n"
+    "t = Table(1 << 24)\n"
+    "d = t.upload()\n")
+
+
+def test_valid_python_indented_with_tabs_and_spaces_is_analysed_with_its_own_columns(tmp_path):
+    # openai_onboarding's notebooks (survey 50 AD): a space-indented class whose method bodies are
+    # indented with a tab; CPython accepts it, libcst's tokenizer does not, and the whole file was
+    # skipped with a warning, hiding its findings.
+    from pinlint.engine import lint_text
+    from pinlint.settings import Settings
+    ast.parse(MIXED_INDENTATION)
+    parsed = parse(MIXED_INDENTATION)
+    assert parsed.module is not None and parsed.expanded is not None
+    result = lint_text(MIXED_INDENTATION, "tabs.py", Settings())
+    assert result.warning is None
+    [finding] = result.findings
+    row = 11
+    written = MIXED_INDENTATION.splitlines()[row - 1]
+    assert (finding.code, finding.location.row, finding.location.column) == ("PIN001", row, written.index("cuda") + 1)
+    assert [(r.location.row, r.location.column) for r in finding.related] == \
+        [(7, MIXED_INDENTATION.splitlines()[6].index("np.ones") + 1)]
+
+
+def test_a_fix_run_leaves_a_file_with_mixed_indentation_as_it_was_and_add_noqa_keeps_its_tabs(tmp_path):
+    from helpers import pinlint_in_process
+    path = tmp_path / "tabs.py"
+    path.write_text(MIXED_INDENTATION)
+    run = pinlint_in_process(tmp_path, "check", "tabs.py", "--no-cache", "--fix", "--unsafe-fixes")
+    assert run.returncode == 1 and "PIN001" in run.stdout and path.read_text() == MIXED_INDENTATION
+    pinlint_in_process(tmp_path, "check", "tabs.py", "--no-cache", "--add-noqa")
+    lines, before = path.read_text().splitlines(), MIXED_INDENTATION.splitlines()
+    assert lines[10] == before[10] + "  # noqa: PIN001"
+    assert lines[:10] + lines[11:] == before[:10] + before[11:]
