@@ -4192,3 +4192,46 @@ def main(files):
         d = cp.asarray(a)
 """
     assert codes(src) == []
+
+
+@pytest.mark.parametrize("call, reported", [
+    ('extract("cuda")', True),                         # loader left at None: the one extract builds
+    ('extract("cuda", loader=pinned_loader())', False),  # the caller's, pinned
+])
+def test_a_loader_built_when_the_parameter_is_left_at_none_is_the_one_walked(call, reported):
+    # nfl2022's extract_feats_for_all_train_data (survey 50 AG): `if loader is None: loader =
+    # get_loader()`, then `for b in loader:` sending each batch with `.to(device, non_blocking=True)`.
+    src = f"""
+import torch
+from torch.utils.data import DataLoader
+
+
+def get_loader():
+    return DataLoader(FRAMES, batch_size=8, pin_memory=False)
+
+
+def pinned_loader():
+    return DataLoader(FRAMES, batch_size=8, pin_memory=True)
+
+
+def to_dev(batch, device):
+    out = {{}}
+    for k in batch.keys():
+        out[k] = batch[k].to(device, non_blocking=True)
+    return out
+
+
+def extract(device, loader=None):
+    if loader is None:
+        loader = get_loader()
+    res = []
+    for b in loader:
+        b = to_dev(b, device)
+        res.append(b["x"].mean())
+    return res
+
+
+FRAMES = list(range(64))
+{call}
+"""
+    assert rows(src, "PIN001") == ([row_of(src, call)] if reported else [])

@@ -451,7 +451,8 @@ def _invoke(ev, fn: Function, env: dict, node) -> Optional[Outcome]:
         # baseline has no event and gives back nothing of interest gives nothing more on fewer paths
         # (pytorch-lightning's tests call `Trainer(max_epochs=1, ...)` with a few hundred different
         # constants, and each analysed the trainer's set-up again: a third of its cold run).
-        contextual = baseline is None or not _does_nothing(baseline) or _leaves_an_undecided_device(baseline)
+        contextual = baseline is None or not _does_nothing(baseline) or _leaves_an_undecided_device(baseline) or \
+            _builds_what_it_walks(fn, env)
     if not contextual:
         if baseline is None:
             return None
@@ -666,6 +667,31 @@ def _decides_a_test(fn: Function, env: dict) -> bool:
     from .domain import ANYTHING
     tested = tested_names(fn.node, fn.module.project.tested_names)
     return any(isinstance(v, Const) and ANYTHING not in v.values and name in tested for name, v in env.items())
+
+
+def _builds_what_it_walks(fn: Function, env: dict) -> bool:
+    """A parameter left at None that the callee replaces and then loops over (``if loader is None:
+    loader = get_loader()``, then ``for b in loader:``): its analysis for callers at large walks
+    "the caller's or that one", which tells nothing; with None, the loop walks the one it builds
+    (nfl2022's `extract_feats(..., loader=None)`, survey 50 AG)."""
+    walked = _walked_parameters(fn)
+    return any(env.get(name) == Const.of(None) for name in walked)
+
+
+_WALKED: dict = {}
+
+
+def _walked_parameters(fn: Function) -> frozenset:
+    """Parameters the function rebinds and walks in a ``for`` loop of its own body."""
+    found = _WALKED.get(fn.node)
+    if found is None:
+        node = fn.node
+        params = {p.name.value for p in (*node.params.posonly_params, *node.params.params, *node.params.kwonly_params)
+                  if p.default is not None}
+        walked = {part.iter.value for part in code_nodes(node.body, into_definitions=False)
+                  if isinstance(part, cst.For) and isinstance(part.iter, cst.Name)} if params else set()
+        found = _WALKED[fn.node] = frozenset(params & walked & body_bindings(node))
+    return found
 
 
 def _gives_a_deciding_keyword(fn: Function, env: dict) -> bool:
