@@ -2633,3 +2633,23 @@ for i in range(10):
 """
     f = only(src, "PIN002")
     assert f.location.row == row_of(src, "mem = pool.malloc") and "`PinnedMemoryPool.malloc`" in f.message
+
+
+@pytest.mark.parametrize("body, reported", [
+    ("x = torch.randn(n, 1024)\n        p = x.pin_memory()", False),    # a size sweep: no one buffer to hoist
+    ("p = torch.randn(n, 1024).pin_memory()", False),
+    ("x = torch.randn(4096, 1024)\n        p = x.pin_memory()", True),  # the same size every time
+])
+def test_pin_memory_of_a_tensor_sized_by_the_sweep_is_no_buffer_to_hoist(body, reported):
+    # thesis's transfer benchmark (survey 49 U): `for n in sizes: x = torch.randn(n, d); x.pin_memory()`.
+    src = f"""
+import torch
+
+
+def bench(sizes):
+    for n in sizes:
+        {body}
+        d = p.cuda(non_blocking=True)
+        torch.cuda.synchronize()
+"""
+    assert ("PIN002" in codes(src)) == reported

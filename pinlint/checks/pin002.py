@@ -29,7 +29,25 @@ def _size_steps_with(node, loop) -> bool:
     if not stepped:
         return False
     sizes = [arg.value for arg in node.args if arg.keyword is None or arg.keyword.value not in _NOT_SIZES]
+    if not sizes and isinstance(node.func, cst.Attribute):
+        # `t.pin_memory()`, `torch.randn(n).pin_memory()`: the size of the tensor it copies
+        return _sized_by(node.func.value, loop, stepped)
     return any(arithmetic_names(size) & stepped for size in sizes)
+
+
+def _sized_by(receiver, loop, stepped: frozenset) -> bool:
+    """Whether the tensor ``receiver`` names is made, in the loop, with a size that reads a stepped
+    name: ``torch.randn(n, d)`` itself, or a name the loop's body binds to one (``x = torch.randn(n,
+    d)`` then ``x.pin_memory()``: thesis's size sweep, survey 49 U)."""
+    if isinstance(receiver, cst.Call):
+        return any(arithmetic_names(arg.value) & stepped for arg in receiver.args
+                   if arg.keyword is None or arg.keyword.value not in _NOT_SIZES)
+    if not isinstance(receiver, cst.Name):
+        return False
+    made = [part.value for part in code_nodes(loop.body, into_definitions=False)
+            if isinstance(part, cst.Assign) and len(part.targets) == 1 and
+            isinstance(part.targets[0].target, cst.Name) and part.targets[0].target.value == receiver.value]
+    return bool(made) and all(isinstance(value, cst.Call) and _sized_by(value, loop, stepped) for value in made)
 
 
 _DEVICE_KEYWORDS = frozenset({"device", "device_id", "gpu_id"})
