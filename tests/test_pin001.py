@@ -4235,3 +4235,33 @@ FRAMES = list(range(64))
 {call}
 """
     assert rows(src, "PIN001") == ([row_of(src, call)] if reported else [])
+
+
+@pytest.mark.parametrize("annotation, reported", [
+    ("list[int]", False),            # Python numbers: a step's index metadata
+    ("Optional[List[int]]", False),
+    ("tuple[int, ...]", False),
+    ("list", True),                  # nothing says what it holds
+    ("np.ndarray", True),
+])
+def test_a_field_annotated_as_a_list_of_numbers_holds_python_numbers(annotation, reported):
+    # tokasaurus (survey 50 AJ): a dataclass taken off a queue, `torch.tensor(inp.positions)` each step.
+    src = f"""
+from dataclasses import dataclass
+from typing import List, Optional
+
+import numpy as np
+import torch
+
+
+@dataclass
+class StepInput:
+    positions: {annotation}
+
+
+def preprocess(q):
+    inp: StepInput = q.get()
+    positions = torch.tensor(inp.positions, dtype=torch.long)
+    return positions.to("cuda", non_blocking=True)
+"""
+    assert ("PIN001" in codes(src, Settings())) == reported  # the default threshold: what the numbers are matters

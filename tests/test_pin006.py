@@ -816,3 +816,27 @@ def test_a_buffer_pinned_whenever_a_gpu_exists_is_pinned_where_it_is_copied(pinn
         return results
     """
     assert rows(src, "PIN006") == ([row_of(src, "staging.copy_(chw)")] if reported else [])
+
+
+@pytest.mark.parametrize("fill, reported", [
+    ("torch.index_select(src, 0, idx, out=staging)", True),   # writes the pinned buffer being uploaded
+    ("torch.cat([src[idx], src[idx]], out=staging)", True),
+    ("torch.sigmoid(src[idx], out=staging)", True),
+    ("torch.index_select(src, 0, idx, out=other)", False),     # another buffer
+])
+def test_a_library_call_with_out_writes_that_buffer(fill, reported):
+    # An embedding gather into a pinned staging buffer reused on every step while its last upload
+    # may still read it.
+    src = f"""
+import torch
+
+
+def gather(src, idx_batches, dev):
+    staging = torch.empty((1024, 4096), pin_memory=True)
+    other = torch.empty((1024, 4096))
+    for idx in idx_batches:
+        {fill}
+        d = staging.to(dev, non_blocking=True)
+        yield d
+"""
+    assert rows(src, "PIN006") == ([row_of(src, fill)] if reported else [])

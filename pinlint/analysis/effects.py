@@ -224,6 +224,16 @@ def _device_of_joined(value: Value) -> Value:
 
 
 def _alloc(ev, api: Api, node, receiver, args: Args) -> Value:
+    out = args.keywords.get("out") if api.opt("reads") else None
+    if out is not None:
+        # `torch.index_select(src, 0, idx, out=staging)`, `torch.cat(parts, out=buf)`: no new memory;
+        # what it reads is written into `out`
+        ev.read_hosts(node, [receiver] + [v for e, v in [*args.positional, *args.keywords.values()] if e is not out[0]],
+                      api=api.name)
+        for value in flatten([out[1]]):
+            if isinstance(value, Host):
+                ev.event(EventType.WRITE, node, value, api=api.name)
+        return out[1]
     if api.opt("same_if_pinned") and isinstance(receiver, Host):
         # `t.pin_memory()` of a tensor already pinned is the tensor itself: nothing allocated or copied
         # (of one that may be, such as a batch of a loader whose pin_memory= nothing here gives, unknown)

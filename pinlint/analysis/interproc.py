@@ -2034,7 +2034,7 @@ def member(ev, base: Value, attr: str, node) -> Value:
     project = ev.module.project
     if isinstance(base, Instance):
         value = base.field(attr)
-        if value is UNKNOWN:
+        if value is UNKNOWN or value is None:
             value = _annotated_number(base.klass, attr) or value
         if value is not None:
             return value
@@ -2202,16 +2202,40 @@ _NUMBER_FIELDS: dict = {}
 
 
 def _annotated_number(klass: ClassRef, attr: str) -> Optional[Value]:
-    """``temperature: float`` in a class body (a dataclass's field): a number, whatever was stored."""
+    """``temperature: float`` in a class body (a dataclass's field): a number, whatever was stored;
+    ``positions: list[int]``: a list of Python numbers (tokasaurus's step inputs, taken off a queue
+    and made into index tensors each step, survey 50 AJ)."""
     from ..walk import class_body_small
     numbers = _NUMBER_FIELDS.get(klass.node)
     if numbers is None:
         numbers = _NUMBER_FIELDS[klass.node] = {
-            small.target.value: small.annotation.annotation.value for small in class_body_small(klass.node)
+            small.target.value: found for small in class_body_small(klass.node)
             if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name)
-            and isinstance(small.annotation.annotation, cst.Name) and small.annotation.annotation.value in ("int", "float")}
-    kind = numbers.get(attr)
-    return Scalar(kind) if kind is not None else None
+            for found in [_numbers_annotation(small.annotation.annotation)] if found is not None}
+    return numbers.get(attr)
+
+
+_SEQUENCE_TYPES = frozenset({"list", "List", "Sequence", "tuple", "Tuple"})
+
+
+def _numbers_annotation(annotation) -> Optional[Value]:
+    """``int``/``float`` (a number), ``list[int]``, ``Sequence[float]``, ``tuple[int, ...]`` (a list of
+    numbers), ``Optional`` of one of them; None for anything else."""
+    if isinstance(annotation, cst.Name) and annotation.value in ("int", "float"):
+        return Scalar(annotation.value)
+    if not isinstance(annotation, cst.Subscript):
+        return None
+    head = annotation.value.attr.value if isinstance(annotation.value, cst.Attribute) else \
+        annotation.value.value if isinstance(annotation.value, cst.Name) else ""
+    inner = [e.slice.value for e in annotation.slice if isinstance(e.slice, cst.Index)]
+    if head == "Optional" and len(inner) == 1:
+        return _numbers_annotation(inner[0])
+    if head not in _SEQUENCE_TYPES or not inner or \
+            any(not (isinstance(e, cst.Name) and e.value in ("int", "float")) and not isinstance(e, cst.Ellipsis)
+                for e in inner):
+        return None
+    element = inner[0]
+    return Seq(Scalar(element.value)) if isinstance(element, cst.Name) else None
 
 
 def setter_of(ev, instance: Value, attr: str):

@@ -35,14 +35,20 @@ def _size_steps_with(node, loop) -> bool:
     return any(arithmetic_names(size) & stepped for size in sizes)
 
 
+_SHAPED_CONSTRUCTORS = frozenset({"empty", "zeros", "ones", "rand", "randn", "full"})
+
+
 def _sized_by(receiver, loop, stepped: frozenset) -> bool:
     """Whether the tensor ``receiver`` names is made, in the loop, with a size that reads a stepped
     name: ``torch.randn(n, d)`` itself, or a name the loop's body binds to one (``x = torch.randn(n,
     d)`` then ``x.pin_memory()``: thesis's size sweep, survey 49 U)."""
     if isinstance(receiver, cst.Call):
-        return any(arithmetic_names(arg.value) & stepped for arg in receiver.args
-                   if arg.keyword is None or arg.keyword.value not in _NOT_SIZES)
-    if not isinstance(receiver, cst.Name):
+        func = receiver.func
+        name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+        # a constructor whose arguments are its shape (not `torch.tensor(lengths)`, whose are its data)
+        return name in _SHAPED_CONSTRUCTORS and any(arithmetic_names(arg.value) & stepped for arg in receiver.args
+                                                    if arg.keyword is None or arg.keyword.value not in _NOT_SIZES)
+    if not isinstance(receiver, cst.Name) or not isinstance(loop, (cst.For, cst.While)):
         return False
     made = [part.value for part in code_nodes(loop.body, into_definitions=False)
             if isinstance(part, cst.Assign) and len(part.targets) == 1 and
