@@ -181,7 +181,8 @@ CUDA_KEYS = frozenset({"host_alloc_flags", "host_register_flags", "memcpy_kinds"
 PYTHON_KEYS = frozenset({"reading_builtins", "non_storing_builtins", "pure_builtins", "container_mutators", "dict_types", "dict_types_with_factory",
                          "copying_methods", "device_address_libraries", "torch_compute_namespaces", "library_modules", "returns_self", "call_runs", "returns_arguments", "index_grids",
                          "coroutine_runners", "non_retaining_builtins", "record_factories",
-                         "torch_non_tensor_results", "torch_new_results", "torch_layer_namespaces", "torch_non_layers"})
+                         "torch_non_tensor_results", "torch_new_results", "torch_layer_namespaces", "torch_non_layers",
+                         "torch_same_size_results"})
 FIX_FAMILY_KEYS = frozenset({"how", "keyword"})
 DEVICE_STRING_KEYS = frozenset({"cuda", "cpu", "other"})
 

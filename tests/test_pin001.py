@@ -4265,3 +4265,54 @@ def preprocess(q):
     return positions.to("cuda", non_blocking=True)
 """
     assert ("PIN001" in codes(src, Settings())) == reported  # the default threshold: what the numbers are matters
+
+
+@pytest.mark.parametrize("take", ['batch.pop("img")', 'batch["img"]', 'batch.get("img")'])
+def test_a_tensor_popped_out_of_a_batch_is_the_batchs(take):
+    # HCP-Diffusion (survey 50 AK): `data.pop('img').to(device, non_blocking=True)`.
+    src = f"""
+import torch
+from torch.utils.data import DataLoader
+
+
+def train(ds):
+    for batch in DataLoader(ds, batch_size=8):
+        img = {take}.to("cuda", non_blocking=True)
+"""
+    assert rows(src, "PIN001") == [row_of(src, "img = ")]
+
+
+@pytest.mark.parametrize("made", ["torch.Tensor(x)", "torch.FloatTensor(x)", "torch.Tensor(4096, 1024)"])
+def test_the_base_tensor_class_called_makes_a_new_pageable_tensor(made):
+    # selene (survey 50 AM): `torch.Tensor(inputs).to("cuda", non_blocking=True)` every step.
+    src = f"""
+import numpy as np
+import torch
+
+
+def step(x):
+    t = {made}
+    return t.to("cuda", non_blocking=True)
+"""
+    assert rows(src, "PIN001") == [row_of(src, "return t.to")]
+
+
+@pytest.mark.parametrize("made, reported", [
+    ('latent.cpu().numpy().astype("float32")', True),          # a read-back's NumPy array, converted
+    ('latent.detach().cpu().numpy().astype(np.float32)', True),
+    ('latent.numpy().astype(np.float32)', False),              # `.numpy()` alone names no library
+    ('latent.cpu().numpy()', False),                           # its memory: unknown
+])
+def test_a_read_back_tensors_numpy_array_converted_is_a_new_pageable_array(made, reported):
+    # Self-Forcing's TensorRT VAE (survey 50 AK): `.cpu().numpy().astype(...)`, then memcpy_htod_async.
+    src = f"""
+import numpy as np
+import pycuda.driver as cuda
+
+
+def upload(latent, stream, dev):
+    z = {made}
+    cuda.memcpy_htod_async(dev, z, stream)
+    stream.synchronize()
+"""
+    assert ("PIN001" in codes(src)) == reported

@@ -581,3 +581,32 @@ def test_np_pad_of_a_small_array_by_constant_widths_stays_small(shape, width, re
             d.set_async(b, drv.Stream())
         """)
     assert rows(src, "PIN001") == ([row_of(src, "d.set_async(b")] if reported else [])
+
+
+@pytest.mark.parametrize("made", [
+    "torch.tensor(np.linspace(0, 1, N))",                         # keeps the array's float64
+    "torch.tensor(np.linspace(0, 1, N), dtype=torch.float32)",    # as many elements, of the new type
+    "torch.log(1 - torch.tensor(np.linspace(0, 1, N)))",          # pointwise: as large as its input
+    "torch.tensor(np.linspace(0, 1, N)).cumsum(dim=0)",           # a scan: as many elements
+    "torch.cumsum(torch.tensor(np.linspace(0, 1, N)), dim=0)",
+    "torch.flip(torch.tensor(np.linspace(0, 1, N)), dims=(0,))",
+])
+@pytest.mark.parametrize("n, reported", [(1000, False), (1_000_000, True)])
+def test_a_schedule_table_made_from_a_sized_array_keeps_its_size(made, n, reported):
+    # DPM-Solver's NoiseScheduleVP (PixArt-sigma, survey 50 AK): `torch.tensor(betas)`, then
+    # `0.5 * torch.log(1 - betas).cumsum(dim=0)`, a 1000-entry table uploaded at every solver step.
+    src = f"""
+import numpy as np
+import torch
+
+N = {n}
+
+
+def solve(steps):
+    x = torch.randn(4, device="cuda")
+    table = {made}
+    for _ in range(steps):
+        x = x + table.to(x.device)[:4]
+    return x
+"""
+    assert ("PIN007" in codes(src)) == reported

@@ -23,8 +23,8 @@ from ..model import EventType, Kind
 from . import effects, interproc
 from .domain import (UNKNOWN, Alternatives, ClassRef, Const, Device, Function, Host, Instance, Items, Iteration, Loader, Mapping,
                      LibraryRef, ModuleRef, Obj, RecordType, Scalar, Seq, Stream, Super, Tensor, Value, add_element, element_of, join,
-                     flatten, mapping, merged, numeric_const, ordered, rebuild, scalar_kind)
-from .dtypes import item_size, range_length
+                     flatten, mapping, merged, numeric_const, ordered, rebuild, scalar_kind, unknown_host)
+from .dtypes import common, item_size, range_length
 from .state import STREAM
 from .effects import Args
 
@@ -38,7 +38,7 @@ _ORDERING = frozenset({"sorted", "min", "max"})  # builtins that compare what th
 # Start a callable later, on another thread, with the arguments they are given: (callable, args, kwargs).
 _STARTERS = {"threading.Thread": (ArgSpec(1, "target"), ArgSpec(3, "args"), ArgSpec(4, "kwargs")),
              "threading.Timer": (ArgSpec(1, "function"), ArgSpec(2, "args"), ArgSpec(3, "kwargs"))}
-_BATCH_DICT_METHODS = frozenset({"values", "items", "get", "copy"})
+_BATCH_DICT_METHODS = frozenset({"values", "items", "get", "copy", "pop"})
 # NumPy array methods a torch tensor lacks: on a value taken for a CPU tensor, the call says it is
 # something else (a dict's `.copy()`), not a new array.
 _NUMPY_ONLY_METHODS = frozenset({"astype", "byteswap", "copy", "itemset", "tobytes", "tofile", "fill", "data_as"})
@@ -86,8 +86,22 @@ def _cpu_result(ev, node, qualified: str, args: Args, python: dict) -> Optional[
             any(h.library != "torch" or h.pointer or h.maybe_unknown or not h.sites or
                 not new_memory and any(s.kind is not Kind.PAGEABLE for s in h.sites) for h in hosts):
         return None
-    site = ev.site(node, Kind.PAGEABLE, "torch", f"torch.{name}" if qualified.startswith("torch.") else qualified)
+    api = f"torch.{name}" if qualified.startswith("torch.") else qualified
+    if name in python.get("torch_same_size_results", ()) and len(hosts) == 1 and "dtype" not in args.keywords and \
+            all(isinstance(v, Host) or _numbers_only(v) for v in values):
+        # one tensor in, one of its shape out: as large as it is
+        source = hosts[0]
+        site = ev.site(node, Kind.PAGEABLE, "torch", api, nbytes=common(s.nbytes for s in source.sites),
+                       dtype=common(s.dtype for s in source.sites), ndim=source.dimensions())
+        return Host(frozenset([site]), "torch")
+    site = ev.site(node, Kind.PAGEABLE, "torch", api)
     return Host(frozenset([site]), "torch")
+
+
+def _read_back(expr) -> bool:
+    """``x.cpu()``, ``x.detach().cpu()``: a tensor's read-back, whose ``.numpy()`` is a NumPy array."""
+    return isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "cpu" \
+        and not expr.args
 
 
 def _layer_class(head: str, name: str, python: dict) -> bool:
@@ -395,10 +409,15 @@ class Calls:
         if isinstance(receiver, Host) and receiver.batch and name in _BATCH_DICT_METHODS:
             # A loader's batch collated into a dict: each of its values is a batch tensor, as each
             # element is for `x, y = batch`.
-            if name in ("get", "copy"):
-                return receiver  # `batch.copy()`: a dict's shallow copy holds the same tensors
+            if name in ("get", "copy", "pop"):
+                # `batch.copy()`: a dict's shallow copy holds the same tensors; `batch.pop("img")` one of them
+                return receiver
             return Iteration(receiver if name == "values" else Items((UNKNOWN, receiver)))
         receiver = effects.placed(ev, receiver)
+        if name == "numpy" and receiver is UNKNOWN and not args.positional and _read_back(receiver_expr):
+            # `latent.cpu().numpy()`, `t.detach().cpu().numpy()`: a NumPy array on the host (its
+            # memory unknown), so that what converts it (`.astype("float32")`) is a new pageable one
+            return unknown_host("numpy")
         if receiver == Obj("copy-object") and name in _COPY_OBJECT_SETTERS and args.positional:
             key = dotted(receiver_expr) if receiver_expr is not None else None
             if key is not None:  # copy.set_src_host(h): what calling `copy` will copy

@@ -409,7 +409,10 @@ def _shape_info_of(ev, api: Api, receiver: Optional[Value], args: Args) -> tuple
     if dtype_spec is not None:
         dtype = canonical_dtype(args.value(dtype_spec), ev.tables) if args.present(dtype_spec) else dtype_spec.default
     if api.arg("data") is not None:
-        return _data_shape(ev, args.value(api.arg("data")), dtype, scalar_items=api.opt("scalar_items", False))
+        data = args.value(api.arg("data"))
+        if isinstance(data, Host) and dtype_spec is not None and not args.present(dtype_spec):
+            dtype = None  # `torch.tensor(table)` of an array keeps the array's dtype (the default is for numbers)
+        return _data_shape(ev, data, dtype, scalar_items=api.opt("scalar_items", False))
     nbytes = args.value(api.arg("nbytes"))
     if isinstance(nbytes, Const) and isinstance(nbytes.single, int) and not isinstance(nbytes.single, bool):
         return nbytes.single, dtype, 1
@@ -539,7 +542,12 @@ def _data_shape(ev, data: Value, dtype: Optional[str], scalar_items: bool = Fals
     if isinstance(data, Host) and len(data.sites) == 1:
         site = next(iter(data.sites))
         same = dtype is None or dtype == site.dtype
-        return (site.nbytes if same else None), (dtype or site.dtype), data.dimensions()
+        nbytes = site.nbytes
+        if not same and nbytes is not None:
+            # as many elements, each of the new type's size (`torch.tensor(betas, dtype=torch.float32)`)
+            old, new = item_size(site.dtype, ev.tables), item_size(dtype, ev.tables)
+            nbytes = nbytes // old * new if old and new else None
+        return nbytes, (dtype or site.dtype), data.dimensions()
     element = element_of(data) if isinstance(data, (Seq, Items)) else None
     if isinstance(element, Host) and element.sites and element.dimensions() is not None:
         # `np.array(frames)` of a list of 2-D frames: one more dimension (`stack[k]` is a whole frame)
