@@ -610,3 +610,22 @@ def solve(steps):
     return x
 """
     assert ("PIN007" in codes(src)) == reported
+
+
+@pytest.mark.parametrize("scaled", ["np.pi * w", "w * math.pi", "2.0 * torch.pi * w", "w / np.e"])
+def test_arithmetic_with_a_number_a_library_names_keeps_the_arrays_size(scaled):
+    # torch-harmonics' notebook (survey 50 AL): `w = np.pi * w` of a 193-element weight vector, then
+    # uploaded in a loop: 1.5 KiB, under PIN007's threshold.
+    src = f"""
+import math
+
+import numpy as np
+import torch
+
+device = torch.device("cuda")
+w = torch.ones(193, dtype=torch.float64)
+w = {scaled}
+for i in range(32):
+    y = torch.as_tensor(w, device=device).sum()
+"""
+    assert codes(src) == []
