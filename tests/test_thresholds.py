@@ -629,3 +629,39 @@ for i in range(32):
     y = torch.as_tensor(w, device=device).sum()
 """
     assert codes(src) == []
+
+
+@pytest.mark.parametrize("item, sent, reported", [
+    ('{"img": img, "label": torch.tensor(idx % 4, dtype=torch.long)}', 'batch["label"]', False),  # 16 x 8 bytes
+    ('{"img": img, "label": torch.tensor(idx % 4, dtype=torch.long)}', 'batch["img"]', True),     # 16 x 256 KiB
+    ("(img, 3)", "batch[1]", False),                          # Python numbers: one int64 each
+    ("(img, 3)", "batch[0]", True),
+    ("(img, self.labels[idx])", "batch[1]", True),            # nothing says what a label is
+])
+def test_a_field_of_a_default_collated_batch_is_batch_size_items_of_the_datasets(item, sent, reported):
+    # SBGM_DANRA (survey 50 AL): labels made by `torch.tensor(season)` in __getitem__, collated into a
+    # 16-element tensor and sent with non_blocking=True from a pageable loader: 128 bytes.
+    src = f"""
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+
+class Fields(Dataset):
+    def __init__(self, n, labels):
+        self.n = n
+        self.labels = labels
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, idx):
+        img = torch.randn(1, 256, 256)
+        return {item}
+
+
+def train(labels):
+    loader = DataLoader(Fields(1000, labels), batch_size=16, shuffle=False)
+    for batch in loader:
+        x = {sent}.to("cuda", non_blocking=True)
+"""
+    assert ("PIN001" in codes(src)) == reported

@@ -510,6 +510,22 @@ _CONST_LIMIT = 8      # a join of more constants than this is widened to UNKNOWN
 _DEPTH_LIMIT = 4      # containers nested deeper than this are widened to UNKNOWN
 
 
+def _collated_batch(value: Value) -> bool:
+    """A loader's batch the default collate function makes field by field (``effects._default_collated``):
+    a tuple or dict of the loader's tensors."""
+    fields = value.items if isinstance(value, Items) else [v for _, v in value.entries] \
+        if isinstance(value, Mapping) and value.rest is None else ()
+    return bool(fields) and all(isinstance(f, Host) and f.batch for f in fields)
+
+
+def _maybe_unknown_batch(value: Value) -> Value:
+    """The batch joined with a value nothing explains: each field is its tensor or unknown, as a
+    batch that is one tensor is (``Host.maybe_unknown``)."""
+    if isinstance(value, Items):
+        return replace(value, items=tuple(replace(f, maybe_unknown=True) for f in value.items))
+    return replace(value, entries=tuple((k, replace(f, maybe_unknown=True)) for k, f in value.entries))
+
+
 def join(a: Value, b: Value) -> Value:
     if a is b or a == b:
         return a
@@ -532,6 +548,10 @@ def join(a: Value, b: Value) -> Value:
         return replace(a, maybe_unknown=True)
     if isinstance(b, Host) and isinstance(a, Unknown):
         return replace(b, maybe_unknown=True)
+    if isinstance(b, Unknown) and _collated_batch(a):
+        return _maybe_unknown_batch(a)  # a loader's batch, field by field, or something else
+    if isinstance(a, Unknown) and _collated_batch(b):
+        return _maybe_unknown_batch(b)
     if isinstance(a, Scalar) or isinstance(b, Scalar):
         kind = scalar_kind((a, b))
         return Scalar(kind) if kind else UNKNOWN

@@ -571,8 +571,10 @@ def _data_shape(ev, data: Value, dtype: Optional[str], scalar_items: bool = Fals
             if len(shapes) != 1 or None in shapes:
                 return None if value.items else (0,)
             return (len(value.items),) + shapes.pop()
-        if isinstance(value, Scalar) and item:
-            leaves.append(value)  # h, w = img.shape[:2]; np.array([h, w]): one number each
+        if isinstance(value, Scalar):
+            # h, w = img.shape[:2]; np.array([h, w]): one number each; `torch.tensor(label)` of a
+            # number: a 0-d tensor of one
+            leaves.append(value)
             return ()
         if isinstance(value, Iteration) and value.length is not None and isinstance(value.element, Scalar):
             leaves.append(value.element)  # np.array(range(n)): n numbers
@@ -1132,10 +1134,57 @@ def _loader(ev, api: Api, node, receiver, args: Args) -> Value:
     if collate is None and kind is Kind.PAGEABLE and not unsure and _hands_items_through(args):
         return Loader(site, _items_as_they_are(ev, node, args))
     batch = _collated(ev, node, collate[1], site, args) if collate is not None else None
+    if collate is None and not unsure:
+        batch = _default_collated(ev, node, args, site, api)
     if unsure:
         batch = map_hosts(batch if batch is not None else Host(frozenset([site]), "torch", batch=True),
                           lambda host: replace(host, maybe_unknown=True) if site in host.sites else host)
     return Loader(site, batch)
+
+
+def _default_collated(ev, node, args: Args, site, api: Api) -> Optional[Value]:
+    """A batch of the default collate function, field by field, where the dataset of the checked
+    code says what an item holds (a dict or tuple of tensors, arrays and Python numbers) and the
+    loader's ``batch_size`` is a constant: each field a tensor of ``batch_size`` items, of the item's
+    size, in the loader's memory (SBGM's `{"img": ..., "label": torch.tensor(season)}`: a 16-element
+    label, not a batch of images, survey 50 AL). None where the item says nothing that sizes a field."""
+    if args.star or args.unsure("batch_size") or len(args.positional) > 1 or "batch_sampler" in args.keywords:
+        return None
+    given = args.keywords.get("batch_size")
+    count = 1 if given is None else given[1].single if isinstance(given[1], Const) else None
+    if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+        return None
+    state, emit = ev.state.copy(), ev.emit
+    ev.emit = False
+    try:
+        items = _dataset_items(ev, node, args)
+    finally:
+        ev.state, ev.emit = state, emit
+    item = items.element if isinstance(items, Seq) else None
+    generic = Host(frozenset([site]), "torch", batch=True)
+    sized = []
+
+    def field(value: Value) -> Value:
+        nbytes = None
+        if isinstance(value, Host) and value.sites and not value.maybe_unknown and not value.pointer:
+            sizes = {s.nbytes for s in value.sites}
+            nbytes = sizes.pop() if len(sizes) == 1 else None
+        elif isinstance(value, Scalar) or isinstance(value, Const) and len(value.values) == 1 and \
+                isinstance(value.single, (int, float)):
+            nbytes = 8  # a Python number: one int64 or float64 element per item
+        if nbytes is None:
+            return generic
+        made = ev.site(node, site.kind, "torch", api.name, fix=site.fix, fresh_each_iteration=True,
+                       variant=LOADER_BATCH, nbytes=count * nbytes)
+        sized.append(made)
+        return Host(frozenset([made]), "torch", batch=True)
+    if isinstance(item, Mapping) and item.entries and item.rest is None and not item.optional:
+        batch = Mapping(tuple((key, field(value)) for key, value in item.entries))
+    elif isinstance(item, Items) and item.items and not item.names:
+        batch = Items(tuple(field(value) for value in item.items))
+    else:
+        return None
+    return batch if sized else None
 
 
 def _hands_items_through(args: Args) -> bool:
