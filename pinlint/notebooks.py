@@ -526,10 +526,46 @@ def _imports_gpu_code(data: bytes, path: str) -> bool:
     return reaches_gpu_code(program.text.encode("utf-8", "surrogatepass"), Path(path))
 
 
+def add_noqa_notebook(data: bytes, name: str, settings) -> NotebookOutcome:
+    """``--add-noqa`` on a notebook: the comments appended to the lines of its cells that have a
+    finding, as in a .py file; the notebook's other bytes (outputs, metadata, IPython lines) as they
+    were. A cell where the comments do not map back (a finding on an IPython line) is left alone
+    with an error saying so."""
+    from .parsing import syntax_error
+    from .runner import add_noqa_text
+    try:
+        notebook = read_notebook(data)
+    except NotebookError as exc:
+        return _unreadable(name, exc)
+    if not _python_kernel(notebook):
+        return NotebookOutcome()
+    program = to_program(notebook)
+    result = lint_text(program.text, name, settings)
+    findings = [_relocate(f, program) for f in result.findings]
+    text, added = add_noqa_text(program.text, result.findings)
+    if not added:
+        return NotebookOutcome(findings)
+    updated = from_program(text, program, notebook) if syntax_error(text) is None else None
+    if updated is None:
+        return NotebookOutcome(findings, [f"{name}: the noqa comments could not be mapped onto the cells; left unchanged"])
+    original = data.decode("utf-8-sig")
+    fixed = (b"\xef\xbb\xbf" if data.startswith(b"\xef\xbb\xbf") else b"") + _dump(updated, original).encode("utf-8")
+    return NotebookOutcome(fixed=fixed, applied=added)
+
+
 def process_notebook(job, data: bytes):
-    from .runner import DIFF, FIX, JobResult
+    from .runner import ADD_NOQA, DIFF, FIX, JobResult
     if not names_gpu_library(data) and not _imports_gpu_code(data, job.path):
         return JobResult()
+    if job.mode == ADD_NOQA:
+        outcome = add_noqa_notebook(data, job.name, job.settings)
+        if outcome.fixed is None:
+            return JobResult(findings=outcome.findings, errors=outcome.errors)
+        try:
+            write_atomically(Path(job.path), outcome.fixed, expected=data)
+        except OSError as exc:
+            return JobResult(errors=[f"{job.name}: could not write, left unchanged ({exc})"])
+        return JobResult(applied=outcome.applied, changed=1)
     fixing = job.mode in (FIX, DIFF)
     outcome = check_notebook(data, job.name, job.settings, fix=fixing, unsafe=job.unsafe)
     report = JobResult(findings=outcome.findings, errors=outcome.errors, warnings=outcome.warnings,

@@ -92,3 +92,31 @@ def run():
     assert "upload(h)  # noqa: PIN001" in (tmp_path / "main.py").read_text()
     code, out, _ = run_in_process(monkeypatch, capsys, tmp_path, "check", "--no-cache", "--jobs", "1", ".")
     assert code == 0 and "All checks passed!" in out
+
+
+def _notebook(cells: list) -> str:
+    import json
+    return json.dumps({"cells": [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
+                                  "source": source} for source in cells] +
+                      [{"cell_type": "markdown", "metadata": {}, "source": ["# notes\n"]}],
+                      "metadata": {"kernelspec": {"name": "python3", "language": "python"}},
+                      "nbformat": 4, "nbformat_minor": 5}, indent=1) + "\n"
+
+
+def test_add_noqa_comments_the_lines_of_a_notebooks_cells(tmp_path, monkeypatch, capsys):
+    import json
+    before = _notebook([["import numpy as np\n", "import cupy as cp\n", "%load_ext autoreload\n"],
+                        ["h = np.empty(1 << 22, dtype=np.float32)\n", "d = cp.empty_like(h)\n",
+                         "s = cp.cuda.Stream(non_blocking=True)\n", "d.set(h, stream=s)\n", "!nvidia-smi"]])
+    path = write(tmp_path, "nb.ipynb", before)
+    code, out, err = run_in_process(monkeypatch, capsys, tmp_path, "check", "--add-noqa", "--no-cache", "nb.ipynb")
+    assert (code, err, out) == (0, "", "Added 1 noqa directive in 1 file.\n")
+    after = json.loads(path.read_text(encoding="utf-8"))
+    assert after["cells"][1]["source"] == ["h = np.empty(1 << 22, dtype=np.float32)\n", "d = cp.empty_like(h)\n",
+                                           "s = cp.cuda.Stream(non_blocking=True)\n",
+                                           "d.set(h, stream=s)  # noqa: PIN001\n", "!nvidia-smi"]
+    old = json.loads(before)
+    old["cells"][1]["source"] = after["cells"][1]["source"]
+    assert after == old  # nothing else in the notebook changed
+    code, out, _ = run_in_process(monkeypatch, capsys, tmp_path, "check", "--no-cache", "nb.ipynb")
+    assert code == 0 and "All checks passed!" in out
