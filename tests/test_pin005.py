@@ -884,3 +884,38 @@ def step(g_dev):
     return g_cpu
 """
     assert "PIN005" not in codes(src)
+
+
+@pytest.mark.parametrize("between, reported", [("", True), ("torch.cuda.synchronize()", False)])
+def test_a_helper_storing_the_destination_on_an_object_its_receiver_holds(between, reported):
+    # memopt (survey 50 AE): a gradient offload stores its non-blocking download on the optimizer the
+    # trainer holds (`self.optimizer.buf = cpu_grad`); the optimizer's step reads it.
+    src = f"""
+import torch
+
+
+class Opt:
+    def __init__(self):
+        self.buf = None
+
+    def step(self):
+        return self.buf * 0.1
+
+
+class Trainer:
+    def __init__(self):
+        self.optimizer = Opt()
+
+    def offload(self, grad):
+        cpu_grad = grad.to("cpu", non_blocking=True)
+        self.optimizer.buf = cpu_grad
+
+    def step(self, g):
+        self.offload(g)
+        {between}
+        return self.optimizer.step()
+
+
+Trainer().step(torch.randn(4096, 4096, device="cuda"))
+"""
+    assert rows(src, "PIN005") == ([row_of(src, "return self.optimizer.step()")] if reported else [])

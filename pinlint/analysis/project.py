@@ -1000,14 +1000,29 @@ def _display(path: Path) -> str:
 
 
 def folded(env: dict, name: str) -> Value:
-    """A parameter's value at the exit, with the attributes the scope set on its object folded in."""
-    value = env.get(name, UNKNOWN)
-    if isinstance(value, Instance):
-        prefix = name + "."
-        updates = {key[len(prefix):]: v for key, v in env.items() if key.startswith(prefix) and "." not in key[len(prefix):]}
-        if updates:
-            value = value.with_fields(updates)
-    return value
+    """A parameter's value at the exit, with the attributes the scope set on its object folded in,
+    and on the objects its fields hold (`self.optimizer.buf = cpu_grad`: memopt's offload hook,
+    survey 50 AE), a few levels deep."""
+    return _folded(env, name, env.get(name, UNKNOWN), 0)
+
+
+def _folded(env: dict, name: str, value: Value, depth: int) -> Value:
+    if not isinstance(value, Instance):
+        return value
+    prefix = name + "."
+    updates, deeper = {}, set()
+    for key, v in env.items():
+        if key.startswith(prefix):
+            rest = key[len(prefix):]
+            if "." not in rest:
+                updates[rest] = v
+            elif depth < 2:
+                deeper.add(rest.split(".", 1)[0])
+    for head in deeper:
+        inner = updates.get(head, value.field(head))
+        if isinstance(inner, Instance):
+            updates[head] = _folded(env, prefix + head, inner, depth + 1)
+    return value.with_fields(updates) if updates else value
 
 
 def _imports_of(module: cst.Module, name: Optional[str], is_package: bool) -> ImportMap:
