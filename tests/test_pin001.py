@@ -4316,3 +4316,29 @@ def upload(latent, stream, dev):
     stream.synchronize()
 """
     assert ("PIN001" in codes(src)) == reported
+
+
+@pytest.mark.parametrize("setting, reported", [
+    ('torch.set_default_device("cuda" if torch.cuda.is_available() else "cpu")', False),
+    ('torch.set_default_device("cuda")', False),
+    ("torch.set_default_tensor_type(torch.cuda.FloatTensor)", False),
+    ('torch.set_default_device("cpu")', True),   # still the CPU
+    ("", True),
+])
+def test_a_module_that_moves_the_default_device_makes_its_tensors_there(setting, reported):
+    # evox's tests (survey 50 AO): `torch.set_default_device("cuda")` first, then a TensorDataset of
+    # `torch.randn` tensors batched by a DataLoader and sent with non_blocking=True: GPU to GPU.
+    src = f"""
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+
+def test_loader():
+    {setting}
+    data = TensorDataset(torch.randn(4096, 1024), torch.randint(0, 10, (4096,)))
+    for x, y in DataLoader(data, batch_size=256):
+        x = x.to("cuda:0", non_blocking=True)
+    h = torch.randn(4096, 1024)
+    d = h.to("cuda:0", non_blocking=True)
+"""
+    assert ("PIN001" in codes(src)) == reported

@@ -665,3 +665,24 @@ def train(labels):
         x = {sent}.to("cuda", non_blocking=True)
 """
     assert ("PIN001" in codes(src)) == reported
+
+
+@pytest.mark.parametrize("made, reported", [
+    ("torch.LongTensor([len(s) for s in seqs])", False),   # Python numbers: the per-step metadata idiom
+    ("torch.LongTensor([1, 2, 3] * n)", False),
+    ("torch.FloatTensor(np.zeros(100))", False),            # an array's data: 100 elements
+    ("torch.FloatTensor(np.zeros(1_000_000))", True),       # 4 MB of data
+    ("torch.FloatTensor(4096, 1024)", True),                # sizes, not data: 16 MiB
+])
+def test_a_legacy_typed_constructor_given_a_list_or_array_copies_that_data(made, reported):
+    # pipedream (survey 50 AP): `torch.LongTensor(src_length).cuda(non_blocking=True)` of a lengths list.
+    src = f"""
+import numpy as np
+import torch
+
+
+def step(seqs, n):
+    t = {made}
+    return t.cuda(non_blocking=True)
+"""
+    assert ("PIN001" in codes(src)) == reported

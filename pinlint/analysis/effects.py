@@ -262,6 +262,8 @@ def _alloc(ev, api: Api, node, receiver, args: Args) -> Value:
         placed = _placement(ev, api.library, *args.keywords[device_kw])
         if placed is not None:
             return placed
+    elif device_kw and api.library == "torch" and receiver is None and sets_default_device(ev.module.info):
+        return UNKNOWN  # `torch.set_default_device("cuda")`: a factory's tensor is wherever that says
     elif device_kw and api.library == "torch" and api.arg("data") is not None and args.present(api.arg("data")) and \
             isinstance(args.value(api.arg("data")), Device) and args.value(api.arg("data")).library == "torch":
         return Device("torch")  # `torch.tensor(g)` of a CUDA tensor: a copy on its device
@@ -314,6 +316,7 @@ def _alloc(ev, api: Api, node, receiver, args: Args) -> Value:
                    python_numbers=(api.arg("data") is not None and
                                    _python_numbers(args.value(api.arg("data")), bool(api.opt("scalar_items", False))))
                    or not api.opt("grows", False) and _of_python_numbers(api, receiver, args)
+                   or isinstance(_legacy_data(api, args), (Items, Seq)) and _python_numbers(_legacy_data(api, args), True)
                    or _sized_by_a_list_of_numbers(api, args))
     if unplaced:
         return Tensor(made=site)
@@ -344,6 +347,16 @@ def _of_python_numbers(api: Api, receiver, args: Args) -> bool:
         if isinstance(source, Host) and source.sites and all(s.python_numbers for s in source.sites):
             return True
     return False
+
+
+def _legacy_data(api: Api, args: Args) -> Optional[Value]:
+    """The data a legacy typed constructor is given (``torch.LongTensor(lengths)``,
+    ``torch.FloatTensor(array)``): its one positional argument when that is a list, tuple or array,
+    not sizes (``torch.FloatTensor(2, 3)``)."""
+    if not api.opt("legacy_data") or args.star or len(args.positional) != 1:
+        return None
+    value = args.positional[0][1]
+    return value if isinstance(value, (Items, Seq, Host)) else None
 
 
 def _sized_by_a_list_of_numbers(api: Api, args: Args) -> bool:
@@ -426,6 +439,10 @@ def _shape_info_of(ev, api: Api, receiver: Optional[Value], args: Args) -> tuple
     shape_spec = api.arg("shape")
     if shape_spec is None and not api.opt("shape_varargs"):
         return None, dtype, None
+    legacy = _legacy_data(api, args)
+    if legacy is not None:
+        # `torch.LongTensor(lengths)`: the data's elements, of the constructor's type
+        return _data_shape(ev, legacy, dtype, scalar_items=True)
     shape = args.value(shape_spec, Const.of(shape_spec.default) if shape_spec is not None and
                        shape_spec.default is not None else UNKNOWN)
     if api.opt("shape_varargs") and args.star:
@@ -1115,7 +1132,27 @@ def _root_key(node) -> Optional[str]:
 LOADER_BATCH = "batch"  # the variant of a loader's site: its batches, pinned (or not) by the loader
 
 
+_DEFAULT_DEVICE = re.compile(r"set_default_device\(\s*(?!['\"]cpu['\"])\S|set_default_tensor_type\(\s*['\"]?torch\.cuda\.")
+
+
+def sets_default_device(info) -> bool:
+    """Whether the module moves torch's default device off the CPU (``torch.set_default_device("cuda")``,
+    ``torch.set_default_tensor_type(torch.cuda.FloatTensor)``): then ``torch.randn(n)`` and the
+    batches a loader stacks from such tensors may be on the GPU (evox's tests, survey 50 AO)."""
+    found = getattr(info, "_sets_default_device", None)
+    if found is None:
+        text = getattr(info, "text", "") or ""
+        found = "set_default_" in text and bool(_DEFAULT_DEVICE.search(text))
+        try:
+            info._sets_default_device = found  # asked at every torch factory call of the module
+        except AttributeError:
+            pass
+    return found
+
+
 def _loader(ev, api: Api, node, receiver, args: Args) -> Value:
+    if sets_default_device(ev.module.info):
+        return UNKNOWN  # its batches are stacked on the default device
     if args.unsure(api.opt("pin_kw")):
         return UNKNOWN  # `DataLoader(ds, **cfg.dataloader)`: pin_memory may be among the options
     pin = args.keywords.get(api.opt("pin_kw"))
