@@ -686,3 +686,19 @@ def step(seqs, n):
     return t.cuda(non_blocking=True)
 """
     assert ("PIN001" in codes(src)) == reported
+
+
+@pytest.mark.parametrize("made", ["torch.Tensor([value])", "torch.tensor([value])", "torch.FloatTensor([value, 0.0])"])
+def test_a_list_of_tensor_items_is_one_number_per_item(made):
+    # miles-credit (survey 50 AP run): `torch.Tensor([value]).cuda(non_blocking=True)` of each metric,
+    # a one-element tensor (torch makes each item a Python number, and fails on a larger tensor).
+    src = f"""
+import torch
+
+
+def log(dev):
+    for name in ("mse", "mae"):
+        value = torch.zeros(1) + 2.0
+        t = {made}.cuda(dev, non_blocking=True)
+"""
+    assert "PIN001" not in codes(src)

@@ -566,7 +566,7 @@ def _data_shape(ev, data: Value, dtype: Optional[str], scalar_items: bool = Fals
             nbytes = nbytes // old * new if old and new else None
         return nbytes, (dtype or site.dtype), data.dimensions()
     element = element_of(data) if isinstance(data, (Seq, Items)) else None
-    if isinstance(element, Host) and element.sites and element.dimensions() is not None:
+    if isinstance(element, Host) and element.sites and element.dimensions() is not None and not scalar_items:
         # `np.array(frames)` of a list of 2-D frames: one more dimension (`stack[k]` is a whole frame)
         return None, dtype or common(s.dtype for s in element.sites), element.dimensions() + 1
     leaves: list = []
@@ -596,7 +596,8 @@ def _data_shape(ev, data: Value, dtype: Optional[str], scalar_items: bool = Fals
         if isinstance(value, Iteration) and value.length is not None and isinstance(value.element, Scalar):
             leaves.append(value.element)  # np.array(range(n)): n numbers
             return (value.length,)
-        if scalar_items and item and (value is UNKNOWN or isinstance(value, Const)):
+        if scalar_items and item and (value is UNKNOWN or isinstance(value, (Const, Host, Tensor, Device))):
+            # (a tensor item too: torch converts it to a Python scalar, and fails on more than one element)
             return ()
         return None
 
