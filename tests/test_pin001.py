@@ -4342,3 +4342,31 @@ def test_loader():
     d = h.to("cuda:0", non_blocking=True)
 """
     assert ("PIN001" in codes(src)) == reported
+
+
+@pytest.mark.parametrize("case, reported", [
+    ("case StepInput():\n            inp = command", False),       # Python numbers: the metadata idiom
+    ("case StepInput() as inp:\n            pass", False),
+    ("case _:\n            inp = command", True),                 # nothing says what it is
+])
+def test_a_class_pattern_of_a_match_narrows_its_subject(case, reported):
+    # tokasaurus's workers (survey 50 AJ): `match command: case ModelInput(): inp = command`.
+    src = f"""
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass
+class StepInput:
+    positions: list[int]
+
+
+def step(q):
+    command = q.get()
+    match command:
+        {case}
+    positions = torch.tensor(inp.positions, dtype=torch.long)
+    return positions.to("cuda", non_blocking=True)
+"""
+    assert ("PIN001" in codes(src, Settings())) == reported
