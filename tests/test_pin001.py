@@ -4370,3 +4370,32 @@ def step(q):
     return positions.to("cuda", non_blocking=True)
 """
     assert ("PIN001" in codes(src, Settings())) == reported
+
+
+@pytest.mark.parametrize("helper, call", [
+    ("def place(model, gpu):\n    return model.cuda(gpu)", "model = place(Model(), 0)"),
+    ("def place(model, args):\n    return model, args", "model, args = place(Model(), None)"),
+    ("def place(model, args):\n    return model.cuda().train(), args", "model, args = place(Model(), None)"),
+])
+def test_a_model_handed_back_by_a_helper_is_the_callers(helper, call):
+    # DepthContrast (survey 50 Y): `model, args = main_utils.distribute_model_to_cuda(model, args)`
+    # returning `model.cuda(gpu)`; its forward sends a pageable loader's batch with non_blocking=True.
+    src = f"""
+import torch
+from torch.utils.data import DataLoader
+
+
+class Model(torch.nn.Module):
+    def forward(self, batch):
+        return batch["points"].cuda(non_blocking=True)
+
+
+{helper}
+
+
+def main(ds):
+    {call}
+    for sample in DataLoader(ds, batch_size=8, pin_memory=False):
+        model(sample)
+"""
+    assert rows(src, "PIN001") == [row_of(src, "model(sample)")]

@@ -494,15 +494,28 @@ _RETURNED_PARAMETERS: dict = {}
 
 
 def _returned_parameters(fn: Function) -> frozenset:
-    """Parameters the function returns as they are (`return module`), never rebinding them: what a
-    caller gives is what it gets back, which the analysis for callers at large cannot know."""
+    """Parameters the function returns as they are (`return module`), in a returned tuple (`return
+    model, args`), or through a method that returns the object itself (`return model.cuda(gpu)`),
+    never rebinding them: what a caller gives is what it gets back, which the analysis for callers at
+    large cannot know (DepthContrast's `distribute_model_to_cuda`, survey 50 Y)."""
     found = _RETURNED_PARAMETERS.get(fn.node)
     if found is None:
         params = fn.node.params
         names = {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
-        returned = {r.value.value for r in _returns(fn.node) if isinstance(r.value, cst.Name)} & names
-        found = _RETURNED_PARAMETERS[fn.node] = frozenset(returned - body_bindings(fn.node))
+        # methods of a library base class that return the object itself (python.toml's `returns_self`)
+        self_returning = {m for methods in fn.module.tables.python.get("returns_self", {}).values() for m in methods}
+        returned = set()
+        for r in _returns(fn.node):
+            values = [e.value for e in r.value.elements] if isinstance(r.value, cst.Tuple) else [r.value]
+            for value in values:
+                while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and \
+                        value.func.attr.value in self_returning:
+                    value = value.func.value
+                if isinstance(value, cst.Name):
+                    returned.add(value.value)
+        found = _RETURNED_PARAMETERS[fn.node] = frozenset((returned & names) - body_bindings(fn.node))
     return found
+
 
 
 def _returns(node: cst.FunctionDef) -> list:
