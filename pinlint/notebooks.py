@@ -401,6 +401,12 @@ def _restore(cell: _Cell, new: list) -> Optional[str]:
     return "\n".join(out)
 
 
+def _written(notebook: dict, original: bytes) -> bytes:
+    """The notebook's bytes as the file had them: its indentation, final newline and BOM."""
+    bom = b"\xef\xbb\xbf" if original.startswith(b"\xef\xbb\xbf") else b""
+    return bom + _dump(notebook, original.decode("utf-8-sig")).encode("utf-8")
+
+
 def _dump(notebook: dict, original_text: str) -> str:
     """JSON as Jupyter writes it, with the original file's indentation."""
     match = re.search(r"\n( +)\"", original_text)
@@ -494,8 +500,7 @@ def check_notebook(data: bytes, name: str, settings, fix: bool = False, unsafe: 
     if updated is None:
         report.errors.append(f"{name}: the fixes could not be mapped back onto the cells; left unchanged")
         return report
-    text = data.decode("utf-8-sig")
-    report.fixed = (b"\xef\xbb\xbf" if data.startswith(b"\xef\xbb\xbf") else b"") + _dump(updated, text).encode("utf-8")
+    report.fixed = _written(updated, data)
     report.applied = outcome.applied
     report.fixed_codes = getattr(outcome, "fixed", {})
     return report
@@ -548,9 +553,7 @@ def add_noqa_notebook(data: bytes, name: str, settings) -> NotebookOutcome:
     updated = from_program(text, program, notebook) if syntax_error(text) is None else None
     if updated is None:
         return NotebookOutcome(findings, [f"{name}: the noqa comments could not be mapped onto the cells; left unchanged"])
-    original = data.decode("utf-8-sig")
-    fixed = (b"\xef\xbb\xbf" if data.startswith(b"\xef\xbb\xbf") else b"") + _dump(updated, original).encode("utf-8")
-    return NotebookOutcome(fixed=fixed, applied=added)
+    return NotebookOutcome(fixed=_written(updated, data), applied=added)
 
 
 def process_notebook(job, data: bytes):

@@ -264,15 +264,10 @@ class Calls:
         device = _device_array_result(ev.tables, qualified, library, args.values())
         if library == "numpy" or library == "torch" and _computes(qualified, python):
             # np.sum(h), torch.sigmoid(h), F.interpolate(h): a CPU kernel reads what it is given.
-            out = args.keywords.get("out")
-            ev.read_hosts(node, [value for expr, value in [*args.positional, *args.keywords.values()]
-                                 if out is None or expr is not out[0]])
-            if out is not None:
-                # `torch.index_select(src, 0, idx, out=staging)`: the result is written into `out`
-                for value in flatten([out[1]]):
-                    if isinstance(value, Host):
-                        ev.event(EventType.WRITE, node, value, api=qualified)
-                return out[1]
+            written = effects.written_into_out(ev, node, None, args, qualified)
+            if written is not None:
+                return written
+            ev.read_hosts(node, args.values())
             if device is None and library == "torch":
                 made = _cpu_result(ev, node, qualified, args, python)
                 if made is not None:

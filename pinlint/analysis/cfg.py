@@ -19,10 +19,6 @@ import libcst as cst
 from ..walk import ends_by_leaving, has_own_continue, suite_body
 
 
-# case -> the subject of its `match` statement (`case ModelInput():` narrows what `match command:` names)
-CASE_SUBJECTS: dict = {}
-
-
 @dataclass(eq=False, repr=False)
 class Element:
     kind: str             # see ``Builder`` for the kinds and what they carry
@@ -269,10 +265,8 @@ class Builder:
         self.add("test", node.subject, node)
         arms = []
         for case in node.cases:
-            CASE_SUBJECTS[case] = node.subject
-
             def setup(case=case):
-                self.add("case", case)
+                self.add("case", case, node.subject)  # what a class pattern narrows
             arms.append((setup, suite_body(case.body)))
         self._arms(node, arms, fallthrough=True)
 

@@ -223,17 +223,26 @@ def _device_of_joined(value: Value) -> Value:
     return joined
 
 
+def written_into_out(ev, node, receiver, args: Args, api_name: str) -> Optional[Value]:
+    """A computing call given ``out=`` (`torch.index_select(src, 0, idx, out=staging)`,
+    `torch.cat(parts, out=buf)`, `torch.sigmoid(x, out=buf)`): no new memory; it reads the rest and
+    writes into ``out``, which it returns. None without ``out=``."""
+    out = args.keywords.get("out")
+    if out is None:
+        return None
+    given = [*args.positional, *args.keywords.values()]
+    ev.read_hosts(node, ([receiver] if receiver is not None else []) + [v for e, v in given if e is not out[0]],
+                  api=api_name)
+    for value in flatten([out[1]]):
+        if isinstance(value, Host):
+            ev.event(EventType.WRITE, node, value, api=api_name)
+    return out[1]
+
+
 def _alloc(ev, api: Api, node, receiver, args: Args) -> Value:
-    out = args.keywords.get("out") if api.opt("reads") else None
-    if out is not None:
-        # `torch.index_select(src, 0, idx, out=staging)`, `torch.cat(parts, out=buf)`: no new memory;
-        # what it reads is written into `out`
-        ev.read_hosts(node, [receiver] + [v for e, v in [*args.positional, *args.keywords.values()] if e is not out[0]],
-                      api=api.name)
-        for value in flatten([out[1]]):
-            if isinstance(value, Host):
-                ev.event(EventType.WRITE, node, value, api=api.name)
-        return out[1]
+    written = written_into_out(ev, node, receiver, args, api.name) if api.opt("reads") else None
+    if written is not None:
+        return written
     if api.opt("same_if_pinned") and isinstance(receiver, Host):
         # `t.pin_memory()` of a tensor already pinned is the tensor itself: nothing allocated or copied
         # (of one that may be, such as a batch of a loader whose pin_memory= nothing here gives, unknown)

@@ -517,7 +517,6 @@ def _returned_parameters(fn: Function) -> frozenset:
     return found
 
 
-
 def _returns(node: cst.FunctionDef) -> list:
     """The function's own ``return`` statements (not its nested definitions')."""
     return [small for small in small_statements(suite_body(node.body)) if isinstance(small, cst.Return)]
@@ -2233,7 +2232,9 @@ _SEQUENCE_TYPES = frozenset({"list", "List", "Sequence", "tuple", "Tuple"})
 
 def _numbers_annotation(annotation) -> Optional[Value]:
     """``int``/``float`` (a number), ``list[int]``, ``Sequence[float]``, ``tuple[int, ...]`` (a list of
-    numbers), ``Optional`` of one of them; None for anything else."""
+    numbers), ``Optional`` of one of them; None for anything else. (The number cases of
+    ``annotation_value``, read from the class body alone: that one resolves classes, whose fields
+    may be what is being worked out here.)"""
     if isinstance(annotation, cst.Name) and annotation.value in ("int", "float"):
         return Scalar(annotation.value)
     if not isinstance(annotation, cst.Subscript):

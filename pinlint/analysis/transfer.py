@@ -758,16 +758,15 @@ def _case(ev, element) -> None:
     case = element.node
     for name in _pattern_names(case.pattern):
         ev.bind(name, UNKNOWN)
-    _narrow_by_class_pattern(ev, case)
+    _narrow_by_class_pattern(ev, case, element.extra)
     if case.guard is not None:
         ev.expr(case.guard)
 
 
-def _narrow_by_class_pattern(ev, case) -> None:
+def _narrow_by_class_pattern(ev, case, subject) -> None:
     """``match command:`` / ``case ModelInput():`` (or ``case ModelInput() as inp:``) of a class of the
     checked code: in that arm the subject is an object of that class, as an annotation says
     (tokasaurus's worker loop taking its inputs off a queue, survey 50 AJ)."""
-    from .cfg import CASE_SUBJECTS
     from .interproc import annotation_value
     pattern = case.pattern
     alias = None
@@ -779,7 +778,6 @@ def _narrow_by_class_pattern(ev, case) -> None:
     value = annotation_value(ev.module, pattern.cls)
     if not isinstance(value, Instance):
         return
-    subject = CASE_SUBJECTS.get(case)
     if isinstance(subject, cst.Name) and ev.expr(subject) is UNKNOWN:
         ev.bind(subject.value, value)
     if alias is not None:
