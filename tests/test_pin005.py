@@ -480,6 +480,42 @@ def test_moves_the_call_does_not_decide_or_that_are_synchronized_are_quiet(targe
     assert "PIN005" not in codes(src)
 
 
+FOLLOWING_THE_INPUT = """
+import torch
+class Gather(torch.nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.register_buffer("idx", torch.arange(n))
+    def forward(self, x):
+        idx = self.idx.to(device={target}, non_blocking=True)
+        return torch.index_select(x, 1, idx)
+def run():
+    g = Gather(8)
+    x = torch.rand(4, 8)
+    return g(x)
+"""
+
+
+@pytest.mark.parametrize("target", ["x.device", "dev"])
+def test_a_move_to_the_device_of_a_cpu_input_is_no_download_of_a_tensor_nothing_places(target):
+    """`idx.to(x.device)` follows the input's device: with a CPU `x` it is a CPU-to-CPU move of a tensor
+    nothing places (a module's buffer in a module run on the CPU), not a download (ai2cm/ace's tests)."""
+    src = FOLLOWING_THE_INPUT.format(target=target).replace(
+        "        idx = self.idx", "        dev = x.device\n        idx = self.idx")
+    assert "PIN005" not in codes(src)
+
+
+def test_a_move_of_a_gpu_tensor_to_the_device_of_a_cpu_input_is_a_download():
+    src = FOLLOWING_THE_INPUT.format(target="x.device").replace(
+        "self.register_buffer(\"idx\", torch.arange(n))", "self.idx = torch.arange(n, device=\"cuda\")")
+    assert rows(src, "PIN005") == [row_of(src, "return g(x)")]
+
+
+def test_a_move_to_the_cpu_named_still_says_the_tensor_was_on_a_gpu():
+    src = FOLLOWING_THE_INPUT.format(target='"cpu"')
+    assert rows(src, "PIN005") == [row_of(src, "return torch.index_select")]
+
+
 def test_a_move_without_the_keyword_is_not_decided_by_the_call():
     src = UNKNOWN_TENSOR.format(target='"cpu", True', flag="True", between="pass").replace(", non_blocking=True", "")
     assert "t.to(\"cpu\", True)" in src

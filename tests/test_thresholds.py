@@ -702,3 +702,44 @@ def log(dev):
         t = {made}.cuda(dev, non_blocking=True)
 """
     assert "PIN001" not in codes(src)
+
+
+# ------------------------------------------------------------------ sizes bounded by loops and test parameters
+BOUNDED = """
+import itertools
+import cupy as cp
+import numpy as np
+import pytest
+
+{decorator}
+def test_ramp(dt, n):
+    {loop}
+        ramp = {made}
+        for shift in range(4):
+            dev = cp.asarray(ramp)
+"""
+PARAMETRIZED = '@pytest.mark.parametrize("dt, n", [(np.float32, 3), (np.float64, 7)])'
+PRODUCT = '@pytest.mark.parametrize("dt, n", itertools.product([np.float32, np.float64], [2, 3, 6, 7]))'
+
+
+@pytest.mark.parametrize("decorator, loop, made, reported", [
+    # np.arange(1, 1 + n) of a parametrized n: at most 7 elements (cupyimg's test ramps)
+    (PARAMETRIZED, "if True:", "np.arange(1, 1 + n, dtype=dt)", False),
+    (PARAMETRIZED, "if True:", "np.arange(n * 100000, dtype=dt)", True),
+    # parameters given as an itertools.product of literal lists take each list's constants
+    (PRODUCT, "if True:", "np.zeros(n, dtype=dt)", False),
+    (PRODUCT.replace("[2, 3, 6, 7]", "[2, 3, 6, 70000]"), "if True:", "np.zeros(n, dtype=dt)", True),
+    # a size taken from a loop's variable over a bounded range: at most the range's top
+    (PARAMETRIZED, "for m in range(1, 2 * n + 2):", "np.zeros(m, dtype=dt)", False),
+    (PARAMETRIZED, "for m in range(1, 2 * n + 2):", "np.arange(1, 1 + m)", False),
+    (PARAMETRIZED, "for m in range(1, 2 * n + 2):", "np.zeros((m, m // 2), dtype=dt)", False),
+    (PARAMETRIZED, "for m in range(1, 100000):", "np.zeros(m * 2, dtype=dt)", True),
+    # nothing bounds the loop's stop: unknown, reported
+    ("", "for m in range(1, 2 * n + 2):", "np.zeros(m)", True),
+    ("", "for m in range(1, n):", "np.arange(m - 1, 2)", True),
+])
+def test_sizes_bounded_by_parameters_and_loops(decorator, loop, made, reported):
+    src = BOUNDED.format(decorator=decorator, loop=loop, made=made)
+    if not decorator:
+        src = src.replace("def test_ramp(dt, n):", "def ramp_of(dt, n):")
+    assert ("PIN007" in codes(src, Settings())) == reported

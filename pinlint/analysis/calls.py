@@ -612,8 +612,9 @@ class Calls:
             return Iteration(Items((Scalar("int"), element_of(first))), _count(first))
         if name == "range":
             # `for i in range(n)`: i is an int (h[:, i, :] is a view)
-            return Iteration(Scalar("int"), range_length([v for _, v in args.positional])
-                             if not args.starred and not args.keywords else None)
+            plain = not args.starred and not args.keywords
+            return Iteration(Scalar("int", bound=_range_top([v for _, v in args.positional]) if plain else None),
+                             range_length([v for _, v in args.positional]) if plain else None)
         if name == "zip":
             if not args.positional and len(args.starred) == 1 and not args.keywords:
                 return _transposed(args.starred[0])  # zip(*pairs)
@@ -1118,3 +1119,14 @@ def _non_blocking(api, args) -> bool:
     """Whether the call asks for a non-blocking copy (`non_blocking=True`, or a flag that may be true)."""
     given = args.get(api.arg("non_blocking"))
     return given is not None and given[1] != Const.of(False)
+
+
+def _range_top(bounds: list) -> Optional[int]:
+    """The largest number ``range(*bounds)`` may give, where its stop is bounded and its step (if any)
+    a positive constant: what a size made from its variable is at most (``np.zeros(m)``)."""
+    from .domain import upper_bound
+    if not 1 <= len(bounds) <= 3 or len(bounds) == 3 and not (
+            isinstance(bounds[2], Const) and isinstance(bounds[2].single, int) and bounds[2].single > 0):
+        return None
+    stop = upper_bound(bounds[0] if len(bounds) == 1 else bounds[1])
+    return max(stop - 1, 0) if stop is not None else None

@@ -148,6 +148,10 @@ class Scalar(Value):
 
     kind: str = "number"
     objects: bool = False  # the length of a Python list of numbers the code builds (`len(ids)`): one per object
+    # An integer at most this large, where the code bounds it: `m` of `for m in range(1, 2 * n + 2)`
+    # with `n` a test's parametrized size, and sums and products of such numbers (`1 + m`); it only
+    # ever bounds a size, so a bound too large is safe and None is "no bound".
+    bound: Optional[int] = None
 
 
 def numeric_const(value: Value) -> Optional[str]:
@@ -163,6 +167,17 @@ def numeric_const(value: Value) -> Optional[str]:
         else:
             return None
     return "float" if "float" in kinds else "int"
+
+
+def upper_bound(value: Value) -> Optional[int]:
+    """The largest non-negative integer ``value`` may be: the largest of a few integer constants, or a
+    bounded ``Scalar``'s bound; None where nothing bounds it (or it may be negative, or not an integer)."""
+    if isinstance(value, Scalar):
+        return value.bound
+    if isinstance(value, Const) and value.values and \
+            all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value.values):
+        return max(value.values)
+    return None
 
 
 def scalar_kind(values) -> Optional[str]:
@@ -277,6 +292,10 @@ class DeviceSpec(Value):
 
     cuda: Optional[bool]
     other: bool = False
+    # The device of a tensor the code holds (``x.device``): code that moves a tensor there follows its
+    # input's placement, so a CPU one says nothing of where the moved tensor was (``idx.to(x.device)``
+    # in a module run on the CPU is no download), unlike a CPU the code names.
+    of_data: bool = False
 
 
 @dataclass(frozen=True)
@@ -554,7 +573,8 @@ def join(a: Value, b: Value) -> Value:
         return _maybe_unknown_batch(b)
     if isinstance(a, Scalar) or isinstance(b, Scalar):
         kind = scalar_kind((a, b))
-        return Scalar(kind) if kind else UNKNOWN
+        bounds = (upper_bound(a), upper_bound(b))
+        return Scalar(kind, bound=max(bounds) if None not in bounds and kind == "int" else None) if kind else UNKNOWN
     if isinstance(a, Const) and isinstance(b, Const):
         values = a.values | b.values
         return Const(values) if len(values) <= _CONST_LIMIT else UNKNOWN
@@ -562,7 +582,9 @@ def join(a: Value, b: Value) -> Value:
         return Device(a.library, a.stream if a.stream == b.stream else None,
                       a.chosen_by if a.chosen_by == b.chosen_by else None)
     if isinstance(a, DeviceSpec) and isinstance(b, DeviceSpec):
-        return a if a == b else DeviceSpec(None)
+        if a.cuda == b.cuda and a.other == b.other:
+            return DeviceSpec(a.cuda, a.other, a.of_data and b.of_data)
+        return DeviceSpec(None)
     for one, many in ((a, b), (b, a)):
         if isinstance(one, Device) and isinstance(many, (Items, Seq)):
             # `return out[0] if len(out) == 1 else out`: one device array or a list of them; indexing

@@ -13,7 +13,7 @@ from typing import Optional
 
 import libcst as cst
 
-from .domain import Const, Host, Items, Scalar, Value
+from .domain import Const, Host, Items, Scalar, Value, upper_bound
 
 
 def named_dtype(qualified: str, tables) -> Optional[Value]:
@@ -82,12 +82,8 @@ def element_count(shape: Value) -> Optional[int]:
 def element_bound(shape: Value) -> Optional[int]:
     """At most how many elements: ``element_count`` where each dimension may be one of several
     integers (a test parametrized over sizes: ``n`` is 3 or 20), the largest of them."""
-    def largest(value) -> Optional[int]:
-        if isinstance(value, Const) and value.values and \
-                all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value.values):
-            return max(value.values)
-        return None
-    if isinstance(shape, Const):
+    largest = upper_bound  # a bounded loop's variable (`np.zeros(m)` in `for m in range(k)`) too
+    if isinstance(shape, (Const, Scalar)):
         return largest(shape)
     if isinstance(shape, Items):
         count = 1
@@ -119,6 +115,26 @@ def range_length(values: list) -> Optional[int]:
     except (OverflowError, ValueError, ZeroDivisionError):  # inf or nan bounds say nothing
         return None
     return max(count, 0)
+
+
+def range_bound(values: list) -> Optional[int]:
+    """At most how many elements ``arange(*values)`` has where its bounds are integers that may each be
+    one of a few, or a bounded number (``np.arange(1, 1 + n)`` of a parametrized ``n``): from the
+    smallest start to the largest stop, by a constant positive step."""
+    if not 1 <= len(values) <= 3:
+        return None
+    start, stop, step = (Const.of(0), values[0], Const.of(1)) if len(values) == 1 else \
+        (values[0], values[1], values[2] if len(values) == 3 else Const.of(1))
+    if not (isinstance(start, Const) and start.values and
+            all(isinstance(v, int) and not isinstance(v, bool) for v in start.values)):
+        return None
+    if not (isinstance(step, Const) and isinstance(step.single, int) and not isinstance(step.single, bool)
+            and step.single > 0):
+        return None
+    most = upper_bound(stop)
+    if most is None:
+        return None
+    return max(0, -(-(most - min(start.values)) // step.single))
 
 
 def has_float(values: list) -> bool:

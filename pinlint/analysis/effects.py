@@ -22,7 +22,7 @@ from ..walk import small_statements, suite_body
 from .domain import (ANYTHING, NDIM_UNKNOWN, ON_GPU, UNKNOWN, Const, Context, Device, DeviceSpec, Host, Items, Iteration, LibraryRef, Loader, Obj, Scalar, Seq, Stream,
                      Tensor, Value, element_of, flatten, join, unknown_host, Function, Instance, Mapping, rebuild,
                      true_in_gpu_runs, interesting, map_hosts, ClassRef, ModuleRef)
-from .dtypes import canonical_dtype, common, element_bound, element_count, has_float, item_size, range_length, size_bound, transposed, widest_item
+from .dtypes import canonical_dtype, common, element_bound, element_count, has_float, item_size, range_bound, range_length, size_bound, transposed, widest_item
 from .state import CAPTURING, MUTATED, STREAM
 
 _TRANSPOSING = frozenset({"T", "mT", "transpose", "swapaxes", "permute", "moveaxis", "rollaxis", "flip", "flipud",
@@ -444,7 +444,8 @@ def _shape_info_of(ev, api: Api, receiver: Optional[Value], args: Args) -> tuple
         if api.opt("range_float_dtype") and has_float(bounds) and not (dtype_spec and args.present(dtype_spec)):
             dtype = api.opt("range_float_dtype")  # arange(0.0, 1.0, 0.1): the default float dtype
         size = item_size(dtype, ev.tables)
-        return (count * size if count is not None and size else None), dtype, 1, size_bound(count, size)
+        most = count if count is not None or args.star else range_bound(bounds)
+        return (count * size if count is not None and size else None), dtype, 1, size_bound(most, size)
     shape_spec = api.arg("shape")
     if shape_spec is None and not api.opt("shape_varargs"):
         return None, dtype, None
@@ -1458,6 +1459,11 @@ def _copy(ev, api: Api, node, receiver, args: Args) -> Value:
             return receiver if receiver is not None else UNKNOWN  # .to("cpu") of a host tensor
         if direction == "d2h" and target:
             return receiver if receiver is not None else UNKNOWN
+        if direction == "d2h" and isinstance(target_expr[1], DeviceSpec) and target_expr[1].of_data and \
+                not isinstance(device_side, Device):
+            # idx.to(x.device) of a tensor nothing places, where x is on the CPU: code that follows
+            # its input's device, run on the CPU here; no sign that idx is on a GPU.
+            return UNKNOWN
     if api.arg("copy_flag") is not None and args.value(api.arg("copy_flag")) == Const.of(False):
         stream = args.value(api.arg("stream"))
         return Device(api.opt("library", api.library),

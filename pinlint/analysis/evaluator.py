@@ -17,7 +17,7 @@ from ..imports import dotted
 from ..model import Event, EventType, Kind, PendingCopy, Site
 from .domain import (ANYTHING, module_stand_in, NDIM_UNKNOWN, ON_GPU, UNKNOWN, Alternatives, ClassRef, Const, Device, DeviceSpec, Host, Instance, Items, Iteration, Loader,
                      GpuFlag, LibraryRef, Mapping, ModuleRef, Scalar, Seq, Stream, Super, Tensor, Value, element_of, flatten, join,
-                     is_none, mapping, ordered, scalar_kind, sites_of, varying_in, with_visits)
+                     is_none, mapping, ordered, scalar_kind, sites_of, upper_bound, varying_in, with_visits)
 from ..walk import code_parts
 from .dtypes import element_total, elementwise_bound, elementwise_size, fold, named_dtype, python_number_operands, range_length, transposed
 from .state import CAPTURING, DOTTED, ELEMENT_OF, KEY_OF, State, iter_key, put
@@ -542,7 +542,8 @@ class Evaluator:
         kind = scalar_kind(operands)
         if kind is not None:
             divides = isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Divide)
-            return Scalar("float" if divides and kind == "int" else kind)
+            kind = "float" if divides and kind == "int" else kind
+            return Scalar(kind, bound=_bounded(node, operands) if kind == "int" else None)
         hosts = [v for v in operands if isinstance(v, Host)]
         if hosts and all(h.pointer for h in hosts):
             if len(hosts) != 1:
@@ -1192,6 +1193,28 @@ def _index_expressions(node: cst.Subscript) -> list:
     return []
 
 
+def _bounded(node, operands: list) -> Optional[int]:
+    """At most how large an integer sum, product, difference or floor quotient of bounded numbers is
+    (``1 + m``, ``2 * m``, ``m - 1``, ``m // 2`` of ``m`` in ``range(k)``), for a size it makes."""
+    if not isinstance(node, cst.BinaryOperation) or len(operands) != 2:
+        return None
+    left, right = (upper_bound(v) for v in operands)
+    if left is None:
+        return None
+    if isinstance(node.operator, cst.Subtract) and upper_bound(operands[1]) is not None:
+        return left  # minus a non-negative number: no larger
+    if isinstance(node.operator, cst.FloorDivide) and isinstance(operands[1], Const) and \
+            isinstance(operands[1].single, int) and operands[1].single > 0:
+        return left // operands[1].single
+    if right is None:
+        return None
+    if isinstance(node.operator, cst.Add):
+        return left + right
+    if isinstance(node.operator, cst.Multiply):
+        return left * right
+    return None
+
+
 def _device_attribute(base: Value, attr: str) -> Optional[Value]:
     """What a tensor's memory tells of its device: ``t.device`` of a CPU tensor is the CPU, of a CUDA
     tensor a CUDA device; ``.type`` of a device is "cpu" or "cuda", ``t.is_cuda`` False or True
@@ -1203,7 +1226,7 @@ def _device_attribute(base: Value, attr: str) -> Optional[Value]:
     elif isinstance(base, Device) and base.library == "torch":
         cuda = True
     if attr == "device" and cuda is not None:
-        return DeviceSpec(cuda)
+        return DeviceSpec(cuda, of_data=True)
     if attr == "is_cuda" and cuda is not None:
         return Const.of(cuda)
     if attr == "type" and isinstance(base, DeviceSpec) and base.cuda is not None:

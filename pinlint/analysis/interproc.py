@@ -1032,6 +1032,10 @@ def _parametrized(fn: Function) -> dict:
             names = [e.value.evaluated_value for e in names_arg.elements]
         else:
             continue
+        product = _product_columns(fn.module, rows_arg, len(names))
+        if product is not None:
+            found.update({name: column for name, column in zip(names, product) if column is not None})
+            continue
         if not isinstance(rows_arg, (cst.List, cst.Tuple)) or not rows_arg.elements:
             continue
         columns: list = [set() for _ in names]
@@ -1054,6 +1058,26 @@ def _parametrized(fn: Function) -> dict:
             if column and ANYTHING not in column and len(column) <= 8:  # as many as a join keeps
                 found[name] = Const(frozenset(column))
     return found
+
+
+def _product_columns(module, rows, width: int) -> Optional[list]:
+    """``itertools.product([np.float32, np.float64], [2, 3, 6, 7])`` as a parametrize's rows: each
+    parameter takes the constants of its own list (None for a list of anything else); None where the
+    rows are not such a product."""
+    if not (isinstance(rows, cst.Call) and module.imports.qualify(rows.func) == "itertools.product") or \
+            len(rows.args) != width or any(a.keyword is not None or a.star for a in rows.args):
+        return None
+    columns: list = []
+    for arg in rows.args:
+        if not isinstance(arg.value, (cst.List, cst.Tuple)) or not arg.value.elements or \
+                any(isinstance(e, cst.StarredElement) for e in arg.value.elements):
+            columns.append(None)
+            continue
+        values = {_parameter_constant(module, e.value) for e in arg.value.elements}
+        constants = {v.single for v in values if isinstance(v, Const) and len(v.values) == 1}
+        known = all(isinstance(v, Const) and len(v.values) == 1 for v in values)
+        columns.append(Const(frozenset(constants)) if known and len(constants) <= 8 else None)  # as many as a join keeps
+    return columns
 
 
 def _parameter_constant(module, node) -> Value:
