@@ -573,7 +573,8 @@ def test_a_holder_built_by_a_method_after_none_in_init_holds_its_buffers(init, h
     found = [f for f in findings(src) if f.code == "PIN001"]
     assert [f.location.row for f in found] == ([row_of(src, "# push")] if reported else [])
     if reported:
-        assert "allocated by `HostDev()` at line" in found[0].message  # the construction keeping it, by name
+        # the method's own allocation, not the construction that only keeps what it is handed
+        assert "allocated by `np.zeros` at line" in found[0].message
 
 
 def test_a_none_guard_on_a_late_holder_keeps_both_arms():
@@ -812,3 +813,96 @@ def test_a_property_set_on_an_object_a_nested_function_captures_is_no_internal_e
             relayout("row")
         """)
     assert codes(src) == []
+
+
+# ------------------------------------------------------------------ a flag that picks the array library
+_BACKEND = """
+import importlib
+from dataclasses import dataclass
+import numpy as np
+import cupy
+
+
+@dataclass
+class Settings:
+    use_cuda: bool = {default}
+
+
+class Backend:
+    def __init__(self, cuda=False):
+        if cuda:
+            self._xp = importlib.import_module("cupy")
+        else:
+            self._xp = np
+
+
+class Block(Backend):
+    def __init__(self, count, cuda=False):
+        super().__init__(cuda)
+        self.data = np.zeros(count)
+
+
+class Filter(Backend):
+    def __init__(self, cuda=False):
+        super().__init__(cuda)
+
+    def run(self, sig):
+        return self._xp.asarray(sig)
+
+
+def main():
+    cfg = Settings()
+    blk = Block(1 << 20, cuda=cfg.use_cuda)
+    flt = Filter(cuda={flag})
+    while True:
+        flt.run(blk.data)
+"""
+
+
+@pytest.mark.parametrize("default, flag, reported", [
+    # one flag, off: NumPy's asarray moves nothing (radio-core, survey 51 AX)
+    ("False", "cfg.use_cuda", False),
+    ("False", "False", False),
+    # on: CuPy's asarray copies the pageable block to the GPU on every pass
+    ("True", "cfg.use_cuda", True),
+    ("False", "True", True),
+])
+def test_a_constant_handed_to_a_base_constructor_picks_the_array_library(default, flag, reported):
+    src = _BACKEND.format(default=default, flag=flag)
+    assert ("PIN007" in codes(src)) == reported, src
+
+
+_ANNOTATED_SETTINGS = """
+from dataclasses import dataclass
+import numpy as np
+import cupy as cp
+
+
+@dataclass
+class Settings:
+    use_cuda: bool = False
+
+
+def upload(cfg: Settings):
+    h = np.zeros(1 << 20)
+    d = cp.zeros(1 << 20)
+    for i in range(10):
+        if {test}:
+            d.set(h)
+"""
+
+
+@pytest.mark.parametrize("test", ["cfg.use_cuda", "not cfg.use_cuda"])
+def test_a_dataclass_field_of_an_object_built_elsewhere_is_its_default_or_anything(test):
+    """`cfg: Settings` may have been built as `Settings(use_cuda=True)`: both arms can run."""
+    src = _ANNOTATED_SETTINGS.format(test=test)
+    assert rows(src, "PIN007") == [row_of(src, "d.set(h)")]
+
+
+def test_a_dataclass_built_here_with_its_defaults_has_them():
+    src = _ANNOTATED_SETTINGS.format(test="cfg.use_cuda") + "\n\ndef main():\n    upload(Settings())\n"
+    assert rows(src, "PIN007") == [row_of(src, "d.set(h)")]  # the function's own analysis: both arms
+    src = src.replace("def upload(cfg: Settings):", "def upload(cfg):").replace(
+        "    upload(Settings())", "    cfg = Settings()\n    h = np.zeros(1 << 20)\n    d = cp.zeros(1 << 20)\n"
+        "    for i in range(10):\n        if cfg.use_cuda:\n            d.set(h)  # main")
+    assert row_of(src, "d.set(h)  # main") not in rows(src, "PIN007")

@@ -3390,6 +3390,93 @@ def test_a_loader_that_hands_the_datasets_items_through_keeps_their_memory(args,
     assert ("PIN001" in codes(src)) == reported, src
 
 
+_STREAMED_ITEMS = """
+import numpy as np
+import torch
+from torch.utils.data import DataLoader, IterableDataset
+
+
+class Stream(IterableDataset):
+    def __iter__(self):
+        for _ in range(100):
+            yield {item}
+
+
+def train(dev):
+    for x in DataLoader(Stream(), batch_size=None):
+        x.to(dev, non_blocking=True)
+"""
+
+
+@pytest.mark.parametrize("item, reported", [
+    ("torch.from_numpy(np.random.rand(4096, 512))", True),    # the-algorithm-ml's recap batches
+    ("torch.randn(4096, 512).pin_memory()", False),
+    ("torch.tensor([1, 2, 3])", False),                        # a few numbers, under the threshold
+])
+def test_an_iterable_datasets_items_are_what_its_iter_yields(item, reported):
+    """A loader over an `IterableDataset` with `batch_size=None` hands on what `__iter__` yields."""
+    src = _STREAMED_ITEMS.replace("{item}", item)
+    assert [f.code for f in findings(src, Settings()) if f.code == "PIN001"] == (["PIN001"] if reported else [])
+
+
+_FIELD_WALK = """
+import dataclasses
+import numpy as np
+import torch
+
+
+@dataclasses.dataclass
+class Rows:
+    dense: torch.Tensor
+    ids: torch.Tensor
+
+    def to(self, device, non_blocking=False):
+        out = {}
+        for k, v in {walk}.items():
+            out[k] = v.to(device, non_blocking=non_blocking)
+        return Rows(**out)
+
+
+def send(device):
+    rows = Rows(dense={made}, ids={made})
+    return rows.to(device, non_blocking=True)
+"""
+
+
+@pytest.mark.parametrize("walk, made, origin", [
+    ("vars(self)", "torch.zeros(1 << 20)", "`torch.zeros`"),
+    ("self.__dict__", "torch.zeros(1 << 20)", "`torch.zeros`"),
+    ("vars(self)", "torch.zeros(1 << 20, pin_memory=True)", None),
+    # asdict deep-copies each field: new pageable tensors, whatever the originals were
+    ("dataclasses.asdict(self)", "torch.zeros(1 << 20)", "`dataclasses.asdict`"),
+    ("dataclasses.asdict(self)", "torch.zeros(1 << 20, pin_memory=True)", "`dataclasses.asdict`"),
+])
+def test_a_batch_class_moving_its_fields_one_by_one(walk, made, origin):
+    """the-algorithm-ml's batch classes: `to()` walks the object's fields and moves each."""
+    src = _FIELD_WALK.replace("{walk}", walk).replace("{made}", made)
+    found = [f for f in findings(src) if f.code == "PIN001"]
+    assert [f.location.row for f in found] == ([row_of(src, "return rows.to(")] if origin else [])
+    if origin:
+        assert f"allocated by {origin}" in found[0].message
+
+
+def test_a_buffer_handed_to_a_constructor_is_named_by_its_own_allocation():
+    src = """
+import torch
+
+class Holder:
+    def __init__(self, dense):
+        self.dense = dense
+
+def send(device):
+    x = torch.zeros(1 << 20)
+    holder = Holder(x)
+    holder.dense.to(device, non_blocking=True)
+"""
+    f = only(src, "PIN001")
+    assert f"allocated by `torch.zeros` at line {row_of(src, 'x = torch.zeros')}" in f.message
+
+
 @pytest.mark.parametrize("made, reported", [
     ("    ints = col.astype(np.int64)\n", True),                     # a new NumPy array, named first
     ("    ints = col.astype(np.int64, copy=False)\n", False),        # may be `col` itself
@@ -4399,3 +4486,45 @@ def main(ds):
         model(sample)
 """
     assert rows(src, "PIN001") == [row_of(src, "model(sample)")]
+
+
+_LABELLED_BAGS = """
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+
+class Bags(Dataset):
+    def __len__(self):
+        return 10
+
+    def __getitem__(self, i):
+        return torch.load(f"bag_{{i}}.pt"), {label}
+
+
+def bag_collate(items):
+    feats = torch.cat([it[0] for it in items], dim=0)
+    target = {target}
+    return [feats, target]
+
+
+def evaluate(dev, bs):
+    loader = DataLoader(Bags(), batch_size={batch}{collate})
+    for feats, target in loader:
+        feats = feats.to(dev, non_blocking=True)  # feats
+        target = target.to(dev, non_blocking=True)  # target
+"""
+
+
+@pytest.mark.parametrize("label, target, batch, collate, reported", [
+    # a collate function's label tensor of Python ints is small; the features stay the loader's (CLAM)
+    ("i % 2", "torch.LongTensor([it[1] for it in items])", "1", ", collate_fn=bag_collate", ["# feats"]),
+    ("i % 2", "torch.zeros(1 << 20)", "1", ", collate_fn=bag_collate", ["# feats", "# target"]),
+    # the default collate turns the dataset's index into a tensor of batch-size numbers (HIPT)
+    ("i", "None", "bs", "", ["# feats"]),
+    ("i", "None", "8", "", ["# feats"]),
+    ("torch.zeros(1 << 20)", "None", "bs", "", ["# feats", "# target"]),
+])
+def test_small_fields_of_a_collated_batch_stay_small(label, target, batch, collate, reported):
+    src = _LABELLED_BAGS.format(label=label, target=target, batch=batch, collate=collate)
+    found = [f.location.row for f in findings(src, Settings()) if f.code == "PIN001"]  # the default threshold
+    assert found == [row_of(src, marker) for marker in reported], src

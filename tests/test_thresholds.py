@@ -734,6 +734,12 @@ PRODUCT = '@pytest.mark.parametrize("dt, n", itertools.product([np.float32, np.f
     (PARAMETRIZED, "for m in range(1, 2 * n + 2):", "np.arange(1, 1 + m)", False),
     (PARAMETRIZED, "for m in range(1, 2 * n + 2):", "np.zeros((m, m // 2), dtype=dt)", False),
     (PARAMETRIZED, "for m in range(1, 100000):", "np.zeros(m * 2, dtype=dt)", True),
+    # arithmetic of bounded 1-D arrays is as long as the longest (cupyimg's complex ramps); arrays of
+    # more dimensions may broadcast into a grid: (100, 1) + (1, 100) is 10,000 elements
+    (PARAMETRIZED, "if True:", "np.arange(1, 1 + n, dtype=dt) + 1j * np.arange(1, 1 + n, dtype=dt)", False),
+    (PRODUCT.replace("[2, 3, 6, 7]", "[2, 100]"), "if True:",
+     "np.zeros((n, 1), dtype=dt) + np.zeros((1, n), dtype=dt)", True),
+    (PRODUCT.replace("[2, 3, 6, 7]", "[2, 100]"), "if True:", "np.zeros(n, dtype=dt) + np.ones(n, dtype=dt)", False),
     # nothing bounds the loop's stop: unknown, reported
     ("", "for m in range(1, 2 * n + 2):", "np.zeros(m)", True),
     ("", "for m in range(1, n):", "np.arange(m - 1, 2)", True),

@@ -226,6 +226,8 @@ class Calls:
             return self._import_module(node)
         if qualified in _COPIERS:
             return self._copied(node, qualified, self.arguments(node))
+        if qualified == "dataclasses.asdict":
+            return self._as_dict(node, self.arguments(node))
         module = ev.tables.python.get("library_modules", {}).get(qualified) if qualified else None
         if module is not None:
             self.arguments(node)
@@ -276,7 +278,7 @@ class Calls:
         ev.escape(node, args.values(), handed=True)  # an unknown call may store its arguments anywhere
         return device or UNKNOWN
 
-    def _copied(self, node: cst.Call, qualified: str, args: Args) -> Value:
+    def _copied(self, node: cst.Call, qualified: str, args: Args, deep: Optional[bool] = None) -> Value:
         """``copy.deepcopy(plate)`` of an object of the checked code: an object of its class whose
         NumPy arrays are new pageable arrays like the originals (``ndarray.__deepcopy__`` copies the
         data), its CuPy and torch device arrays new ones on the device, its containers new ones
@@ -290,9 +292,12 @@ class Calls:
 
         def copied(value: Value, deep: bool, depth: int) -> Value:
             if isinstance(value, Host):
-                if value.library != "numpy" or value.pointer or not value.sites or value.maybe_unknown:
+                if value.library not in ("numpy", "torch") or value.pointer or not value.sites or value.maybe_unknown:
                     return UNKNOWN
-                return effects.apply(ev, array_copy, node, None, Args(((None, value),), {}, False))
+                # a CPU tensor's deep copy clones its storage into new pageable memory, pinned or not
+                api = replace(array_copy, library=value.library)
+                made = effects.apply(ev, api, node, None, Args(((None, value),), {}, False))
+                return replace(made, library=value.library) if isinstance(made, Host) else made
             if isinstance(value, Device):
                 return Device(value.library) if value.library in _DEEP_COPIED_DEVICES else UNKNOWN
             if isinstance(value, (Const, Scalar)):
@@ -306,10 +311,22 @@ class Calls:
             return UNKNOWN
 
         value = args.positional[0][1]
-        result = copied(value, qualified == "copy.deepcopy", 0)
+        result = copied(value, qualified == "copy.deepcopy" if deep is None else deep, 0)
         if result is UNKNOWN:
             ev.escape(node, args.values(), handed=True)
         return result
+
+    def _as_dict(self, node: cst.Call, args: Args) -> Value:
+        """``dataclasses.asdict(obj)`` of an object of a dataclass of the checked code: a dict of its
+        fields, each deep-copied (a batch class whose ``to`` walks ``asdict(self).items()``)."""
+        value = args.positional[0][1] if len(args.positional) == 1 and not args.star and not args.keywords else UNKNOWN
+        info = self.ev.module.project.class_info(value.klass) if isinstance(value, Instance) else None
+        names = info.fields if info is not None else None
+        if not names or any(value.field(name) is None for name in names):
+            self.ev.escape(node, args.values(), handed=True)  # not a dataclass, or a field nothing sets
+            return UNKNOWN
+        fields = Mapping(tuple(sorted(((name, value.field(name)) for name in names), key=lambda e: repr(e[0]))))
+        return self._copied(node, "dataclasses.asdict", Args(((None, fields),), {}, False), deep=True)
 
     def _import_module(self, node: cst.Call) -> Value:
         """``importlib.import_module("cuda.bindings.runtime")``: the library module (or the checked
@@ -624,6 +641,8 @@ class Calls:
             return self.iterate(first, node)  # of one of two loaders: either's iterator
         if name in ("iter", "reversed"):
             return first if isinstance(first, (Loader, Iteration, Seq, Items)) else UNKNOWN
+        if name == "vars" and len(args.positional) == 1 and not args.star and isinstance(first, Instance):
+            return object_dict(first)  # the object's own dict: its fields, the same objects
         if name == "next":
             return element_of(first)
         if name in ("list", "tuple") and isinstance(first, Host) and not first.pointer and \
@@ -1130,3 +1149,11 @@ def _range_top(bounds: list) -> Optional[int]:
         return None
     stop = upper_bound(bounds[0] if len(bounds) == 1 else bounds[1])
     return max(stop - 1, 0) if stop is not None else None
+
+
+def object_dict(obj: Instance) -> Value:
+    """``vars(obj)`` / ``obj.__dict__`` of an object of the checked code: its fields by name (the
+    ones the analysis knows of it), the very objects it holds."""
+    if not obj.fields:
+        return UNKNOWN
+    return Mapping(tuple(sorted(obj.fields, key=lambda entry: repr(entry[0]))))

@@ -260,17 +260,21 @@ def elementwise_size(operands: list, library: str, divides: bool, tables) -> tup
 
 
 def elementwise_bound(operands: list, tables) -> Optional[int]:
-    """At most how many bytes an elementwise result of one host array and Python numbers takes, where
-    ``elementwise_size`` cannot tell its dtype (a test's parametrized dtype): no more elements than the
-    array has (no more than its bytes), each at most ``WIDEST_ITEM`` bytes."""
+    """At most how many bytes an elementwise result of one host array (or 1-D arrays) and Python
+    numbers takes, where ``elementwise_size`` cannot tell its dtype (a test's parametrized dtype): no
+    more elements than the largest array has (no more than its bytes), each at most ``WIDEST_ITEM`` bytes."""
     found = _arrays_and_numbers(operands)
-    if found is None or len(found[0]) != 1:
-        return None
-    site = next(iter(found[0]))
-    count = element_total(site, tables)
-    if count is None:
-        count = site.nbytes if site.nbytes is not None else site.max_nbytes
-    return size_bound(count, None)
+    if found is None or not found[0] or len(found[0]) > 1 and any(site.ndim != 1 for site in found[0]):
+        return None  # 1-D arrays broadcast to the longest of them; others may make a larger grid
+    counts = []
+    for site in found[0]:
+        count = element_total(site, tables)
+        if count is None:
+            count = site.nbytes if site.nbytes is not None else site.max_nbytes
+        if count is None:
+            return None
+        counts.append(count)
+    return size_bound(max(counts), None)
 
 
 _KINDS = ("int", "float", "complex")

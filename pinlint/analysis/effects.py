@@ -1200,8 +1200,10 @@ def _default_collated(ev, node, args: Args, site, api: Api) -> Optional[Value]:
         return None
     given = args.keywords.get("batch_size")
     count = 1 if given is None else given[1].single if isinstance(given[1], Const) else None
+    if given is not None and given[1] == Const.of(None):
+        return None  # no batching: the items as they are (`_hands_items_through`) or unknown
     if not isinstance(count, int) or isinstance(count, bool) or count < 1:
-        return None
+        count = None  # a batch size nothing here gives: a field of Python numbers is still one per item
     state, emit = ev.state.copy(), ev.emit
     ev.emit = False
     try:
@@ -1214,16 +1216,18 @@ def _default_collated(ev, node, args: Args, site, api: Api) -> Optional[Value]:
 
     def field(value: Value) -> Value:
         nbytes = None
+        number = isinstance(value, Scalar) or isinstance(value, Const) and len(value.values) == 1 and \
+            isinstance(value.single, (int, float)) and not isinstance(value.single, bool)
         if isinstance(value, Host) and value.sites and not value.maybe_unknown and not value.pointer:
             sizes = {s.nbytes for s in value.sites}
             nbytes = sizes.pop() if len(sizes) == 1 else None
-        elif isinstance(value, Scalar) or isinstance(value, Const) and len(value.values) == 1 and \
-                isinstance(value.single, (int, float)):
+        elif number:
             nbytes = 8  # a Python number: one int64 or float64 element per item
-        if nbytes is None:
+        if nbytes is None or count is None and not number:
             return generic
         made = ev.site(node, site.kind, "torch", api.name, fix=site.fix, fresh_each_iteration=True,
-                       variant=LOADER_BATCH, nbytes=count * nbytes)
+                       variant=LOADER_BATCH, nbytes=count * nbytes if count is not None else None,
+                       python_numbers=count is None)
         sized.append(made)
         return Host(frozenset([made]), "torch", batch=True)
     if isinstance(item, Mapping) and item.entries and item.rest is None and not item.optional:
@@ -1265,9 +1269,13 @@ def _dataset_items(ev, node, args: Args) -> Value:
     if not isinstance(dataset, Instance):
         return UNKNOWN
     getter = ev.calls.member(dataset, "__getitem__", node)
-    if not isinstance(getter, Function):
+    if isinstance(getter, Function):
+        item = ev.calls.call_value(getter, node, Args(((node, Scalar("int")),), {}, False))
+    elif isinstance(ev.calls.member(dataset, "__iter__", node), Function):
+        # an IterableDataset: the loader takes what its `__iter__` yields, one item after another
+        item = element_of(ev.calls.iterate(dataset, node))
+    else:
         return UNKNOWN
-    item = ev.calls.call_value(getter, node, Args(((node, Scalar("int")),), {}, False))
     batch_size = args.keywords.get("batch_size")
     return item if batch_size is not None and batch_size[1] == Const.of(None) else Seq(item)
 
@@ -1303,7 +1311,12 @@ def _collated(ev, node, collate: Value, site, args: Args) -> Optional[Value]:
             if all(s.kind is not Kind.PAGEABLE for s in host.sites):
                 return fresh  # pinned by the collate function itself
             # A tensor: the loader's batch memory, which it pins or not (``torch.from_numpy`` of the
-            # collate function's array included: pinning copies it).
+            # collate function's array included: pinning copies it), as large as the collate
+            # function's tensor where that is known (a label tensor of a few Python ints).
+            sized = _sized_like(ev, node, site, host)
+            if sized is not None:
+                arrays.append(sized)
+                return sized
             return Host(frozenset([site]), "torch")
         arrays.append(host)
         return fresh
@@ -1311,6 +1324,10 @@ def _collated(ev, node, collate: Value, site, args: Args) -> Optional[Value]:
     def walk(value: Value, unpinned: bool) -> Value:
         if isinstance(value, Host):
             return per_batch(value, unpinned)
+        if (value is UNKNOWN or isinstance(value, Tensor)) and not unpinned:
+            # a field nothing here places (`torch.cat` of loaded tensors): the loader's batch memory,
+            # as the whole batch is where the collate function makes nothing the analysis sizes
+            return Host(frozenset([site]), "torch", batch=True)
         if isinstance(value, Instance):
             # The loader's pinning thread pins tensors in mappings, sequences, namedtuples and objects
             # with a `pin_memory()` method; any other object (Deformable-DETR's NestedTensor) it
@@ -1321,6 +1338,22 @@ def _collated(ev, node, collate: Value, site, args: Args) -> Optional[Value]:
         return value
     batch = walk(made, False)
     return batch if arrays else None
+
+
+def _sized_like(ev, node, site, host: Host) -> Optional[Host]:
+    """The loader's batch memory for one tensor the collate function makes, where its size is known:
+    a constant size, a bound, or a tensor of Python numbers the code lists."""
+    if host.maybe_unknown or host.pointer:
+        return None
+    sizes = {(s.nbytes, s.max_nbytes, s.python_numbers) for s in host.sites}
+    if len(sizes) != 1:
+        return None
+    nbytes, bound, numbers = sizes.pop()
+    if nbytes is None and bound is None and not numbers:
+        return None
+    made = ev.site(node, site.kind, "torch", site.api, fix=site.fix, fresh_each_iteration=True, variant=LOADER_BATCH,
+                   nbytes=nbytes, max_nbytes=bound if nbytes is None else None, python_numbers=numbers and nbytes is None)
+    return Host(frozenset([made]), "torch")
 
 
 def _defines(ev, value: Instance, name: str) -> bool:

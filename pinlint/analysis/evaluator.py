@@ -305,6 +305,9 @@ class Evaluator:
         return self.attribute(base, node.attr.value, node)
 
     def attribute(self, base: Value, attr: str, node: cst.CSTNode) -> Value:
+        if attr == "__dict__" and isinstance(base, Instance):
+            from .calls import object_dict
+            return object_dict(base)
         if attr == "shape" and isinstance(base, (Host, Device, Tensor, type(UNKNOWN))):
             # Every array library's shape is a tuple of ints (torch.Size, too); an object nothing
             # explains is taken at its word as well: that only ever bounds a literal's size.

@@ -264,6 +264,12 @@ def construct(ev, cls: ClassRef, args, node: cst.Call) -> Value:
             # A dataclass or NamedTuple: the constructor stores its arguments in the fields.
             values = dict(zip(info.fields, (v for _, v in args.positional)))
             values.update({k: v for k, (_, v) in args.keywords.items() if k in info.fields})
+            if not args.star:
+                for name in info.fields:
+                    if name not in values:  # left at its default (`Settings()`): the class body's constant
+                        default = _read_class_attribute(ev, cls, name)
+                        if isinstance(default, Const):
+                            values[name] = default
             ev.escape(node, args.values(), into_object=True)
             return instance.with_fields(values)
         ev.escape(node, args.values())
@@ -547,7 +553,17 @@ def _does_nothing(outcome: Outcome) -> bool:
     """Whether an analysis found nothing a caller could use: no event, no copy left in flight, no
     stream set, and nothing of interest returned or left in an argument."""
     return not outcome.events and not outcome.pending and not isinstance(outcome.stream, Stream) and \
-        not interesting(outcome.returned) and not any(interesting(v) for _, v in outcome.params)
+        not interesting(outcome.returned) and not any(interesting(v) for _, v in outcome.params) and \
+        not _picks_a_library(outcome.returned) and not any(_picks_a_library(v) for _, v in outcome.params)
+
+
+def _picks_a_library(value: Value) -> bool:
+    """A library module among what a call gives back (``xp = cupy if cuda else numpy``, kept in a
+    field or returned): which one its arguments pick decides what the caller's `xp.asarray(h)` does,
+    though no buffer is involved (radio-core's blocks, survey 51 AX)."""
+    from .domain import Alternatives, LibraryRef
+    return any(isinstance(leaf, LibraryRef) or isinstance(leaf, Alternatives) and
+               any(isinstance(o, LibraryRef) for o in leaf.options) for leaf in leaves(value))
 
 
 def _calls_its_methods(fn: Function, env: dict) -> bool:
@@ -677,8 +693,48 @@ def _decides_a_test(fn: Function, env: dict) -> bool:
     """A constant argument that an if of the callee tests (``return_seg=False``): analysing the
     callee with it leaves the arms it rules out aside."""
     from .domain import ANYTHING
-    tested = tested_names(fn.node, fn.module.project.tested_names)
+    tested = tested_names(fn.node, fn.module.project.tested_names) | _tested_by_base_init(fn)
     return any(isinstance(v, Const) and ANYTHING not in v.values and name in tested for name, v in env.items())
+
+
+_TESTED_BY_BASE: dict = {}
+
+
+def _tested_by_base_init(fn: Function) -> frozenset:
+    """Parameters of a constructor that it hands on as they are to its base class's ``__init__``
+    (``super().__init__(cuda)``), which tests them, down the bases: the base picks its fields by them
+    (radio-core's blocks: one ``cuda`` flag picks CuPy or NumPy in the base), so a constant given
+    decides the object's fields as it would in the constructor's own test."""
+    if fn.klass is None or fn.node.name.value != "__init__":
+        return frozenset()
+    return _handed_to_a_testing_base(fn.module.project, fn.node, fn.klass, 0)
+
+
+def _handed_to_a_testing_base(project, init: cst.FunctionDef, klass, depth: int) -> frozenset:
+    found = _TESTED_BY_BASE.get((init, klass))
+    if found is not None:
+        return found
+    _TESTED_BY_BASE[(init, klass)] = frozenset()  # a cycle of bases gives nothing
+    params = [p.name.value for p in (*init.params.posonly_params, *init.params.params)]
+    self_name = params[0] if params else None
+    info = project.class_info(klass) if self_name and depth <= 4 else None
+    base_init = info.lookup("__init__", after_self=True, record=False) if info is not None else None
+    call = _super_init_call(init, self_name) if base_init is not None and base_init.kind == "method" else None
+    found = frozenset()
+    if call is not None:
+        base_params = [p.name.value for p in (*base_init.node.params.posonly_params, *base_init.node.params.params)]
+        positional = [a for a in call.args if a.keyword is None and not a.star]
+        if isinstance(call.func.value, cst.Name):
+            positional = positional[1:]  # `Base.__init__(self, cuda)`
+        given = dict(zip(base_params[1:], (a.value for a in positional)))
+        given.update({a.keyword.value: a.value for a in call.args if a.keyword is not None})
+        base_tested = tested_names(base_init.node, project.tested_names) | \
+            _handed_to_a_testing_base(project, base_init.node, base_init.owner, depth + 1)
+        rebound = body_bindings(init)
+        found = frozenset(expr.value for name, expr in given.items() if name in base_tested and
+                          isinstance(expr, cst.Name) and expr.value not in rebound)
+    _TESTED_BY_BASE[(init, klass)] = found
+    return found
 
 
 def _builds_what_it_walks(fn: Function, env: dict) -> bool:
@@ -1007,11 +1063,23 @@ def context_free_env(project, fn: Function, with_receiver: bool = True) -> dict:
     for star in (params.star_arg, params.star_kwarg):
         if isinstance(star, cst.Param):
             env[star.name.value] = UNKNOWN
+    if len(ordered) >= 2 and env.get(ordered[1].name.value) is UNKNOWN and _dataset_getter(project, fn):
+        env[ordered[1].name.value] = Scalar("int")  # the loader's sampler gives an index
     for name, value in _parametrized(fn).items():
         if name in env and env[name] is UNKNOWN:  # a parameter (not a name a fixture takes)
             env[name] = value
     env.update(_enclosing_parameters(project, fn, env))
     return env
+
+
+def _dataset_getter(project, fn: Function) -> bool:
+    """``__getitem__`` of a subclass of torch's map-style ``Dataset``: a loader's sampler calls it with
+    an index (an int), so an item holding it (`return image, idx`) collates into a tensor of numbers."""
+    if fn.klass is None or fn.kind != "method" or fn.node.name.value != "__getitem__":
+        return False
+    info = project.class_info(fn.klass)
+    return info is not None and any(base.startswith("torch.utils.data") and base.endswith("Dataset")
+                                    for owner in info.mro() for base in owner.library_bases)
 
 
 def _parametrized(fn: Function) -> dict:
@@ -1233,7 +1301,11 @@ def _renamer(ev, fn: Function, node, outcome: Outcome):
         straight = _straight_line_nodes(fn.node)
         every_call |= frozenset(s for s in outcome.kept if s.node in straight and not s.via)
 
+    passed = outcome.inputs - outcome.own_inputs  # what the caller gave as arguments
+
     def rename(site: Site) -> Site:
+        if site in owned and site in passed and not ev.loops:
+            return site  # what the caller handed over to keep (`Holder(x)`), outside a loop: its own allocation
         if site in owned:
             pass  # the new object's own: allocated by this construction (whatever the class's fields say)
         elif once or (not internal(site) and site not in every_call) or \
@@ -2087,6 +2159,11 @@ def member(ev, base: Value, attr: str, node) -> Value:
         for key, value in fields:
             if key == attr:
                 return value
+        if info is not None and info.fields is not None and attr in info.fields:
+            # a dataclass field of an object nothing here says how it was built (`cfg: Settings`):
+            # its default, or whatever the construction gave (`Settings(use_cuda=True)`)
+            default = _read_class_attribute(ev, base.klass, attr)
+            return Const(default.values | {ANYTHING}) if isinstance(default, Const) else UNKNOWN
         return _read_class_attribute(ev, base.klass, attr)
     if isinstance(base, ClassRef):
         info = project.class_info(base)
