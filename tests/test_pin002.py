@@ -2505,6 +2505,37 @@ def test_a_helper_pinning_under_a_test_of_a_parameter_the_loop_passes_unchanged(
     assert rows(src, "PIN002") == ([row_of(src, "x = prepare")] if reported else [])
 
 
+@pytest.mark.parametrize("test, argument, reported", [
+    ('"cuda" in torch.device(device).type', "device", True),   # llm-baselines' get_batch (survey 51 AW)
+    ('torch.device(device).type == "cuda"', "device", True),
+    ('str(device) == "cuda"', "device", True),
+    ('"cuda" in torch.device(device).type', "devices[step % 2]", False),  # another device each time
+    ('"cuda" in pick(device).type', "device", False),  # a function of the code: it may keep state
+])
+def test_a_pure_call_on_a_parameter_the_loop_passes_unchanged_answers_alike(test, argument, reported):
+    src = source(f"""
+        import numpy as np
+        import torch
+
+
+        def pick(device):
+            return torch.device(device)
+
+
+        def get_batch(data, device="cpu"):
+            x = torch.from_numpy(data[:64].astype(np.int64))
+            if {test}:
+                x = x.pin_memory().to(device, non_blocking=True)
+            return x
+
+
+        def train(data, device, devices):
+            for step in range(1000):
+                x = get_batch(data, device={argument})
+        """)
+    assert rows(src, "PIN002") == ([row_of(src, "x = get_batch")] if reported else [])
+
+
 @pytest.mark.parametrize("offsets, reported", [
     ("np.zeros((1000, 64))", True),    # a NumPy array: every call takes the arm and pins a slice
     ("torch.zeros(1000, 64)", False),  # a tensor: the arm is never taken

@@ -295,6 +295,8 @@ class Calls:
                 if value.library not in ("numpy", "torch") or value.pointer or not value.sites or value.maybe_unknown:
                     return UNKNOWN
                 # a CPU tensor's deep copy clones its storage into new pageable memory, pinned or not
+                # (`copy.deepcopy(t.pin_memory()).is_pinned()` and `dataclasses.asdict`'s copy: False,
+                # torch 2.11 on the device machine, this session)
                 api = replace(array_copy, library=value.library)
                 made = effects.apply(ev, api, node, None, Args(((None, value),), {}, False))
                 return replace(made, library=value.library) if isinstance(made, Host) else made

@@ -209,6 +209,10 @@ def collect_changes(changes: Changes, stack: list) -> None:
         stack.extend(code_parts(node))
 
 
+_PURE_BUILTINS = frozenset({"str", "isinstance"})
+_PURE_LIBRARY_CALLS = frozenset({"device"})  # `torch.device(...)`, as the module is imported
+
+
 def reads(test, is_library: Callable[[str], bool]) -> Optional[tuple]:
     """(bare names, roots of attribute chains, attribute names) the test reads, or None when it calls
     something that may answer differently each time (anything but an argument-free call of a dotted
@@ -231,6 +235,11 @@ def reads(test, is_library: Callable[[str], bool]) -> Optional[tuple]:
             continue
         if isinstance(node, cst.Call):
             name = dotted(node.func)
+            if name in _PURE_BUILTINS or name is not None and name.split(".", 1)[-1] in _PURE_LIBRARY_CALLS and \
+                    is_library(name.split(".")[0]):
+                # torch.device(dev).type, str(dev): what they give depends on the arguments alone
+                stack.extend(arg.value for arg in node.args)
+                continue
             if node.args or name is None or not is_library(name.split(".")[0]):
                 return None
             continue  # torch.cuda.is_available(): the same answer on every iteration
