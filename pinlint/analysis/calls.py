@@ -327,7 +327,7 @@ class Calls:
         if not names or any(value.field(name) is None for name in names):
             self.ev.escape(node, args.values(), handed=True)  # not a dataclass, or a field nothing sets
             return UNKNOWN
-        fields = Mapping(tuple(sorted(((name, value.field(name)) for name in names), key=lambda e: repr(e[0]))))
+        fields = mapping({name: value.field(name) for name in names})
         return self._copied(node, "dataclasses.asdict", Args(((None, fields),), {}, False), deep=True)
 
     def _import_module(self, node: cst.Call) -> Value:
@@ -1158,4 +1158,4 @@ def object_dict(obj: Instance) -> Value:
     ones the analysis knows of it), the very objects it holds."""
     if not obj.fields:
         return UNKNOWN
-    return Mapping(tuple(sorted(obj.fields, key=lambda entry: repr(entry[0]))))
+    return mapping(dict(obj.fields))

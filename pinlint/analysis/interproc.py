@@ -351,16 +351,7 @@ def _forwarded_fields(project, klass, init: cst.FunctionDef, self_name: Optional
     rebound = body_bindings(init)
     base_params = [p.name.value for p in (*base_init.node.params.posonly_params, *base_init.node.params.params)]
     base_self = base_params[0] if base_params else None
-    given: dict = {}
-    explicit_self = isinstance(call.func.value, cst.Name)  # `Base.__init__(self, a)`
-    positional = [a for a in call.args if a.keyword is None and not a.star]
-    if explicit_self:
-        positional = positional[1:]
-    for name, arg in zip(base_params[1:], positional):
-        given[name] = arg.value
-    for arg in call.args:
-        if arg.keyword is not None:
-            given[arg.keyword.value] = arg.value
+    given = _base_init_arguments(call, base_params)
     inner = dict(_forwarded_fields(project, base_init.owner, base_init.node, base_self, depth + 1))
     inner.update(_stored_parameters(base_init.node, base_self) if base_self else {})
     for field_name, base_param in inner.items():
@@ -368,6 +359,17 @@ def _forwarded_fields(project, klass, init: cst.FunctionDef, self_name: Optional
         if isinstance(expr, cst.Name) and expr.value in params and expr.value not in rebound:
             found[field_name] = expr.value
     return found
+
+
+def _base_init_arguments(call: cst.Call, base_params: list) -> dict:
+    """The base ``__init__``'s parameter -> the expression ``super().__init__(...)`` (or
+    ``Base.__init__(self, ...)``) gives it."""
+    positional = [a for a in call.args if a.keyword is None and not a.star]
+    if isinstance(call.func.value, cst.Name):
+        positional = positional[1:]  # `Base.__init__(self, a)`: self given explicitly
+    given = {name: arg.value for name, arg in zip(base_params[1:], positional)}
+    given.update({arg.keyword.value: arg.value for arg in call.args if arg.keyword is not None})
+    return given
 
 
 def _super_init_call(init: cst.FunctionDef, self_name: str) -> Optional[cst.Call]:
@@ -723,11 +725,7 @@ def _handed_to_a_testing_base(project, init: cst.FunctionDef, klass, depth: int)
     found = frozenset()
     if call is not None:
         base_params = [p.name.value for p in (*base_init.node.params.posonly_params, *base_init.node.params.params)]
-        positional = [a for a in call.args if a.keyword is None and not a.star]
-        if isinstance(call.func.value, cst.Name):
-            positional = positional[1:]  # `Base.__init__(self, cuda)`
-        given = dict(zip(base_params[1:], (a.value for a in positional)))
-        given.update({a.keyword.value: a.value for a in call.args if a.keyword is not None})
+        given = _base_init_arguments(call, base_params)
         base_tested = tested_names(base_init.node, project.tested_names) | \
             _handed_to_a_testing_base(project, base_init.node, base_init.owner, depth + 1)
         rebound = body_bindings(init)
