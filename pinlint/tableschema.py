@@ -134,6 +134,11 @@ EFFECTS: dict[str, EffectSchema] = {
     "kernel-module": EffectSchema(frozenset(), {}, "a module of GPU kernels"),
     "launch": EffectSchema(frozenset({"arg"}), {}, "launches a kernel on its argument(s)"),
     "device-spec": EffectSchema(frozenset({"arg"}), {}, "a torch device"),
+    "table": EffectSchema(frozenset(), {"gives": _one_of("table", "column", "row", "cells", "cell", "cell-list", "rows", "indexed-rows")},
+                          "a table of scalars read from text, or a column, row or cell of one (`gives`)"),
+    "labelled-dataset": EffectSchema(frozenset({"target"}), {},
+                                     "a dataset whose items are (sample, Python int class index), unless its "
+                                     "`target` argument (a target transform) is given"),
     "loader": EffectSchema(frozenset(), {"pin_kw": _is_str, "fix": _is_str, "collate_kw": _is_str}, "a torch DataLoader"),
     "register": EffectSchema(frozenset({"arg", "flags"}), {"kind": _one_of(*KINDS), "context": _is_bool,
                                                           "returns": _one_of("view"), "waits": _one_of("device")},
@@ -182,7 +187,7 @@ PYTHON_KEYS = frozenset({"reading_builtins", "non_storing_builtins", "pure_built
                          "copying_methods", "device_address_libraries", "torch_compute_namespaces", "library_modules", "returns_self", "call_runs", "returns_arguments", "index_grids",
                          "coroutine_runners", "non_retaining_builtins", "record_factories",
                          "torch_non_tensor_results", "torch_new_results", "torch_layer_namespaces", "torch_non_layers",
-                         "torch_same_size_results"})
+                         "torch_same_size_results", "table_attributes"})
 FIX_FAMILY_KEYS = frozenset({"how", "keyword"})
 DEVICE_STRING_KEYS = frozenset({"cuda", "cpu", "other"})
 

@@ -314,6 +314,12 @@ class Obj(Value):
     tag: str
 
 
+# A library dataset whose items are (sample, class index), the index a Python int (torchvision's
+# `ImageFolder`, `CIFAR10`: python.toml's `labelled-dataset` entries).
+LABELLED_DATASET = Obj("labelled-dataset")
+LABELLED_ITEM = Items((UNKNOWN, Scalar("int")))
+
+
 @dataclass(frozen=True)
 class Context(Value):
     """What a ``with`` statement enters: a stream made current, or registered (pinned/mapped) buffers."""
@@ -704,6 +710,9 @@ def element_of(value: Optional[Value]) -> Value:
         return replace(value, ndim=value.dimensions() - 1)
     if isinstance(value, Device):
         return value
+    if isinstance(value, Obj) and value.tag.startswith("table"):
+        from .tabular import element
+        return element(value)
     if isinstance(value, Alternatives):
         element = None
         for option in value.options:

@@ -19,7 +19,7 @@ from ..apitables import Api, ArgSpec
 from ..imports import dotted
 from ..model import EventType, Kind, first_site
 from ..walk import small_statements, suite_body
-from .domain import (ANYTHING, NDIM_UNKNOWN, ON_GPU, UNKNOWN, Const, Context, Device, DeviceSpec, Host, Items, Iteration, LibraryRef, Loader, Obj, Scalar, Seq, Stream,
+from .domain import (LABELLED_DATASET, LABELLED_ITEM, ANYTHING, NDIM_UNKNOWN, ON_GPU, UNKNOWN, Const, Context, Device, DeviceSpec, Host, Items, Iteration, LibraryRef, Loader, Obj, Scalar, Seq, Stream,
                      Tensor, Value, element_of, flatten, join, unknown_host, Function, Instance, Mapping, rebuild,
                      true_in_gpu_runs, interesting, map_hosts, ClassRef, ModuleRef)
 from .dtypes import canonical_dtype, common, element_bound, element_count, has_float, item_size, range_bound, range_length, size_bound, transposed, widest_item
@@ -1263,13 +1263,15 @@ def _items_as_they_are(ev, node, args: Args) -> Value:
 
 def _dataset_items(ev, node, args: Args) -> Value:
     """What the collate function is given: the items of a dataset of the checked code (its
-    ``__getitem__``'s value), one at a time with ``batch_size=None``, else a list of them."""
+    ``__getitem__``'s value) or of a library dataset the tables describe (``labelled-dataset``),
+    one at a time with ``batch_size=None``, else a list of them."""
     dataset = args.positional[0][1] if args.positional else \
         (args.keywords["dataset"][1] if "dataset" in args.keywords else UNKNOWN)
-    if not isinstance(dataset, Instance):
+    if dataset == LABELLED_DATASET:
+        item = LABELLED_ITEM
+    elif not isinstance(dataset, Instance):
         return UNKNOWN
-    getter = ev.calls.member(dataset, "__getitem__", node)
-    if isinstance(getter, Function):
+    elif isinstance(getter := ev.calls.member(dataset, "__getitem__", node), Function):
         item = ev.calls.call_value(getter, node, Args(((node, Scalar("int")),), {}, False))
     elif isinstance(ev.calls.member(dataset, "__iter__", node), Function):
         # an IterableDataset: the loader takes what its `__iter__` yields, one item after another
@@ -1638,6 +1640,25 @@ def _same_items(ev, api: Api, node, receiver, args: Args) -> Value:
     return args.value(api.arg("arg"))
 
 
+def _table(ev, api: Api, node, receiver, args: Args) -> Value:
+    """A table read from text, or a column, row or cell of one (``analysis/tabular.py``)."""
+    from .tabular import GIVES
+    return GIVES[api.opt("gives", "table")]
+
+
+def _labelled_dataset(ev, api: Api, node, receiver, args: Args) -> Value:
+    """A library dataset whose items are (sample, class index): the index a Python int, unless a
+    ``target_transform`` (the entry's ``target_kw``) makes it something else."""
+    spec = api.arg("target")
+    if args.star or spec is not None and args.unsure(spec.kw):
+        return UNKNOWN
+    given = args.get(spec)
+    if given is not None and given[1] != Const.of(None):
+        return UNKNOWN
+    return LABELLED_DATASET
+
+
+
 def _object(tag: str):
     def handler(ev, api: Api, node, receiver, args: Args) -> Value:
         return Obj(tag)
@@ -1824,7 +1845,7 @@ EFFECTS = {
     "sync-on-exit": _sync_on_exit, "event": _object("event"), "gpu-device": _object("gpu-device"),
     "pool": _object("pool"), "pinned-pool": _object("pinned-pool"), "copy-object": _object("copy-object"), "same-items": _same_items, "rng": _object("rng"), "executor": _object("executor"), "run-later": _run_later, "kernel": _object("kernel"), "kernel-module": _object("kernel-module"),
     "launch": _launch, "device-spec": _device_spec, "loader": _loader, "register": _register, "free": _free,
-    "read": _read, "write": _write,
+    "read": _read, "write": _write, "table": _table, "labelled-dataset": _labelled_dataset,
 }
 
 if set(EFFECTS) != set(tableschema.EFFECTS):  # pragma: no cover - a development error, caught by the tests too

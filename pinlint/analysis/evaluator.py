@@ -15,12 +15,13 @@ import libcst as cst
 
 from ..imports import dotted
 from ..model import Event, EventType, Kind, PendingCopy, Site
-from .domain import (ANYTHING, module_stand_in, NDIM_UNKNOWN, ON_GPU, UNKNOWN, Alternatives, ClassRef, Const, Device, DeviceSpec, Host, Instance, Items, Iteration, Loader,
+from .domain import (LABELLED_DATASET, LABELLED_ITEM, ANYTHING, module_stand_in, NDIM_UNKNOWN, ON_GPU, UNKNOWN, Alternatives, ClassRef, Const, Device, DeviceSpec, Host, Instance, Items, Iteration, Loader,
                      GpuFlag, LibraryRef, Mapping, ModuleRef, Scalar, Seq, Stream, Super, Tensor, Value, element_of, flatten, join,
                      is_none, mapping, ordered, scalar_kind, sites_of, upper_bound, varying_in, with_visits)
 from ..walk import code_parts
 from .dtypes import element_total, elementwise_bound, elementwise_size, fold, named_dtype, python_number_operands, range_length, transposed
 from .state import CAPTURING, DOTTED, ELEMENT_OF, KEY_OF, State, iter_key, put
+from . import tabular
 
 _TRANSPOSING = frozenset({"T", "mT", "transpose", "swapaxes", "permute", "moveaxis", "rollaxis", "flip", "flipud",
                           "fliplr", "rot90"})
@@ -305,6 +306,8 @@ class Evaluator:
         return self.attribute(base, node.attr.value, node)
 
     def attribute(self, base: Value, attr: str, node: cst.CSTNode) -> Value:
+        if tabular.is_tabular(base):
+            return tabular.attribute(self.tables.python, base, attr)
         if attr == "__dict__" and isinstance(base, Instance):
             from .calls import object_dict
             return object_dict(base)
@@ -542,6 +545,9 @@ class Evaluator:
     def arithmetic(self, node: cst.CSTNode, operands: list, api: str = "arithmetic") -> Value:
         """An elementwise operation (``a * 2``, ``-a``, ``np.floor(a)``): a new pageable array when an
         operand is a host array, as large as that array (``elementwise_size``)."""
+        shaped = [v for v in operands if tabular.several(v)]
+        if shaped and all(tabular.several(v) or isinstance(v, (Const, Scalar)) for v in operands):
+            return shaped[0]  # `~mask`, `df["a"] * 2`, `m1 & m2`: cells of the results, in the same shape
         kind = scalar_kind(operands)
         if kind is not None:
             divides = isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Divide)
@@ -682,6 +688,9 @@ class Evaluator:
                 if decided is not None:
                     return decided
             compared = _compare(operator, operands[0], operands[1])
+            if compared is UNKNOWN and not identity and any(tabular.several(v) for v in operands):
+                # `df["label"] == 1`: a mask, a column (or table) of booleans
+                return next(v for v in operands if tabular.several(v))
             if compared is UNKNOWN and _tests_for_a_gpu(operator, operands[0], operands[1]):
                 return ON_GPU
             if compared is UNKNOWN and _elementwise_comparison(operator, operands[0], operands[1]):
@@ -875,6 +884,10 @@ class Evaluator:
 
     def _subscript(self, base: Value, node: cst.Subscript, indexes: list) -> Value:
         all_slices = all(isinstance(e.slice, cst.Slice) for e in node.slice)
+        if tabular.is_tabular(base):
+            return tabular.subscript(base, node.slice, indexes)
+        if base == LABELLED_DATASET and not all_slices:
+            return LABELLED_ITEM  # `image, label = train_set[i]`
         if isinstance(base, Host):
             advanced = len(indexes) == 1 and _index_array(node.slice[0], indexes[0]) or \
                 len(indexes) > 1 and any(_picks(element, value) for element, value in zip(node.slice, indexes))
