@@ -3,6 +3,7 @@ the prefilter (which must stay cheap to import) and the project (which parses wh
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Optional
 
@@ -17,10 +18,55 @@ _FILES: Optional[dict] = None
 _FOUND: Optional[dict] = None  # (name, importer's folder, root) -> candidate files, within a run
 
 
+_ADDED: Optional[dict] = None  # importer path -> folders it adds to sys.path, within a run
+
+
 def remember_files(on: bool) -> None:
-    global _FILES, _FOUND
+    global _FILES, _FOUND, _ADDED
     _FILES = {} if on else None
     _FOUND = {} if on else None
+    _ADDED = {} if on else None
+
+
+# `sys.path.append("core")`, `sys.path.insert(0, os.path.join(os.path.dirname(__file__), "lib"))`: a
+# folder named by a literal, relative to the working directory or to the file's own folder.
+_SYS_PATH_ADDITION = re.compile(
+    rb"""sys\.path\.(?:append|insert)\(\s*(?:-?\d+\s*,\s*)?(?:"""
+    rb"""[rR]?(['"])([^'"\n\\]+)\1"""
+    rb"""|os\.path\.join\(\s*os\.path\.dirname\(\s*(?:os\.path\.(?:abspath|realpath)\(\s*)?__file__\s*\)?\s*\)"""
+    rb"""\s*,\s*[rR]?(['"])([^'"\n\\]+)\3\s*\))\s*\)""")
+
+
+def path_additions(importer: Optional[Path], root: Optional[Path]) -> tuple:
+    """The folders the importing file adds to ``sys.path`` by a literal name, where its later imports
+    also find modules (SEA-RAFT's `sys.path.append('core')` before `from datasets import ...`, survey
+    52): a relative name from the file's folder and from the project root (a script runs from either);
+    one joined to the file's own folder from there."""
+    if importer is None:
+        return ()
+    if _ADDED is not None and importer in _ADDED:
+        return _ADDED[importer]
+    try:
+        data = importer.read_bytes()
+    except OSError:
+        data = b""
+    folders = []
+    if b"sys.path" in data:
+        for match in _SYS_PATH_ADDITION.finditer(data):
+            literal, joined = match.group(2), match.group(4)
+            try:
+                name = (literal or joined).decode("utf-8")
+            except UnicodeDecodeError:
+                continue
+            bases = [importer.parent] if joined else [importer.parent] + ([root] if root is not None else [])
+            for base in bases:
+                folder = Path(name) if Path(name).is_absolute() else base / name
+                if folder not in folders and not (_EXCLUDED_PARTS & set(folder.parts)):
+                    folders.append(folder)
+    found = tuple(folders)
+    if _ADDED is not None:
+        _ADDED[importer] = found
+    return found
 
 
 def is_file(path: Path) -> bool:
@@ -67,7 +113,7 @@ def module_files(name: str, importer: Optional[Path], root: Optional[Path]):
     (a cold run of pytorch-lightning made 250,000 paths for 14,500 questions)."""
     if _FOUND is None:
         return _module_files(name, importer, root)
-    key = (name, importer.parent if importer is not None else None, root)
+    key = (name, importer.parent if importer is not None else None, root, path_additions(importer, root))
     found = _FOUND.get(key)
     if found is None:
         found = _FOUND[key] = tuple(_module_files(name, importer, root))
@@ -79,7 +125,8 @@ def _module_files(name: str, importer: Optional[Path], root: Optional[Path]):
     if not parts:
         return
     relative = Path(*parts)
-    for base in search_folders(importer, root):
+    folders = search_folders(importer, root)
+    for base in folders + [f for f in path_additions(importer, root) if f not in folders]:
         for candidate in (base / relative.with_suffix(".py"), base / relative / "__init__.py"):
             if is_file(candidate) and not (_EXCLUDED_PARTS & set(candidate.parts)):
                 yield candidate

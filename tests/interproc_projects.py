@@ -1635,3 +1635,60 @@ def run(boxes):
     host = np.zeros((4096, 5), np.float32)
     return suppress(host, 0.5)  # expect: PIN001
 ''')
+
+# A script that adds a folder of the tree to sys.path and imports a module from there by its bare name
+# (SEA-RAFT's `sys.path.append('core')` then `from datasets import fetch_dataloader`, survey 52).
+_FLOW_LOADER = '''
+import numpy as np
+import torch
+from torch.utils import data
+
+
+class PairSet(data.Dataset):
+    def __len__(self):
+        return 100
+
+    def __getitem__(self, i):
+        a = np.random.rand(480, 640, 3).astype(np.float32)
+        return torch.from_numpy(a).permute(2, 0, 1)
+
+
+def make_loader(bs):
+    return data.DataLoader(PairSet(), batch_size=bs, shuffle=True, num_workers=4)  # via: PIN001
+'''
+
+project("sys-path-append-literal-torch", core__flowdata_DOT_py=_FLOW_LOADER, train_DOT_py='''
+import sys
+sys.path.append('core')
+
+from flowdata import make_loader
+
+
+def train(net):
+    for pair in make_loader(8):
+        net(pair.cuda(non_blocking=True))  # expect: PIN001
+''')
+
+project("sys-path-insert-beside-the-file-torch", lib__flowdata_DOT_py=_FLOW_LOADER, tools__train_DOT_py='''
+import os
+import sys
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../lib"))
+
+from flowdata import make_loader
+
+
+def train(net):
+    for pair in make_loader(8):
+        net(pair.cuda(non_blocking=True))  # expect: PIN001
+''')
+
+# Without the sys.path line the bare name is a library's module, which nothing here explains.
+project("no-sys-path-line-stays-unknown-torch", core__flowdata_DOT_py=_FLOW_LOADER.replace("  # via: PIN001", ""),
+        train_DOT_py='''
+from flowdata import make_loader
+
+
+def train(net):
+    for pair in make_loader(8):
+        net(pair.cuda(non_blocking=True))
+''')

@@ -842,3 +842,102 @@ def test_the_target_of_a_library_classification_dataset_is_one_number(dataset, w
     found = [f.location.row for f in findings(src) if f.code == "PIN001"]
     expected = [row_of(src, "# images")] + ([row_of(src, "# target")] if reported else [])
     assert found == expected, src
+
+
+@pytest.mark.parametrize("made, reported", [
+    # point-transformer / Stratified-Transformer (survey 52 BB): chunk offsets from a list of counts
+    ("torch.IntTensor(np.cumsum(counts))", False),
+    ("torch.from_numpy(np.cumsum(counts))", False),
+    ("torch.tensor(np.cumsum(counts))", False),
+    ("torch.IntTensor(np.cumsum(np.ones(1_000_000, dtype=np.int32)))", True),   # 4 MB of data
+    ("torch.IntTensor(np.cumsum(chunks))", True),                                # nothing says what it holds
+])
+def test_a_scan_of_a_list_of_python_numbers_is_one_too(made, reported):
+    src = f"""
+import numpy as np
+import torch
+
+
+def offsets(chunks):
+    counts = []
+    for c in chunks:
+        counts.append(c.shape[0])
+    return {made}.cuda(non_blocking=True)
+"""
+    assert ("PIN001" in codes(src)) == reported, src
+
+
+_TOKEN_ROWS = """
+import torch
+
+CONTEXT = 77
+TEMPLATES = [{templates}]
+
+
+def encode(texts, ctx={ctx}):
+    if isinstance(texts, str):
+        texts = [texts]
+    rows = [[49406] + [hash(w) % 49000 for w in t.split()] + [49407] for t in texts]
+    out = torch.zeros(len(rows), ctx, dtype=torch.long)
+    return out
+
+
+def class_tokens(names):
+    for name in names:
+        texts = [t.format(name) for t in TEMPLATES]
+        ids = encode(texts).cuda(non_blocking=True)  # ids
+"""
+
+
+@pytest.mark.parametrize("count, ctx, reported", [
+    (80, "CONTEXT", False),      # TinyCLIP (survey 52 BA): 80 prompts x 77 int64 = 49,280 bytes
+    (80, "77", False),
+    (200, "CONTEXT", True),      # 200 x 77 x 8 = 123,200 bytes
+    (80, "4 * CONTEXT", True),   # a default nothing here evaluates stays unknown
+])
+def test_a_list_comprehension_over_a_laid_out_list_has_its_count(count, ctx, reported):
+    src = _TOKEN_ROWS.format(templates=", ".join(f'"prompt {i} of a {{}}."' for i in range(count)), ctx=ctx)
+    assert ("PIN001" in codes(src)) == reported
+
+
+@pytest.mark.parametrize("default, reported", [
+    ("SMALL", False),        # a module constant assigned once: 1,000 floats
+    ("LARGE", True),
+    ("None", True),          # the literal None is still None (`n or 1 << 20` below)
+])
+def test_a_parameter_default_naming_a_module_constant_is_that_constant(default, reported):
+    src = f"""
+import torch
+
+SMALL = 1000
+LARGE = 1 << 20
+
+
+def make(n={default}):
+    return torch.zeros(n or (1 << 20))
+
+
+def send():
+    return make().cuda(non_blocking=True)
+"""
+    assert ("PIN001" in codes(src)) == reported
+
+
+@pytest.mark.parametrize("test, reported", [
+    ("isinstance(items, str)", False),          # a list is no str: the wrapping arm is dead
+    ("isinstance(items, (str, bytes))", False),
+    ("isinstance(items, list)", True),          # list or tuple: nothing here says which
+])
+def test_isinstance_of_a_list_the_code_builds_against_a_builtin_type(test, reported):
+    src = f"""
+import numpy as np
+import torch
+
+
+def send(x):
+    items = [x, 2.0, 3.0]
+    if {test}:
+        items = np.zeros(1 << 20)  # what a wrong arm would make
+    return torch.tensor(items, dtype=torch.float32).cuda(non_blocking=True)
+"""
+    assert ("PIN001" in codes(src)) == reported, src

@@ -708,7 +708,9 @@ class Calls:
         answers = set()
         for class_node in nodes:
             kind = self.class_kind(class_node)
-            answer = instance_of(value, kind) if kind is not None else self._object_of(value, class_node)
+            answer = instance_of(value, kind) if kind is not None else \
+                self._container_of(value, class_node) if isinstance(value, (Items, Seq, Mapping)) else \
+                self._object_of(value, class_node)
             if answer is None:
                 return UNKNOWN
             answers.add(answer)
@@ -731,6 +733,23 @@ class Calls:
     _BUILTIN_TYPES = frozenset({"int", "float", "complex", "bool", "str", "bytes", "list", "tuple", "dict", "set",
                                 "frozenset"})
 
+    def _container_of(self, value: Value, class_node) -> Optional[bool]:
+        """``isinstance(texts, str)`` of a list or tuple the code builds: False (TinyCLIP's tokenizer
+        given its list of prompts, survey 52); a dict is a dict. Which of list and tuple it is stays
+        unknown, and so does a class other than a builtin type."""
+        if not self._builtin_type(class_node):
+            return None
+        name = class_node.value
+        if isinstance(value, Mapping):
+            return name == "dict"
+        return None if name in ("list", "tuple", "set", "frozenset") else False
+
+    def _builtin_type(self, class_node) -> bool:
+        ev = self.ev
+        return isinstance(class_node, cst.Name) and class_node.value in self._BUILTIN_TYPES and \
+            ev.lookup(class_node.value) is None and ev.module.global_value(class_node.value) is None and \
+            ev.module.imports.lookup(class_node.value) is None
+
     def _object_of(self, value: Value, class_node) -> Optional[bool]:
         """``isinstance(obj, Device)`` of an object of a class of the checked code: whether that class
         or one it derives from is the one named; of a builtin type (``int``), False. Unknown for a
@@ -738,9 +757,7 @@ class Calls:
         if not isinstance(value, Instance):
             return None
         ev = self.ev
-        if isinstance(class_node, cst.Name) and class_node.value in self._BUILTIN_TYPES and \
-                ev.lookup(class_node.value) is None and ev.module.global_value(class_node.value) is None and \
-                ev.module.imports.lookup(class_node.value) is None:
+        if self._builtin_type(class_node):
             return False if self._all_bases_known(value) else None
         named = ev.expr(class_node) if isinstance(class_node, (cst.Name, cst.Attribute)) else None
         if not isinstance(named, ClassRef):

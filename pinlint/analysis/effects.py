@@ -326,6 +326,8 @@ def _alloc(ev, api: Api, node, receiver, args: Args) -> Value:
                                    _python_numbers(args.value(api.arg("data")), bool(api.opt("scalar_items", False))))
                    or not api.opt("grows", False) and _of_python_numbers(api, receiver, args)
                    or isinstance(_legacy_data(api, args), (Items, Seq)) and _python_numbers(_legacy_data(api, args), True)
+                   or _copies_python_numbers(_legacy_data(api, args) if api.arg("data") is None else
+                                             args.value(api.arg("data")))
                    or _sized_by_a_list_of_numbers(api, args))
     if unplaced:
         return Tensor(made=site)
@@ -352,10 +354,19 @@ def _of_python_numbers(api: Api, receiver, args: Args) -> bool:
     """The tensor this one is made from (the receiver of ``lengths.pin_memory()``, what ``np.cumsum(lengths)``
     or ``torch.cat([a, b])`` is made like) is one of Python numbers: so is this one, no larger (the
     table marks with ``grows`` the calls that make more elements, ``t.repeat_interleave(n)``)."""
-    for source in (receiver, _joined_elements(_arg_value(api.arg("like") or api.arg("like_device"), receiver, args))):
+    like = _arg_value(api.arg("like") or api.arg("like_device"), receiver, args)
+    for source in (receiver, _joined_elements(like)):
         if isinstance(source, Host) and source.sites and all(s.python_numbers for s in source.sites):
             return True
-    return False
+    # `np.cumsum(counts)` of the list of Python numbers itself (point-transformer's chunk offsets, survey 52)
+    return api.arg("like") is not None and isinstance(like, (Items, Seq)) and _python_numbers(like)
+
+
+def _copies_python_numbers(data: Optional[Value]) -> bool:
+    """``torch.IntTensor(np.cumsum(counts))``, ``torch.tensor(offsets)``: a copy of an array of Python
+    numbers the code lists is one as well."""
+    return isinstance(data, Host) and bool(data.sites) and not data.maybe_unknown and \
+        all(s.python_numbers for s in data.sites)
 
 
 def _legacy_data(api: Api, args: Args) -> Optional[Value]:

@@ -1070,6 +1070,12 @@ class Evaluator:
             if node not in self.discarded:
                 # (`[t.pin_memory() for t in d.values()]` as a statement keeps nothing: nnU-Net's pins)
                 self.escape(node, [element])
+            if isinstance(node, cst.ListComp) and len(clauses) == 1 and not clauses[0].ifs and \
+                    isinstance(first_iter, Items) and not first_iter.names and \
+                    _UNROLLED_STEPS < len(first_iter.items) <= _COUNTED_ITEMS:
+                # one item per item of a list the code lays out: as long as it (`[p(name) for p in
+                # PROMPTS]` of 80 prompt templates, TinyCLIP's token rows, survey 52)
+                return Items((element,) * len(first_iter.items))
             return Iteration(element) if isinstance(node, cst.GeneratorExp) else Seq(element)
         finally:
             if entered:
@@ -1442,6 +1448,7 @@ def _broadcast_ndim(operands: list) -> Optional[int]:
 
 
 _UNROLLED_STEPS = 16  # a comprehension over more known items than this joins them, as a loop does
+_COUNTED_ITEMS = 4096  # up to this many, a list comprehension over them still has their count
 
 
 def _known_steps(iterable: Value) -> Optional[tuple]:

@@ -1016,6 +1016,12 @@ def literal(node) -> Value:
 def default_value(fn: Function, default) -> Value:
     """A parameter's default, where a call leaves it out: a literal, or a device the library names
     (``buffer_device=torch.device("cpu")``), read in the function's own module."""
+    if isinstance(default, cst.Name) and default.value not in ("True", "False", "None") and \
+            "<locals>" not in fn.name and fn.module is not None:
+        # `ctx=CONTEXT_LENGTH` of a module constant assigned once (TinyCLIP's tokenizer, survey 52); a
+        # nested function's default may name its enclosing function's variable instead
+        found = fn.module.global_value(default.value)
+        return found if isinstance(found, Const) else UNKNOWN
     return constant_in(fn.module, default)
 
 

@@ -19,7 +19,7 @@ from typing import Optional
 import libcst as cst
 
 from ..imports import ImportMap, collect_imports, dotted
-from ..modulefiles import _EXCLUDED_PARTS, is_file, module_files, search_folders  # noqa: F401
+from ..modulefiles import _EXCLUDED_PARTS, is_file, module_files, path_additions, search_folders  # noqa: F401
 from ..walk import LAMBDA_STAND_IN, class_body_small, code_nodes, suite_body, target_names
 from . import cfg
 from .domain import UNKNOWN, Alternatives, ClassRef, Const, Function, Instance, LibraryRef, ModuleRef, Seq, Value, module_stand_in
@@ -458,7 +458,7 @@ class Project:
 
     def _load_from(self, name: str, importer: ModuleContext) -> Optional[ModuleContext]:
         where = importer.info.path.parent if importer.info.path is not None else None
-        key = (name, where)
+        key = (name, where, path_additions(importer.info.path, self.root))  # files of a folder may add others
         if key in self._lookups:
             found = self._lookups[key]
             if found is not None:
