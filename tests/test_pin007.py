@@ -2767,3 +2767,59 @@ def test_a_helper_that_rebinds_a_field_before_the_upload_makes_a_new_buffer_each
                     self.bench()
         """)
     assert rows(src, "PIN007") == ([row_of(src, "self.bench()")] if reported else [])
+
+
+@pytest.mark.parametrize("check, reported", [
+    ("if not phase:\n                    raise ValueError('empty phase')", False),  # an error exit leaves nothing behind
+    ("pass", False),
+])
+def test_a_method_that_checks_its_argument_before_making_the_buffer_makes_it_each_call(check, reported):
+    # GraphSAINT's minibatch set-up (survey 52 BF): `if ...: raise` before `self.norm = ....astype(...)`
+    # and its upload, called once per phase of the training loop: a new array each time.
+    src = source(f"""
+        import numpy as np
+        import torch
+
+
+        class Batcher:
+            def __init__(self, adj, use_gpu):
+                self.use_gpu = use_gpu
+                self.adj = adj
+
+            def configure(self, phase):
+                {check}
+                self.weights = np.zeros(self.adj.shape[0])
+                self.weights = torch.from_numpy(self.weights.astype(np.float32))
+                if self.use_gpu:
+                    self.weights = self.weights.cuda()
+
+
+        def fit(phases, b):
+            for phase in phases:
+                b.configure(phase)
+
+
+        if __name__ == "__main__":
+            b = Batcher(load(1), True)
+            fit([{{"k": 10}}, {{"k": 20}}], b)
+        """)
+    assert "PIN000" not in codes(src)
+    assert rows(src, "PIN007") == ([row_of(src, "b.configure(phase)")] if reported else [])
+
+
+@pytest.mark.parametrize("upload, reported", [
+    # mar / rcg (survey 52 BE): each parameter's averaged tensor is uploaded once, by key
+    ("[averaged[key].cuda() for key, _ in net.named_parameters()]", False),
+    ("[averaged[key].cuda() for (key, _) in net.named_parameters()]", False),
+    ("[averaged['w'].cuda() for key, _ in net.named_parameters()]", True),   # the same tensor every time
+])
+def test_a_comprehension_keyed_by_an_unpacked_loop_variable_sends_another_entry_each_time(upload, reported):
+    src = f"""
+import torch
+
+
+def load_averaged(net, path):
+    averaged = torch.load(path, map_location="cpu")["averaged"]
+    return {upload}
+"""
+    assert rows(src, "PIN007") == ([row_of(src, "return")] if reported else [])

@@ -637,6 +637,9 @@ for i in range(32):
     ("(img, 3)", "batch[1]", False),                          # Python numbers: one int64 each
     ("(img, 3)", "batch[0]", True),
     ("(img, self.labels[idx])", "batch[1]", True),            # nothing says what a label is
+    # each item one tensor: a prompt's token ids the code lists (SUPIR's llava loader, survey 52 BE)
+    ("torch.tensor([idx] + [t % 7 for t in range(idx)], dtype=torch.long)", "batch", False),
+    ("img", "batch", True),
 ])
 def test_a_field_of_a_default_collated_batch_is_batch_size_items_of_the_datasets(item, sent, reported):
     # SBGM_DANRA (survey 50 AL): labels made by `torch.tensor(season)` in __getitem__, collated into a
@@ -941,3 +944,37 @@ def send(x):
     return torch.tensor(items, dtype=torch.float32).cuda(non_blocking=True)
 """
     assert ("PIN001" in codes(src)) == reported, src
+
+
+@pytest.mark.parametrize("table, reported", [
+    # a diffusion schedule (mar / 1d-tokenizer, survey 52 BE): 1000 steps of float64, 8 KB
+    ("np.append(1.0, cum[:-1])", False),
+    ("np.log(np.append(var[1], var[1:]))", False),
+    ("np.append(cum, np.zeros(1 << 20))", True),       # 8 MB more
+    ("np.append(cum, other)", True),                   # nothing says how large `other` is
+])
+def test_np_append_is_as_large_as_what_it_joins(table, reported):
+    src = f"""
+import math
+
+import numpy as np
+import torch
+
+
+def betas(n):
+    vals = []
+    for i in range(n):
+        vals.append(min(1 - math.cos(i / n) / math.cos((i + 1) / n), 0.999))
+    return np.array(vals)
+
+
+def sample(x, other):
+    b = betas(1000)
+    cum = np.cumprod(1.0 - b, axis=0)
+    var = b * 2.0
+    table = {table}
+    for i in range(50):
+        x = x * torch.from_numpy(table).to("cuda")[i]
+    return x
+"""
+    assert ("PIN007" in codes(src)) == reported, src

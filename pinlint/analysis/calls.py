@@ -251,6 +251,9 @@ class Calls:
             return _record_type(self.arguments(node))  # namedtuple("Slot", ("cpu", "gpu"))
         if qualified in _STARTERS:
             return self._start_thread(node, *_STARTERS[qualified])
+        if qualified and qualified.rpartition(".")[0] in python.get("number_modules", ()):
+            self.arguments(node)
+            return Scalar("number")  # `math.cos(t)`: a Python number
         library = ev.tables.library_of(qualified) if qualified else None
         head, _, attr = (qualified or "").rpartition(".")
         if head and library not in (None, "numpy"):

@@ -19,7 +19,7 @@ from ..apitables import Api, ArgSpec
 from ..imports import dotted
 from ..model import EventType, Kind, first_site
 from ..walk import small_statements, suite_body
-from .domain import (LABELLED_DATASET, LABELLED_ITEM, ANYTHING, NDIM_UNKNOWN, ON_GPU, UNKNOWN, Const, Context, Device, DeviceSpec, Host, Items, Iteration, LibraryRef, Loader, Obj, Scalar, Seq, Stream,
+from .domain import (LABELLED_DATASET, LABELLED_ITEM, ANYTHING, numeric_const, NDIM_UNKNOWN, ON_GPU, UNKNOWN, Const, Context, Device, DeviceSpec, Host, Items, Iteration, LibraryRef, Loader, Obj, Scalar, Seq, Stream,
                      Tensor, Value, element_of, flatten, join, unknown_host, Function, Instance, Mapping, rebuild,
                      true_in_gpu_runs, interesting, map_hosts, ClassRef, ModuleRef)
 from .dtypes import canonical_dtype, common, element_bound, element_count, has_float, item_size, range_bound, range_length, size_bound, transposed, widest_item
@@ -359,7 +359,19 @@ def _of_python_numbers(api: Api, receiver, args: Args) -> bool:
         if isinstance(source, Host) and source.sites and all(s.python_numbers for s in source.sites):
             return True
     # `np.cumsum(counts)` of the list of Python numbers itself (point-transformer's chunk offsets, survey 52)
-    return api.arg("like") is not None and isinstance(like, (Items, Seq)) and _python_numbers(like)
+    if api.arg("like") is not None and isinstance(like, (Items, Seq)) and _python_numbers(like):
+        return True
+    spec = api.arg("joined")
+    if spec is None or args.star:
+        return False
+    # `np.append(1.0, alphas[:-1])`, `np.concatenate([a, b])` of such arrays (and numbers): one too
+    joined = Items(tuple(v for _, v in args.positional)) if spec.is_all else args.value(spec)
+    items = joined.items if isinstance(joined, Items) else ()
+    hosts = [i for i in items if isinstance(i, Host)]
+    return bool(hosts) and all(
+        isinstance(i, Scalar) or numeric_const(i) is not None or
+        isinstance(i, Host) and i.sites and not i.maybe_unknown and all(s.python_numbers for s in i.sites)
+        for i in items)
 
 
 def _copies_python_numbers(data: Optional[Value]) -> bool:
@@ -424,7 +436,9 @@ def _shape_info_of(ev, api: Api, receiver: Optional[Value], args: Args) -> tuple
     if api.arg("pad") is not None:
         return _padded(args.value(api.arg("pad_of")), args.value(api.arg("pad")))
     if api.arg("joined") is not None:
-        return _joined(args.value(api.arg("joined")), ev.tables)
+        spec = api.arg("joined")
+        joined = Items(tuple(v for _, v in args.positional)) if spec.is_all and not args.star else args.value(spec)
+        return _joined(joined, ev.tables)
     if api.opt("cross"):
         return _crossed([v for _, v in args.positional[:2]], ev.tables)
     like = _arg_value(api.arg("like"), receiver, args)
@@ -509,7 +523,11 @@ def _joined(arrays: Value, tables) -> tuple:
     if not isinstance(arrays, Items) or not arrays.items:
         return None, None, None, None
     sizes, dtypes = [], set()
+    numbers = 0
     for item in arrays.items:
+        if isinstance(item, Scalar) or numeric_const(item) is not None:
+            numbers += 1  # `np.append(1.0, a[:-1])`: one more element, of a dtype it may promote to
+            continue
         if not isinstance(item, Host) or not item.sites or item.maybe_unknown or item.pointer:
             return None, None, None, None
         for site in item.sites:
@@ -519,10 +537,10 @@ def _joined(arrays: Value, tables) -> tuple:
             return None, None, None, None
         sizes.append((max(totals), {item_size(s.dtype, tables) for s in item.sites}))
     dtype = dtypes.pop() if len(dtypes) == 1 else None
-    if dtype is not None and item_size(dtype, tables):
+    if dtype is not None and item_size(dtype, tables) and not numbers:
         return None, dtype, None, sum(total for total, _ in sizes)
     # elements at most the bytes over the narrowest element each may have (one byte if unknown)
-    count = sum(total // min(size or 1 for size in item_sizes) for total, item_sizes in sizes)
+    count = numbers + sum(total // min(size or 1 for size in item_sizes) for total, item_sizes in sizes)
     return None, None, None, size_bound(count, None)
 
 
@@ -623,6 +641,10 @@ def _data_shape(ev, data: Value, dtype: Optional[str], scalar_items: bool = Fals
         return None
 
     shape = shape_of(data)
+    if shape is None and isinstance(data, Seq) and (isinstance(data.element, Scalar) or _a_number(data.element)):
+        # a list of numbers the code appends to (a noise schedule built step by step): one dimension,
+        # however long; `betas[1]` of it is one number
+        return None, dtype, 1
     if shape is None:
         return None, dtype, None
     if dtype is None and leaves:
@@ -1229,11 +1251,18 @@ def _default_collated(ev, node, args: Args, site, api: Api) -> Optional[Value]:
         nbytes = None
         number = isinstance(value, Scalar) or isinstance(value, Const) and len(value.values) == 1 and \
             isinstance(value.single, (int, float)) and not isinstance(value.single, bool)
+        listed = False  # a tensor of Python numbers the dataset lists (a prompt's token ids): one per item too
         if isinstance(value, Host) and value.sites and not value.maybe_unknown and not value.pointer:
             sizes = {s.nbytes for s in value.sites}
             nbytes = sizes.pop() if len(sizes) == 1 else None
+            listed = nbytes is None and all(s.python_numbers for s in value.sites)
         elif number:
             nbytes = 8  # a Python number: one int64 or float64 element per item
+        if listed:
+            made = ev.site(node, site.kind, "torch", api.name, fix=site.fix, fresh_each_iteration=True,
+                           variant=LOADER_BATCH, python_numbers=True)
+            sized.append(made)
+            return Host(frozenset([made]), "torch", batch=True)
         if nbytes is None or count is None and not number:
             return generic
         made = ev.site(node, site.kind, "torch", api.name, fix=site.fix, fresh_each_iteration=True,
@@ -1245,6 +1274,8 @@ def _default_collated(ev, node, args: Args, site, api: Api) -> Optional[Value]:
         batch = Mapping(tuple((key, field(value)) for key, value in item.entries))
     elif isinstance(item, Items) and item.items and not item.names:
         batch = Items(tuple(field(value) for value in item.items))
+    elif isinstance(item, Host):
+        batch = field(item)  # each item one tensor: the batch is those stacked
     else:
         return None
     return batch if sized else None

@@ -1056,8 +1056,9 @@ class Evaluator:
                 if isinstance(iter_value, Host) and not iter_value.batch:
                     self.event(EventType.READ, clause.iter, iter_value)
                 assign(self, clause.target, _iteration_element(iter_value, node))
-                if isinstance(clause.target, cst.Name):
-                    self.state.env[LOOP_VARIABLE + clause.target.value] = Const.of(node)
+                for name in _target_names(clause.target):
+                    # `[sd[k].cuda() for k, _ in m.named_parameters()]`: another entry each time (mar's EMA)
+                    self.state.env[LOOP_VARIABLE + name] = Const.of(node)
                 for condition in clause.ifs:
                     self.expr(condition.test)
             # What a comprehension produces is collected into its result: it outlives the iteration.
@@ -1092,8 +1093,8 @@ class Evaluator:
         for step in steps:
             # each item another buffer, as a loop over the container sees it (not one sent again)
             assign(self, clause.target, varying_in(step, node))
-            if isinstance(clause.target, cst.Name):
-                self.state.env[LOOP_VARIABLE + clause.target.value] = Const.of(node)
+            for name in _target_names(clause.target):
+                self.state.env[LOOP_VARIABLE + name] = Const.of(node)
             taken = True
             for condition in clause.ifs:
                 answer = self.expr(condition.test)
@@ -1409,6 +1410,8 @@ def _element(base: Host, indexes: list) -> Value:
             found.add(site.values[index.single])
         else:
             return Const(frozenset(found))
+    if _integer(index) or isinstance(index, Scalar) and index.kind == "int":
+        return Scalar("number")  # `var[1]`: one element, a NumPy scalar
     return UNKNOWN
 
 
@@ -1486,6 +1489,11 @@ def _iteration_element(iterable: Value, loop) -> Value:
 
 iteration_element = _iteration_element
 single_pass = _single_pass
+
+
+def _target_names(target) -> list:
+    from .transfer import _names
+    return list(_names(target))
 
 
 def _calls_something(node) -> bool:

@@ -1334,14 +1334,16 @@ _ARMS: dict = {}
 def _straight_line_nodes(function: cst.FunctionDef) -> dict:
     """The calls and operations of the function's own top-level simple statements that every call
     runs, each with its statement's index in the body: no `if`, loop, `try` or `with` around them, and
-    no statement before them that may leave the function (`if self.buf is not None: return self.buf`
-    makes what follows a cache's set-up)."""
+    no statement before them that may leave the function with a value (`if self.buf is not None:
+    return self.buf` makes what follows a cache's set-up). A check that raises (`if not phase: raise
+    ValueError(...)`) leaves nothing behind: every call that goes on runs what follows (GraphSAINT's
+    minibatch set-up, survey 52)."""
     found = _STRAIGHT.get(function)
     if found is None:
         found = {}
         for index, statement in enumerate(suite_body(function.body)):
             if not isinstance(statement, cst.SimpleStatementLine):
-                if any(isinstance(part, (cst.Return, cst.Raise, cst.Yield)) for part in
+                if any(isinstance(part, (cst.Return, cst.Yield)) for part in
                        code_nodes(statement, into_definitions=False)):
                     break
                 continue
