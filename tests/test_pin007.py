@@ -2823,3 +2823,37 @@ def load_averaged(net, path):
     return {upload}
 """
     assert rows(src, "PIN007") == ([row_of(src, "return")] if reported else [])
+
+
+@pytest.mark.parametrize("download, reported", [
+    # DUCATI's cache allocator (survey 52 BF): a download made once, re-sent on every iteration
+    ("host = dev.cpu()", True),
+    ("host = dev.to('cpu')", True),
+    ("host = dev.cpu().pin_memory()", False),   # pinned: PIN008's and PIN001's business, not PIN007's
+])
+def test_a_download_re_sent_in_a_loop_is_the_same_pageable_buffer_each_time(download, reported):
+    src = f"""
+import torch
+
+
+def reupload(rounds):
+    dev = torch.zeros(1 << 22, device="cuda")
+    {download}
+    for _ in range(rounds):
+        back = host.cuda()
+"""
+    assert rows(src, "PIN007") == ([row_of(src, "back = host.cuda()")] if reported else [])
+
+
+def test_a_download_made_on_each_iteration_is_a_new_buffer_each_time():
+    src = """
+import torch
+
+
+def roundtrip(rounds):
+    dev = torch.zeros(1 << 22, device="cuda")
+    for _ in range(rounds):
+        host = dev.cpu()
+        back = host.cuda()
+"""
+    assert rows(src, "PIN007") == []

@@ -978,3 +978,39 @@ def sample(x, other):
     return x
 """
     assert ("PIN007" in codes(src)) == reported, src
+
+
+@pytest.mark.parametrize("train, reported", [
+    ("True", False),    # the training items: a one-number length per clip, 32 int64 per batch
+    ("False", True),    # the evaluation items: features nothing here sizes
+])
+def test_a_dataset_built_for_training_gives_its_training_items(train, reported):
+    # HierSpeech++ (survey 52 BC): `if not self.train: return wav, feats` in __getitem__ of a dataset the
+    # training loader builds with `train=True`; the object's constant field decides the method's test.
+    src = f"""
+import torch
+from torch.utils.data import DataLoader
+
+
+class ClipSet(torch.utils.data.Dataset):
+    def __init__(self, paths, train=True):
+        self.train = train
+        self.paths = paths
+
+    def __len__(self):
+        return len(self.paths)
+
+    def __getitem__(self, i):
+        wav = torch.load(self.paths[i])
+        if not self.train:
+            return wav, torch.load(self.paths[i] + ".feat")
+        frames = torch.LongTensor([wav.shape[-1] // 320])
+        return wav, frames
+
+
+def run(paths):
+    loader = DataLoader(ClipSet(paths, train={train}), batch_size=32)
+    for wav, frames in loader:
+        frames = frames.cuda(non_blocking=True)
+"""
+    assert ("PIN001" in codes(src)) == reported

@@ -696,7 +696,14 @@ def _decides_a_test(fn: Function, env: dict) -> bool:
     callee with it leaves the arms it rules out aside."""
     from .domain import ANYTHING
     tested = tested_names(fn.node, fn.module.project.tested_names) | _tested_by_base_init(fn)
-    return any(isinstance(v, Const) and ANYTHING not in v.values and name in tested for name, v in env.items())
+    if any(isinstance(v, Const) and ANYTHING not in v.values and name in tested for name, v in env.items()):
+        return True
+    # `if not self.train:` in a method of an object built with `train=True` (a dataset's evaluation-only
+    # return, HierSpeech++'s loader, survey 52 BC): the object's constant field decides it
+    receiver = _self_name(fn.node) if fn.klass is not None and fn.kind == "method" else None
+    obj = env.get(receiver) if receiver else None
+    return isinstance(obj, Instance) and receiver in tested and \
+        any(isinstance(v, Const) and ANYTHING not in v.values and name in tested for name, v in obj.fields)
 
 
 _TESTED_BY_BASE: dict = {}
