@@ -1014,3 +1014,41 @@ def run(paths):
         frames = frames.cuda(non_blocking=True)
 """
     assert ("PIN001" in codes(src)) == reported
+
+
+_TOPK_DATASET = """
+import numpy as np
+import torch
+
+
+class TopK(torch.utils.data.Dataset):
+    def __len__(self):
+        return 10000
+
+    def __getitem__(self, i):
+        img = np.zeros((3, 224, 224), dtype=np.float32)
+        ids = np.zeros({k}, dtype=np.{dtype})
+        return (img, 0), (ids, np.ones({k}, dtype=np.float16))
+
+
+def run(pin):
+    loader = torch.utils.data.DataLoader(TopK(), batch_size=128, pin_memory={pin})
+    for (x, y), (top_ids, top_vals) in loader:
+        x = x.cuda(non_blocking=True)
+        top_ids = top_ids.{convert}
+        top_ids = top_ids.cuda(non_blocking=True)  # ids
+"""
+
+
+@pytest.mark.parametrize("pin", ["True", "pin"])
+@pytest.mark.parametrize("k, dtype, convert, reported", [
+    # TinyViT's saved top-k logits (survey 52 BA): 128 x 100 int16 ids made int64 on the host, 100 KB
+    (100, "int16", "long()", True),
+    (100, "int16", "to(torch.int64)", True),
+    (100, "int64", "long()", False),        # already int64: the batch itself, pinned or not
+    (10, "int16", "long()", False),         # 10 KB: under the threshold
+])
+def test_a_batch_field_converted_on_the_host_is_a_new_pageable_tensor(pin, k, dtype, convert, reported):
+    src = _TOPK_DATASET.format(k=k, dtype=dtype, convert=convert, pin=pin)
+    found = [f.location.row for f in findings(src) if f.code == "PIN001"]
+    assert (row_of(src, "# ids") in found) == reported, src

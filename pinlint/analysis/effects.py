@@ -19,7 +19,7 @@ from ..apitables import Api, ArgSpec
 from ..imports import dotted
 from ..model import EventType, Kind, first_site
 from ..walk import small_statements, suite_body
-from .domain import (LABELLED_DATASET, LABELLED_ITEM, ANYTHING, numeric_const, NDIM_UNKNOWN, ON_GPU, UNKNOWN, Const, Context, Device, DeviceSpec, Host, Items, Iteration, LibraryRef, Loader, Obj, Scalar, Seq, Stream,
+from .domain import (LABELLED_DATASET, LABELLED_ITEM, ANYTHING, all_sites, numeric_const, NDIM_UNKNOWN, ON_GPU, UNKNOWN, Const, Context, Device, DeviceSpec, Host, Items, Iteration, LibraryRef, Loader, Obj, Scalar, Seq, Stream,
                      Tensor, Value, element_of, flatten, join, unknown_host, Function, Instance, Mapping, rebuild,
                      true_in_gpu_runs, interesting, map_hosts, ClassRef, ModuleRef)
 from .dtypes import canonical_dtype, common, element_bound, element_count, has_float, item_size, range_bound, range_length, size_bound, transposed, widest_item
@@ -962,7 +962,9 @@ def _converted_size(ev, source: Host, target: Optional[str], bound: bool = False
             return None
         counts.add(total // (size or 1))  # a bound: at least a byte an element of a dtype nothing names
     new_size = item_size(target, ev.tables)
-    if not counts or source.maybe_unknown:
+    # a loader's batch field whose pinning alone is unknown (`pin_memory=cfg.pin`) is still that size
+    fields = all(s.variant == LOADER_BATCH and (s.nbytes is not None or s.max_nbytes is not None) for s in source.sites)
+    if not counts or source.maybe_unknown and not fields:
         return None
     if bound:
         return size_bound(max(counts), new_size)
@@ -1215,11 +1217,15 @@ def _loader(ev, api: Api, node, receiver, args: Args) -> Value:
     if collate is None and kind is Kind.PAGEABLE and not unsure and _hands_items_through(args):
         return Loader(site, _items_as_they_are(ev, node, args))
     batch = _collated(ev, node, collate[1], site, args) if collate is not None else None
-    if collate is None and not unsure:
+    if collate is None:
         batch = _default_collated(ev, node, args, site, api)
     if unsure:
+        # pinned or not: what its fields are still says what converting one makes (`ids.long()` of an
+        # int16 field is a new pageable tensor either way)
+        made = {s for s in all_sites(batch)} if batch is not None else set()
         batch = map_hosts(batch if batch is not None else Host(frozenset([site]), "torch", batch=True),
-                          lambda host: replace(host, maybe_unknown=True) if site in host.sites else host)
+                          lambda host: replace(host, maybe_unknown=True) if site in host.sites or host.sites & made
+                          else host)
     return Loader(site, batch)
 
 
@@ -1258,16 +1264,33 @@ def _default_collated(ev, node, args: Args, site, api: Api) -> Optional[Value]:
             listed = nbytes is None and all(s.python_numbers for s in value.sites)
         elif number:
             nbytes = 8  # a Python number: one int64 or float64 element per item
+        if isinstance(value, Items) and value.items and not value.names:
+            return Items(tuple(field(v) for v in value.items))  # nested: `(img, label), (ids, vals)`
         if listed:
             made = ev.site(node, site.kind, "torch", api.name, fix=site.fix, fresh_each_iteration=True,
                            variant=LOADER_BATCH, python_numbers=True)
             sized.append(made)
             return Host(frozenset([made]), "torch", batch=True)
+        typed = common(s.dtype for s in value.sites) if isinstance(value, Host) and value.sites and \
+            not value.maybe_unknown and not value.pointer else None
+        if (nbytes is None or count is None) and typed is not None and not number:
+            # a size nothing here gives, of an element type it does give
+            made = ev.site(node, site.kind, "torch", api.name, fix=site.fix, fresh_each_iteration=True,
+                           variant=LOADER_BATCH, dtype=typed)
+            sized.append(made)
+            return Host(frozenset([made]), "torch", batch=True)
         if nbytes is None or count is None and not number:
             return generic
+        # the item's element type, which the collated tensor keeps (a Python int: int64, a float: float64),
+        # so that `.long()` of an int16 field is known to be a new tensor (TinyViT's top-k ids, survey 52)
+        if isinstance(value, Host):
+            dtype = common(s.dtype for s in value.sites)
+        else:
+            kind = value.kind if isinstance(value, Scalar) else type(value.single).__name__
+            dtype = {"int": "int64", "float": "float64"}.get(kind)
         made = ev.site(node, site.kind, "torch", api.name, fix=site.fix, fresh_each_iteration=True,
                        variant=LOADER_BATCH, nbytes=count * nbytes if count is not None else None,
-                       python_numbers=count is None)
+                       python_numbers=count is None, dtype=dtype)
         sized.append(made)
         return Host(frozenset([made]), "torch", batch=True)
     if isinstance(item, Mapping) and item.entries and item.rest is None and not item.optional:
