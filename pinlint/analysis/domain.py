@@ -708,6 +708,11 @@ def element_of(value: Optional[Value]) -> Value:
     if isinstance(value, Host) and not value.pointer and value.sites and (value.dimensions() or 0) >= 2:
         # The rows of a 2-D (or more) array: views of the same memory.
         return replace(value, ndim=value.dimensions() - 1)
+    if isinstance(value, Host) and not value.pointer and value.sites and not value.maybe_unknown and \
+            value.library == "numpy" and value.dimensions() == 1:
+        # The elements of a 1-D NumPy array: numbers (`for i, a in enumerate(alphas_cumprod):` of a
+        # respaced diffusion schedule, survey 52 BE)
+        return Scalar("number")
     if isinstance(value, Device):
         return value
     if isinstance(value, Obj) and value.tag.startswith("table"):

@@ -438,7 +438,10 @@ def _shape_info_of(ev, api: Api, receiver: Optional[Value], args: Args) -> tuple
     if api.arg("joined") is not None:
         spec = api.arg("joined")
         joined = Items(tuple(v for _, v in args.positional)) if spec.is_all and not args.star else args.value(spec)
-        return _joined(joined, ev.tables)
+        nbytes, dtype, ndim, bound = _joined(joined, ev.tables)
+        if spec.is_all and len(args.positional) == 2 and "axis" not in args.keywords:
+            ndim = 1  # `np.append(a, v)` without an axis flattens both
+        return nbytes, dtype, ndim, bound
     if api.opt("cross"):
         return _crossed([v for _, v in args.positional[:2]], ev.tables)
     like = _arg_value(api.arg("like"), receiver, args)
