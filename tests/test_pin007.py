@@ -2857,3 +2857,83 @@ def roundtrip(rounds):
         back = host.cuda()
 """
     assert rows(src, "PIN007") == []
+
+
+@pytest.mark.parametrize("build, guard, reported", [
+    # mcSIM (survey 52 BJ): a helper builds the object and sets its guesses on every iteration
+    ("obj = Recon()\n    obj.set_guesses(weights)\n    return obj", "weights is not None", False),
+    # the object's own state picks the arm; the arm still makes the array on each call
+    ("obj = Recon()\n    obj.set_guesses(weights)\n    return obj", "self.gpu", False),
+])
+def test_an_object_rebuilt_in_a_loop_sends_a_new_array_each_time(build, guard, reported):
+    src = f"""
+import numpy as np
+import cupy as cp
+
+
+class Recon:
+    def __init__(self):
+        self.gpu = True
+        self.w = None
+
+    def set_guesses(self, weights):
+        if {guard}:
+            self.w = np.array(weights)
+        else:
+            self.w = np.ones(4096 * 64)
+
+    def run(self):
+        with cp.cuda.Device(0):
+            return float(cp.asarray(self.w).sum())
+
+
+def build(weights):
+    {build}
+
+
+def sweep(seed):
+    for it in range(20):
+        r = build(seed)
+        r.run()  # run
+
+
+def once(seed):
+    r = build(seed)
+    for it in range(20):
+        r.run()  # again
+"""
+    # built once before the loop, the same array goes up on every iteration
+    expected = [row_of(src, "r.run()  # again")] + ([row_of(src, "r.run()  # run")] if reported else [])
+    assert sorted(rows(src, "PIN007")) == sorted(expected), src
+
+
+def test_a_method_that_remakes_its_arrays_inside_a_with_block_sends_new_ones_each_call():
+    # merfish3d-analysis (survey 52 BJ): `with cp.cuda.Device(0): self._decode()` remakes
+    # `self.decoded = np.zeros(...)` before `_extract` uploads it, once per tile.
+    src = """
+import numpy as np
+import cupy as cp
+
+
+class Decoder:
+    def __init__(self, n):
+        self.n = n
+
+    def _decode(self):
+        self.decoded = np.zeros((self.n, 2048, 2048), dtype=np.int16)
+
+    def _extract(self):
+        return float(cp.asarray(self.decoded).sum())
+
+    def decode_one_tile(self):
+        with cp.cuda.Device(0):
+            self._decode()
+            return self._extract()
+
+
+def worker(tiles):
+    dec = Decoder(16)
+    for t in tiles:
+        dec.decode_one_tile()
+"""
+    assert rows(src, "PIN007") == []

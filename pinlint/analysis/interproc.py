@@ -1305,12 +1305,27 @@ def _renamer(ev, fn: Function, node, outcome: Outcome):
     # each upload: TPSolver's benchmark sweep, survey 50 X).
     every_call = frozenset(s for e in outcome.events if e.type is EventType.ALLOC and not e.branch
                            and not e.conditional for s in e.sites) if outcome.kept else frozenset()
+    if outcome.kept and fn.klass is not None and fn.kind == "method":
+        # An arm a test of the arguments picks (`if weights is not None: self.w = np.array(weights)
+        # else: self.w = np.ones(n)`) makes its buffer on every call that takes it; only a test of the
+        # object itself (`if self.w is None:`, `if key not in self.cache:`) can be a cache's guard
+        # (mcSIM's guesses, rebuilt by a constructor called in a loop, survey 52 BJ).
+        receiver = _self_name(fn.node)
+        every_call |= frozenset(s for e in outcome.events if e.type is EventType.ALLOC and not e.loops and e.branch
+                                and all(_tests_only_arguments(owner, receiver) for owner, _ in e.branch)
+                                for s in e.sites)
     if outcome.kept:
         # a conversion or arithmetic result (no allocation event of its own) in a statement of the
         # body outside any `if` or loop: `m = np.empty_like(a).astype(np.float32)` then
         # `moments["m"] = m` keeps a new buffer on each call, not a cache
         straight = _straight_line_nodes(fn.node)
         every_call |= frozenset(s for s in outcome.kept if s.node in straight and not s.via)
+        # a buffer a call of its straight-line body made anew (renamed to that call) in the object it
+        # returns: `obj = Recon(); obj.set_guesses(w); return obj` makes it on each call too (one kept
+        # on the receiver may be a rebuild the caller runs now and then, as an agent's planner is)
+        returned = all_sites(outcome.returned)
+        every_call |= frozenset(s for s in outcome.kept if s.node in straight and s in returned and
+                                s.variant in ("call", "construction"))
 
     passed = outcome.inputs - outcome.own_inputs  # what the caller gave as arguments
 
@@ -1333,6 +1348,59 @@ def _renamer(ev, fn: Function, node, outcome: Outcome):
     return rename
 
 
+def _tests_only_arguments(owner, receiver: Optional[str]) -> bool:
+    """An ``if`` that is no cache's guard: its test reads, of the object (``self``), only fields its
+    arms do not set (`if self.mode == "lp":` around `self.decoded = np.zeros(...)`), and is no
+    membership test and no call: it picks an arm by what the call was given or how the object is
+    set up, and the arm makes its buffer each time it runs."""
+    if not isinstance(owner, cst.If) or receiver is None:
+        return False
+    read = set()
+    todo = [owner.test]
+    while todo:
+        item = todo.pop()
+        if isinstance(item, cst.Attribute) and isinstance(item.value, cst.Name) and item.value.value == receiver:
+            read.add(item.attr.value)
+            continue
+        if isinstance(item, cst.Name) and item.value == receiver:
+            return False  # the object itself (`if self:`, `getattr(self, ...)`)
+        if isinstance(item, cst.ComparisonTarget) and isinstance(item.operator, (cst.In, cst.NotIn)):
+            return False  # `if key not in self.cache:`
+        if isinstance(item, (cst.Lambda, cst.Call)):
+            return False  # what a call tests (`self._ready()`, `cache.has(k)`) is not told here
+        todo.extend(code_parts(item))
+    if read & _fields_set_in(owner, receiver):
+        return False
+    # every arm (an `else` too) sets a field they all set: no call leaves an earlier buffer there
+    arms, arm = [], owner
+    while isinstance(arm, cst.If):
+        arms.append(arm.body)
+        arm = arm.orelse
+    if not isinstance(arm, cst.Else):
+        return False
+    arms.append(arm.body)
+    common = None
+    for body in arms:
+        fields = _fields_set_in(body, receiver)
+        common = fields if common is None else common & fields
+    return bool(common)
+
+
+def _fields_set_in(owner, receiver: str) -> set:
+    found = set()
+    for part in code_nodes(owner, into_definitions=False):
+        targets = []
+        if isinstance(part, cst.Assign):
+            targets = [t.target for t in part.targets]
+        elif isinstance(part, (cst.AnnAssign, cst.AugAssign)):
+            targets = [part.target]
+        for target in targets:
+            if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and \
+                    target.value.value == receiver:
+                found.add(target.attr.value)
+    return found
+
+
 _STRAIGHT: dict = {}
 _STATEMENT_OF: dict = {}
 _ARMS: dict = {}
@@ -1340,7 +1408,7 @@ _ARMS: dict = {}
 
 def _straight_line_nodes(function: cst.FunctionDef) -> dict:
     """The calls and operations of the function's own top-level simple statements that every call
-    runs, each with its statement's index in the body: no `if`, loop, `try` or `with` around them, and
+    runs, each with its statement's index in the body: no `if`, loop or `try` around them, and
     no statement before them that may leave the function with a value (`if self.buf is not None:
     return self.buf` makes what follows a cache's set-up). A check that raises (`if not phase: raise
     ValueError(...)`) leaves nothing behind: every call that goes on runs what follows (GraphSAINT's
@@ -1348,18 +1416,44 @@ def _straight_line_nodes(function: cst.FunctionDef) -> dict:
     found = _STRAIGHT.get(function)
     if found is None:
         found = {}
-        for index, statement in enumerate(suite_body(function.body)):
-            if not isinstance(statement, cst.SimpleStatementLine):
+        for index, statement in enumerate(_flat_statements(function)):
+            if isinstance(statement, cst.With):
+                parts = [p for item in statement.items for p in code_nodes(item, into_definitions=False)]
+            elif isinstance(statement, cst.SimpleStatementLine):
+                parts = code_nodes(statement, into_definitions=False)
+            else:
                 if any(isinstance(part, (cst.Return, cst.Yield)) for part in
                        code_nodes(statement, into_definitions=False)):
                     break
                 continue
-            for part in code_nodes(statement, into_definitions=False):
+            for part in parts:
                 if isinstance(part, (cst.Call, cst.BinaryOperation, cst.UnaryOperation, cst.Subscript)):
                     found[part] = index
-            if any(isinstance(small, (cst.Return, cst.Raise)) for small in statement.body):
+            if isinstance(statement, cst.SimpleStatementLine) and \
+                    any(isinstance(small, (cst.Return, cst.Raise)) for small in statement.body):
                 break
         _STRAIGHT[function] = found
+    return found
+
+
+_FLAT: dict = {}
+
+
+def _flat_statements(function: cst.FunctionDef) -> list:
+    """The function's body in order, a ``with`` block's statements after its header as the body's
+    own (they run whenever the ``with`` statement does: `with cp.cuda.Device(0): self._decode();
+    return self._extract()`, merfish3d's decoder, survey 52). A ``with`` stands for its header."""
+    found = _FLAT.get(function)
+    if found is None:
+        found = []
+
+        def add(body) -> None:
+            for statement in suite_body(body):
+                found.append(statement)
+                if isinstance(statement, cst.With) and statement.asynchronous is None:
+                    add(statement.body)
+        add(function.body)
+        _FLAT[function] = found
     return found
 
 
@@ -1372,7 +1466,7 @@ def _complete_if_arms(function: cst.FunctionDef) -> dict:
     found = _ARMS.get(function)
     if found is None:
         found = {}
-        body = suite_body(function.body)
+        body = _flat_statements(function)
         straight = _straight_line_nodes(function)
         last = max(straight.values(), default=-1)
         for index, statement in enumerate(body):
@@ -1410,13 +1504,17 @@ def _complete_if_arms(function: cst.FunctionDef) -> dict:
 
 
 def _statement_of(function: cst.FunctionDef, node) -> Optional[int]:
-    """The index of the top-level statement of the function's body that holds ``node`` (not in a
-    nested definition); None when none does."""
+    """The index of the statement of the function's body (``_flat_statements``) that holds ``node``
+    (not in a nested definition); None when none does."""
     found = _STATEMENT_OF.get(function)
     if found is None:
-        found = _STATEMENT_OF[function] = {
-            id(part): index for index, statement in enumerate(suite_body(function.body))
-            for part in code_nodes(statement, into_definitions=False)}
+        found = _STATEMENT_OF[function] = {}
+        for index, statement in enumerate(_flat_statements(function)):
+            parts = [p for item in statement.items for p in code_nodes(item, into_definitions=False)] \
+                if isinstance(statement, cst.With) and statement.asynchronous is None else \
+                code_nodes(statement, into_definitions=False)
+            for part in parts:
+                found[id(part)] = index
     return found.get(id(node))
 
 
