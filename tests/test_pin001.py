@@ -4528,3 +4528,24 @@ def test_small_fields_of_a_collated_batch_stay_small(label, target, batch, colla
     src = _LABELLED_BAGS.format(label=label, target=target, batch=batch, collate=collate)
     found = [f.location.row for f in findings(src, Settings()) if f.code == "PIN001"]  # the default threshold
     assert found == [row_of(src, marker) for marker in reported], src
+
+
+@pytest.mark.parametrize("made", ["dict(zip(names, loaders))", "dict(list(zip(names, loaders)))",
+                                  "dict([(n, l) for n, l in zip(names, loaders)])"])
+@pytest.mark.parametrize("pin, reported", [("False", True), ("True", False)])
+def test_a_dict_of_loaders_built_from_pairs_hands_out_their_batches(made, pin, reported):
+    # VideoMamba (survey 52 BI): the loaders of each task kept as `dict(list(zip(names, loaders)))`
+    # and drawn by name in the training loop.
+    src = f"""
+import torch
+from torch.utils.data import DataLoader
+
+
+def train(ds, names, dev):
+    loaders = [DataLoader(ds, batch_size=8, pin_memory={pin}) for _ in names]
+    by_name = {made}
+    for name in names:
+        for clip in by_name[name]:
+            clip = clip.to(dev, non_blocking=True)
+"""
+    assert ("PIN001" in codes(src, Settings())) == reported

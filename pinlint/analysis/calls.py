@@ -666,6 +666,11 @@ class Calls:
             entries = {key: value for key, (_, value) in args.keywords.items()}
             if isinstance(first, Mapping):
                 return mapping({**dict(first.entries), **entries}, first.rest)
+            pair = element_of(first) if len(args.positional) == 1 and not args.star else None
+            if isinstance(pair, Items) and len(pair.items) == 2 and not pair.names:
+                # `dict(zip(names, loaders))`: some key for each pair, each value one of the pairs' values
+                # (VideoMamba's loaders by task name, survey 52 BI)
+                return mapping(entries, pair.items[1])
             return mapping(entries, None if not args.positional else UNKNOWN)
         if name == "super":
             return interproc.super_value(ev)

@@ -30,8 +30,8 @@ _TAGS = frozenset({TABLE.tag, COLUMN.tag, ROW.tag, CELLS.tag, ROWS_BY_LABEL.tag,
 _SEVERAL = (TABLE, COLUMN, ROW, CELLS)
 
 # What an `effect = "table"` call gives (its `gives` option).
-GIVES = {"table": TABLE, "column": COLUMN, "row": ROW, "cells": CELLS, "cell": CELL, "cell-list": Seq(CELL), "rows": Seq(ROW),
-         "indexed-rows": Seq(Items((CELL, ROW)))}
+GIVES = {"table": TABLE, "column": COLUMN, "row": ROW, "cells": CELLS, "cell": CELL, "cell-list": Seq(CELL),
+         "rows": Seq(ROW), "indexed-rows": Seq(Items((CELL, ROW)))}
 
 
 def is_tabular(value: Value) -> bool:
