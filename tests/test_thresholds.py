@@ -980,11 +980,12 @@ def sample(x, other):
     assert ("PIN007" in codes(src)) == reported, src
 
 
+@pytest.mark.parametrize("batch", ["32", "cfg.batch_size"])   # a batch size from a config: still one per item
 @pytest.mark.parametrize("train, reported", [
     ("True", False),    # the training items: a one-number length per clip, 32 int64 per batch
     ("False", True),    # the evaluation items: features nothing here sizes
 ])
-def test_a_dataset_built_for_training_gives_its_training_items(train, reported):
+def test_a_dataset_built_for_training_gives_its_training_items(train, reported, batch):
     # HierSpeech++ (survey 52 BC): `if not self.train: return wav, feats` in __getitem__ of a dataset the
     # training loader builds with `train=True`; the object's constant field decides the method's test.
     src = f"""
@@ -1008,8 +1009,8 @@ class ClipSet(torch.utils.data.Dataset):
         return wav, frames
 
 
-def run(paths):
-    loader = DataLoader(ClipSet(paths, train={train}), batch_size=32)
+def run(paths, cfg):
+    loader = DataLoader(ClipSet(paths, train={train}), batch_size={batch})
     for wav, frames in loader:
         frames = frames.cuda(non_blocking=True)
 """

@@ -1264,7 +1264,7 @@ def _default_collated(ev, node, args: Args, site, api: Api) -> Optional[Value]:
         if isinstance(value, Host) and value.sites and not value.maybe_unknown and not value.pointer:
             sizes = {s.nbytes for s in value.sites}
             nbytes = sizes.pop() if len(sizes) == 1 else None
-            listed = nbytes is None and all(s.python_numbers for s in value.sites)
+            listed = (nbytes is None or count is None) and all(s.python_numbers for s in value.sites)
         elif number:
             nbytes = 8  # a Python number: one int64 or float64 element per item
         if isinstance(value, Items) and value.items and not value.names:
