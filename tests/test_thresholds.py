@@ -1053,3 +1053,38 @@ def test_a_batch_field_converted_on_the_host_is_a_new_pageable_tensor(pin, k, dt
     src = _TOPK_DATASET.format(k=k, dtype=dtype, convert=convert, pin=pin)
     found = [f.location.row for f in findings(src) if f.code == "PIN001"]
     assert (row_of(src, "# ids") in found) == reported, src
+
+
+def test_a_loader_over_one_of_several_datasets_collates_an_item_of_either():
+    # VideoMamba (survey 52 BI): one loader built over an image set or a video set; either's index
+    # field is batch-size numbers, while either's clips are large.
+    src = """
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+
+class Img(Dataset):
+    def __len__(self):
+        return 10
+
+    def __getitem__(self, i):
+        return torch.rand(3, 224, 224), "caption", i
+
+
+class Vid(Dataset):
+    def __len__(self):
+        return 10
+
+    def __getitem__(self, i):
+        return torch.rand(8, 3, 224, 224), "caption", i
+
+
+def train(kinds, dev):
+    for kind in kinds:
+        ds = Img() if kind == "image" else Vid()
+        loader = DataLoader(ds, batch_size=32, pin_memory=False)
+        for image, text, idx in loader:
+            image = image.to(dev, non_blocking=True)  # image
+            idx = idx.to(dev, non_blocking=True)  # idx
+"""
+    assert rows(src, "PIN001") == [row_of(src, "# image")]

@@ -21,7 +21,7 @@ from ..model import EventType, Kind, first_site
 from ..walk import small_statements, suite_body
 from .domain import (LABELLED_DATASET, LABELLED_ITEM, ANYTHING, all_sites, numeric_const, NDIM_UNKNOWN, ON_GPU, UNKNOWN, Const, Context, Device, DeviceSpec, Host, Items, Iteration, LibraryRef, Loader, Obj, Scalar, Seq, Stream,
                      Tensor, Value, element_of, flatten, join, unknown_host, Function, Instance, Mapping, rebuild,
-                     true_in_gpu_runs, interesting, map_hosts, ClassRef, ModuleRef)
+                     true_in_gpu_runs, interesting, map_hosts, ClassRef, ModuleRef, Alternatives, ordered)
 from .dtypes import canonical_dtype, common, element_bound, element_count, has_float, item_size, range_bound, range_length, size_bound, transposed, widest_item
 from .state import CAPTURING, MUTATED, STREAM
 
@@ -1335,6 +1335,17 @@ def _dataset_items(ev, node, args: Args) -> Value:
     one at a time with ``batch_size=None``, else a list of them."""
     dataset = args.positional[0][1] if args.positional else \
         (args.keywords["dataset"][1] if "dataset" in args.keywords else UNKNOWN)
+    if isinstance(dataset, Alternatives) and all(isinstance(o, Instance) or o == LABELLED_DATASET
+                                                 for o in dataset.options):
+        # one loader built over each of several datasets (VideoMamba's image and video sets, survey 52
+        # BI): an item of any of them
+        found = [_dataset_items(ev, node, _with_dataset(args, option)) for option in ordered(dataset.options)]
+        if any(f is UNKNOWN for f in found):
+            return UNKNOWN
+        joined = found[0]
+        for other in found[1:]:
+            joined = join(joined, other)
+        return joined
     if dataset == LABELLED_DATASET:
         item = LABELLED_ITEM
     elif not isinstance(dataset, Instance):
@@ -1348,6 +1359,12 @@ def _dataset_items(ev, node, args: Args) -> Value:
         return UNKNOWN
     batch_size = args.keywords.get("batch_size")
     return item if batch_size is not None and batch_size[1] == Const.of(None) else Seq(item)
+
+
+def _with_dataset(args: Args, dataset: Value) -> Args:
+    if args.positional:
+        return replace(args, positional=((args.positional[0][0], dataset),) + tuple(args.positional[1:]))
+    return replace(args, keywords={**args.keywords, "dataset": (args.keywords["dataset"][0], dataset)})
 
 
 def _collated(ev, node, collate: Value, site, args: Args) -> Optional[Value]:
