@@ -121,6 +121,22 @@ def test_the_cache_rechecks_callers_of_a_changed_module_and_nothing_else(tmp_pat
     assert sorted(linted) == ["helpers.py", "main.py"]
 
 
+def test_the_cache_rechecks_a_script_when_a_module_it_finds_through_sys_path_changes(tmp_path, monkeypatch, capsys):
+    # `sys.path.append("core")` then `from flowdata import make_loader` (SEA-RAFT, survey 52): the
+    # script's result depends on core/flowdata.py, and pinning the loader there clears its finding.
+    loader = ("from torch.utils import data\n\n"
+              "def make_loader(ds):\n    return data.DataLoader(ds, batch_size=8{pin})\n")
+    write(tmp_path, "core/flowdata.py", loader.format(pin=""))
+    write(tmp_path, "train.py", "import sys\nsys.path.append('core')\n\nfrom flowdata import make_loader\n\n\n"
+                                "def train(ds, net):\n    for x in make_loader(ds):\n"
+                                "        net(x.cuda(non_blocking=True))\n")
+    first = run_in_process(monkeypatch, capsys, tmp_path, "check", "--format", "json", ".")
+    assert [f["filename"] for f in json.loads(first[1])] == ["train.py"]
+    write(tmp_path, "core/flowdata.py", loader.format(pin=", pin_memory=True"))
+    again = run_in_process(monkeypatch, capsys, tmp_path, "check", "--format", "json", ".")
+    assert json.loads(again[1]) == []
+
+
 def test_a_warm_run_answers_from_the_cache_without_a_worker_pool(tmp_path, monkeypatch, capsys):
     bad = "import numpy as np\nimport pycuda.driver as cuda\n\nh = np.zeros(1 << 20)\n" \
           "cuda.memcpy_htod_async(0, h, cuda.Stream())\n"
