@@ -64,7 +64,26 @@ class Args:
 
 
 def apply(ev, api: Api, node: cst.Call, receiver: Optional[Value], args: Args) -> Value:
+    if api.effect != "table" and _holds_a_table(args):
+        # A table's cells handed to an array library (`torch.from_numpy(df.values)`, `np.asarray(col)`):
+        # an array of them, which nothing here sizes, as any array nothing explains
+        args = _tables_unknown(args)
     return EFFECTS[api.effect](ev, api, node, receiver, args)
+
+
+def _holds_a_table(args: Args) -> bool:
+    from .tabular import is_tabular
+    return any(is_tabular(v) for v in args.values())
+
+
+def _tables_unknown(args: Args) -> Args:
+    from .tabular import is_tabular
+
+    def plain(pair):
+        return (pair[0], UNKNOWN) if is_tabular(pair[1]) else pair
+    return replace(args, positional=tuple(plain(p) for p in args.positional),
+                   keywords={k: plain(p) for k, p in args.keywords.items()},
+                   starred=tuple(UNKNOWN if is_tabular(v) else v for v in args.starred))
 
 
 def _arg_value(spec: Optional[ArgSpec], receiver: Optional[Value], args: Args) -> Value:
