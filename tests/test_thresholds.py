@@ -1112,3 +1112,28 @@ def load(path, dev):
     return {made}.to(dev, non_blocking=True)
 """
     assert "PIN001" in codes(src)
+
+
+@pytest.mark.parametrize("collate", ["", ", collate_fn=None", ", collate_fn=fns[0]"])
+def test_collate_fn_none_is_the_default_collate(collate):
+    src = f"""
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+
+class Clips(Dataset):
+    def __len__(self):
+        return 10
+
+    def __getitem__(self, i):
+        return torch.rand(8, 3, 224, 224), i
+
+
+def train(dev):
+    fns = [None, None]
+    loader = DataLoader(Clips(), batch_size=32{collate})
+    for clip, idx in loader:
+        clip = clip.to(dev, non_blocking=True)  # clip
+        idx = idx.to(dev, non_blocking=True)  # idx
+"""
+    assert rows(src, "PIN001") == [row_of(src, "# clip")]

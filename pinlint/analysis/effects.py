@@ -1236,6 +1236,8 @@ def _loader(ev, api: Api, node, receiver, args: Args) -> Value:
     site = ev.site(node, kind, "torch", api.name, fix=api.opt("fix") if kind is Kind.PAGEABLE and not unsure else None,
                    fresh_each_iteration=True, variant=LOADER_BATCH)
     collate = args.keywords.get(api.opt("collate_kw")) if api.opt("collate_kw") else None
+    if collate is not None and collate[1] == Const.of(None):
+        collate = None  # `collate_fn=None`: the default collate function (VideoMamba's per-loader list of them)
     if collate is None and kind is Kind.PAGEABLE and not unsure and _hands_items_through(args):
         return Loader(site, _items_as_they_are(ev, node, args))
     batch = _collated(ev, node, collate[1], site, args) if collate is not None else None
