@@ -37,36 +37,44 @@ _SYS_PATH_ADDITION = re.compile(
     rb"""\s*,\s*[rR]?(['"])([^'"\n\\]+)\3\s*\))\s*\)""")
 
 
-def path_additions(importer: Optional[Path], root: Optional[Path]) -> tuple:
+def path_additions(importer: Optional[Path], root: Optional[Path], source=None) -> tuple:
     """The folders the importing file adds to ``sys.path`` by a literal name, where its later imports
     also find modules (SEA-RAFT's `sys.path.append('core')` before `from datasets import ...`, survey
     52): a relative name from the file's folder and from the project root (a script runs from either);
-    one joined to the file's own folder from there."""
+    one joined to the file's own folder from there. ``source``: the file's bytes or text where the
+    caller has them already (the file is read otherwise)."""
     if importer is None:
         return ()
-    if _ADDED is not None and importer in _ADDED:
-        return _ADDED[importer]
-    try:
-        data = importer.read_bytes()
-    except OSError:
-        data = b""
-    folders = []
-    if b"sys.path" in data:
-        for match in _SYS_PATH_ADDITION.finditer(data):
-            literal, joined = match.group(2), match.group(4)
-            try:
-                name = (literal or joined).decode("utf-8")
-            except UnicodeDecodeError:
-                continue
-            bases = [importer.parent] if joined else [importer.parent] + ([root] if root is not None else [])
-            for base in bases:
-                folder = Path(name) if Path(name).is_absolute() else base / name
-                if folder not in folders and not (_EXCLUDED_PARTS & set(folder.parts)):
-                    folders.append(folder)
-    found = tuple(folders)
+    key = (importer, root)
+    if _ADDED is not None and key in _ADDED:
+        return _ADDED[key]
+    if source is None:
+        try:
+            source = importer.read_bytes()
+        except OSError:
+            source = b""
+    elif isinstance(source, str):
+        source = source.encode("utf-8", "surrogatepass") if "sys.path" in source else b""
+    found = tuple(_added_folders(source, importer, root)) if b"sys.path" in source else ()
     if _ADDED is not None:
-        _ADDED[importer] = found
+        _ADDED[key] = found
     return found
+
+
+def _added_folders(source: bytes, importer: Path, root: Optional[Path]) -> list:
+    folders = []
+    for match in _SYS_PATH_ADDITION.finditer(source):
+        literal, joined = match.group(2), match.group(4)
+        try:
+            name = (literal or joined).decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        bases = [importer.parent] if joined else [importer.parent] + ([root] if root is not None else [])
+        for base in bases:
+            folder = Path(name) if Path(name).is_absolute() else base / name
+            if folder not in folders and not (_EXCLUDED_PARTS & set(folder.parts)):
+                folders.append(folder)
+    return folders
 
 
 def is_file(path: Path) -> bool:
@@ -107,26 +115,28 @@ def search_folders(path: Optional[Path], root: Optional[Path]) -> list:
     return folders
 
 
-def module_files(name: str, importer: Optional[Path], root: Optional[Path]):
-    """Candidate files for module ``name`` imported from the file ``importer``, best first. Within a
-    run the answer is kept per importing folder: the files of a package import the same modules
-    (a cold run of pytorch-lightning made 250,000 paths for 14,500 questions)."""
+def module_files(name: str, importer: Optional[Path], root: Optional[Path], source=None):
+    """Candidate files for module ``name`` imported from the file ``importer`` (whose bytes or text,
+    where the caller has them, are ``source``), best first. Within a run the answer is kept per importing folder
+    and the folders it adds to ``sys.path``: the files of a package import the same modules (a cold run
+    of pytorch-lightning made 250,000 paths for 14,500 questions)."""
+    added = path_additions(importer, root, source)
     if _FOUND is None:
-        return _module_files(name, importer, root)
-    key = (name, importer.parent if importer is not None else None, root, path_additions(importer, root))
+        return _module_files(name, importer, root, added)
+    key = (name, importer.parent if importer is not None else None, root, added)
     found = _FOUND.get(key)
     if found is None:
-        found = _FOUND[key] = tuple(_module_files(name, importer, root))
+        found = _FOUND[key] = tuple(_module_files(name, importer, root, added))
     return iter(found)
 
 
-def _module_files(name: str, importer: Optional[Path], root: Optional[Path]):
+def _module_files(name: str, importer: Optional[Path], root: Optional[Path], added: tuple):
     parts = [p for p in name.split(".") if p]
     if not parts:
         return
     relative = Path(*parts)
     folders = search_folders(importer, root)
-    for base in folders + [f for f in path_additions(importer, root) if f not in folders]:
+    for base in folders + [f for f in added if f not in folders]:
         for candidate in (base / relative.with_suffix(".py"), base / relative / "__init__.py"):
             if is_file(candidate) and not (_EXCLUDED_PARTS & set(candidate.parts)):
                 yield candidate

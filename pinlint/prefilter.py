@@ -96,7 +96,7 @@ def imported_files(data: bytes, path: Optional[Path]) -> list:
                                       folder / Path(*name.split(".")) / "__init__.py" if name else folder / "__init__.py")
                           if c is not None and c.is_file()]
         else:
-            candidates = list(module_files(name, path, None))[:1]
+            candidates = list(module_files(name, path, None, data))[:1]
         found += candidates
     return found
 

@@ -24,6 +24,7 @@ from .domain import (LABELLED_DATASET, LABELLED_ITEM, ANYTHING, all_sites, numer
                      true_in_gpu_runs, interesting, map_hosts, ClassRef, ModuleRef, Alternatives, ordered)
 from .dtypes import canonical_dtype, common, element_bound, element_count, has_float, item_size, range_bound, range_length, size_bound, transposed, widest_item
 from .state import CAPTURING, MUTATED, STREAM
+from .tabular import GIVES, is_tabular
 
 _TRANSPOSING = frozenset({"T", "mT", "transpose", "swapaxes", "permute", "moveaxis", "rollaxis", "flip", "flipud",
                           "fliplr", "rot90"})
@@ -72,13 +73,10 @@ def apply(ev, api: Api, node: cst.Call, receiver: Optional[Value], args: Args) -
 
 
 def _holds_a_table(args: Args) -> bool:
-    from .tabular import is_tabular
     return any(is_tabular(v) for v in args.values())
 
 
 def _tables_unknown(args: Args) -> Args:
-    from .tabular import is_tabular
-
     def plain(pair):
         return (pair[0], UNKNOWN) if is_tabular(pair[1]) else pair
     return replace(args, positional=tuple(plain(p) for p in args.positional),
@@ -380,11 +378,10 @@ def _of_python_numbers(api: Api, receiver, args: Args) -> bool:
     # `np.cumsum(counts)` of the list of Python numbers itself (point-transformer's chunk offsets, survey 52)
     if api.arg("like") is not None and isinstance(like, (Items, Seq)) and _python_numbers(like):
         return True
-    spec = api.arg("joined")
-    if spec is None or args.star:
+    if api.arg("joined") is None or args.star:
         return False
     # `np.append(1.0, alphas[:-1])`, `np.concatenate([a, b])` of such arrays (and numbers): one too
-    joined = Items(tuple(v for _, v in args.positional)) if spec.is_all else args.value(spec)
+    joined = _joined_value(api, args)
     items = joined.items if isinstance(joined, Items) else ()
     hosts = [i for i in items if isinstance(i, Host)]
     return bool(hosts) and all(
@@ -455,10 +452,8 @@ def _shape_info_of(ev, api: Api, receiver: Optional[Value], args: Args) -> tuple
     if api.arg("pad") is not None:
         return _padded(args.value(api.arg("pad_of")), args.value(api.arg("pad")))
     if api.arg("joined") is not None:
-        spec = api.arg("joined")
-        joined = Items(tuple(v for _, v in args.positional)) if spec.is_all and not args.star else args.value(spec)
-        nbytes, dtype, ndim, bound = _joined(joined, ev.tables)
-        if spec.is_all and len(args.positional) == 2 and "axis" not in args.keywords:
+        nbytes, dtype, ndim, bound = _joined(_joined_value(api, args), ev.tables)
+        if api.arg("joined").is_all and len(args.positional) == 2 and "axis" not in args.keywords:
             ndim = 1  # `np.append(a, v)` without an axis flattens both
         return nbytes, dtype, ndim, bound
     if api.opt("cross"):
@@ -536,6 +531,15 @@ def _padded(source: Value, width: Value) -> tuple:
     if None in sizes or growth is None:
         return None, dtype, ndim, None
     return None, dtype, ndim, max(sizes) * growth
+
+
+def _joined_value(api: Api, args: Args) -> Value:
+    """What a joining call joins: its list argument (`np.concatenate(arrays)`), or with ``joined =
+    "all"`` its positional arguments (`np.append(a, v)`)."""
+    spec = api.arg("joined")
+    if spec.is_all:
+        return UNKNOWN if args.star else Items(tuple(v for _, v in args.positional))
+    return args.value(spec)
 
 
 def _joined(arrays: Value, tables) -> tuple:
@@ -1277,46 +1281,35 @@ def _default_collated(ev, node, args: Args, site, api: Api) -> Optional[Value]:
     generic = Host(frozenset([site]), "torch", batch=True)
     sized = []
 
+    def stacked(**known) -> Host:
+        made = ev.site(node, site.kind, "torch", api.name, fix=site.fix, fresh_each_iteration=True,
+                       variant=LOADER_BATCH, **known)
+        sized.append(made)
+        return Host(frozenset([made]), "torch", batch=True)
+
     def field(value: Value) -> Value:
-        nbytes = None
-        number = isinstance(value, Scalar) or isinstance(value, Const) and len(value.values) == 1 and \
-            isinstance(value.single, (int, float)) and not isinstance(value.single, bool)
-        listed = False  # a tensor of Python numbers the dataset lists (a prompt's token ids): one per item too
+        if isinstance(value, Items) and value.items and not value.names:
+            return Items(tuple(field(v) for v in value.items))  # nested: `(img, label), (ids, vals)`
         if isinstance(value, Host) and value.sites and not value.maybe_unknown and not value.pointer:
             sizes = {s.nbytes for s in value.sites}
             nbytes = sizes.pop() if len(sizes) == 1 else None
-            listed = (nbytes is None or count is None) and all(s.python_numbers for s in value.sites)
-        elif number:
-            nbytes = 8  # a Python number: one int64 or float64 element per item
-        if isinstance(value, Items) and value.items and not value.names:
-            return Items(tuple(field(v) for v in value.items))  # nested: `(img, label), (ids, vals)`
-        if listed:
-            made = ev.site(node, site.kind, "torch", api.name, fix=site.fix, fresh_each_iteration=True,
-                           variant=LOADER_BATCH, python_numbers=True)
-            sized.append(made)
-            return Host(frozenset([made]), "torch", batch=True)
-        typed = common(s.dtype for s in value.sites) if isinstance(value, Host) and value.sites and \
-            not value.maybe_unknown and not value.pointer else None
-        if (nbytes is None or count is None) and typed is not None and not number:
-            # a size nothing here gives, of an element type it does give
-            made = ev.site(node, site.kind, "torch", api.name, fix=site.fix, fresh_each_iteration=True,
-                           variant=LOADER_BATCH, dtype=typed)
-            sized.append(made)
-            return Host(frozenset([made]), "torch", batch=True)
-        if nbytes is None or count is None and not number:
-            return generic
-        # the item's element type, which the collated tensor keeps (a Python int: int64, a float: float64),
-        # so that `.long()` of an int16 field is known to be a new tensor (TinyViT's top-k ids, survey 52)
-        if isinstance(value, Host):
+            # the item's element type, which the collated tensor keeps: `.long()` of an int16 field is
+            # a new tensor (TinyViT's top-k ids, survey 52)
             dtype = common(s.dtype for s in value.sites)
-        else:
-            kind = value.kind if isinstance(value, Scalar) else type(value.single).__name__
-            dtype = {"int": "int64", "float": "float64"}.get(kind)
-        made = ev.site(node, site.kind, "torch", api.name, fix=site.fix, fresh_each_iteration=True,
-                       variant=LOADER_BATCH, nbytes=count * nbytes if count is not None else None,
-                       python_numbers=count is None, dtype=dtype)
-        sized.append(made)
-        return Host(frozenset([made]), "torch", batch=True)
+            if (nbytes is None or count is None) and all(s.python_numbers for s in value.sites):
+                return stacked(python_numbers=True)  # listed Python numbers (a prompt's token ids): one per item
+            if nbytes is None or count is None:
+                # a size nothing here gives, of an element type it may give
+                return stacked(dtype=dtype) if dtype is not None else generic
+            return stacked(nbytes=count * nbytes, dtype=dtype)
+        number = isinstance(value, Scalar) or isinstance(value, Const) and len(value.values) == 1 and \
+            isinstance(value.single, (int, float)) and not isinstance(value.single, bool)
+        if not number:
+            return generic
+        # a Python number: one int64 or float64 element per item
+        kind = value.kind if isinstance(value, Scalar) else type(value.single).__name__
+        return stacked(nbytes=8 * count if count is not None else None, python_numbers=count is None,
+                       dtype={"int": "int64", "float": "float64"}.get(kind))
     if isinstance(item, Mapping) and item.entries and item.rest is None and not item.optional:
         batch = Mapping(tuple((key, field(value)) for key, value in item.entries))
     elif isinstance(item, Items) and item.items and not item.names:
@@ -1356,36 +1349,34 @@ def _dataset_items(ev, node, args: Args) -> Value:
     one at a time with ``batch_size=None``, else a list of them."""
     dataset = args.positional[0][1] if args.positional else \
         (args.keywords["dataset"][1] if "dataset" in args.keywords else UNKNOWN)
-    if isinstance(dataset, Alternatives) and all(isinstance(o, Instance) or o == LABELLED_DATASET
-                                                 for o in dataset.options):
+    if isinstance(dataset, Alternatives):
         # one loader built over each of several datasets (VideoMamba's image and video sets, survey 52
         # BI): an item of any of them
-        found = [_dataset_items(ev, node, _with_dataset(args, option)) for option in ordered(dataset.options)]
-        if any(f is UNKNOWN for f in found):
-            return UNKNOWN
-        joined = found[0]
+        found = [_item_of(ev, node, option) for option in ordered(dataset.options)]
+        item = UNKNOWN if any(f is UNKNOWN for f in found) else found[0]
         for other in found[1:]:
-            joined = join(joined, other)
-        return joined
-    if dataset == LABELLED_DATASET:
-        item = LABELLED_ITEM
-    elif not isinstance(dataset, Instance):
-        return UNKNOWN
-    elif isinstance(getter := ev.calls.member(dataset, "__getitem__", node), Function):
-        item = ev.calls.call_value(getter, node, Args(((node, Scalar("int")),), {}, False))
-    elif isinstance(ev.calls.member(dataset, "__iter__", node), Function):
-        # an IterableDataset: the loader takes what its `__iter__` yields, one item after another
-        item = element_of(ev.calls.iterate(dataset, node))
+            item = join(item, other)
     else:
+        item = _item_of(ev, node, dataset)
+    if item is UNKNOWN:
         return UNKNOWN
     batch_size = args.keywords.get("batch_size")
     return item if batch_size is not None and batch_size[1] == Const.of(None) else Seq(item)
 
 
-def _with_dataset(args: Args, dataset: Value) -> Args:
-    if args.positional:
-        return replace(args, positional=((args.positional[0][0], dataset),) + tuple(args.positional[1:]))
-    return replace(args, keywords={**args.keywords, "dataset": (args.keywords["dataset"][0], dataset)})
+def _item_of(ev, node, dataset: Value) -> Value:
+    """One item of ``dataset``; unknown where nothing here says what its items are."""
+    if dataset == LABELLED_DATASET:
+        return LABELLED_ITEM
+    if not isinstance(dataset, Instance):
+        return UNKNOWN
+    getter = ev.calls.member(dataset, "__getitem__", node)
+    if isinstance(getter, Function):
+        return ev.calls.call_value(getter, node, Args(((node, Scalar("int")),), {}, False))
+    if isinstance(ev.calls.member(dataset, "__iter__", node), Function):
+        # an IterableDataset: the loader takes what its `__iter__` yields, one item after another
+        return element_of(ev.calls.iterate(dataset, node))
+    return UNKNOWN
 
 
 def _collated(ev, node, collate: Value, site, args: Args) -> Optional[Value]:
@@ -1748,7 +1739,6 @@ def _same_items(ev, api: Api, node, receiver, args: Args) -> Value:
 
 def _table(ev, api: Api, node, receiver, args: Args) -> Value:
     """A table read from text, or a column, row or cell of one (``analysis/tabular.py``)."""
-    from .tabular import GIVES
     return GIVES[api.opt("gives", "table")]
 
 

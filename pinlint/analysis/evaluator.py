@@ -18,7 +18,7 @@ from ..model import Event, EventType, Kind, PendingCopy, Site
 from .domain import (LABELLED_DATASET, LABELLED_ITEM, ANYTHING, module_stand_in, NDIM_UNKNOWN, ON_GPU, UNKNOWN, Alternatives, ClassRef, Const, Device, DeviceSpec, Host, Instance, Items, Iteration, Loader,
                      GpuFlag, LibraryRef, Mapping, ModuleRef, Scalar, Seq, Stream, Super, Tensor, Value, element_of, flatten, join,
                      is_none, mapping, ordered, scalar_kind, sites_of, upper_bound, varying_in, with_visits)
-from ..walk import code_parts
+from ..walk import code_parts, target_names
 from .dtypes import element_total, elementwise_bound, elementwise_size, fold, named_dtype, python_number_operands, range_length, transposed
 from .state import CAPTURING, DOTTED, ELEMENT_OF, KEY_OF, State, iter_key, put
 from . import tabular
@@ -1056,7 +1056,7 @@ class Evaluator:
                 if isinstance(iter_value, Host) and not iter_value.batch:
                     self.event(EventType.READ, clause.iter, iter_value)
                 assign(self, clause.target, _iteration_element(iter_value, node))
-                for name in _target_names(clause.target):
+                for name in target_names(clause.target):
                     # `[sd[k].cuda() for k, _ in m.named_parameters()]`: another entry each time (mar's EMA)
                     self.state.env[LOOP_VARIABLE + name] = Const.of(node)
                 for condition in clause.ifs:
@@ -1093,7 +1093,7 @@ class Evaluator:
         for step in steps:
             # each item another buffer, as a loop over the container sees it (not one sent again)
             assign(self, clause.target, varying_in(step, node))
-            for name in _target_names(clause.target):
+            for name in target_names(clause.target):
                 self.state.env[LOOP_VARIABLE + name] = Const.of(node)
             taken = True
             for condition in clause.ifs:
@@ -1489,11 +1489,6 @@ def _iteration_element(iterable: Value, loop) -> Value:
 
 iteration_element = _iteration_element
 single_pass = _single_pass
-
-
-def _target_names(target) -> list:
-    from .transfer import _names
-    return list(_names(target))
 
 
 def _calls_something(node) -> bool:

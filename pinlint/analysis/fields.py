@@ -239,10 +239,16 @@ def field_stores(node: cst.FunctionDef, self_name: str) -> tuple:
     """(``self.x`` names a method binds anywhere in its body, those of them it sets to None)."""
     key = (node, self_name)
     found = _STORES.get(key)
-    if found is not None:
-        return found
+    if found is None:
+        found = _STORES[key] = stores_in(suite_body(node.body), self_name)
+    return found
+
+
+def stores_in(body, self_name: str) -> tuple:
+    """(``self.x`` names a sequence of statements binds, those of them set to None), nested blocks
+    included."""
     assigned, none = set(), set()
-    for item in statements(suite_body(node.body), into_definitions=False):
+    for item in statements(body, into_definitions=False):
         if not isinstance(item, cst.SimpleStatementLine):
             continue
         for small in item.body:
@@ -255,8 +261,7 @@ def field_stores(node: cst.FunctionDef, self_name: str) -> tuple:
                         assigned.add(part.attr.value)
                         if to_none:
                             none.add(part.attr.value)
-    found = _STORES[key] = (frozenset(assigned), frozenset(none))
-    return found
+    return frozenset(assigned), frozenset(none)
 
 
 def _is_none_literal(expr) -> bool:

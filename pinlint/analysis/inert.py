@@ -208,7 +208,8 @@ class Screen:
         path = self.ctx.info.path
         root = self.ctx.project.root
         for end in range(len(parts), 0, -1):
-            if next(iter(module_files(".".join(parts[:end]), path, root)), None) is not None:
+            found = module_files(".".join(parts[:end]), path, root, self.ctx.info.text or None)
+            if next(iter(found), None) is not None:
                 return False
         return True
 

@@ -1023,13 +1023,13 @@ def literal(node) -> Value:
 def default_value(fn: Function, default) -> Value:
     """A parameter's default, where a call leaves it out: a literal, or a device the library names
     (``buffer_device=torch.device("cpu")``), read in the function's own module."""
-    if isinstance(default, cst.Name) and default.value not in ("True", "False", "None") and \
-            "<locals>" not in fn.name and fn.module is not None:
+    value = constant_in(fn.module, default)
+    if value is UNKNOWN and isinstance(default, cst.Name) and "<locals>" not in fn.name and fn.module is not None:
         # `ctx=CONTEXT_LENGTH` of a module constant assigned once (TinyCLIP's tokenizer, survey 52); a
         # nested function's default may name its enclosing function's variable instead
         found = fn.module.global_value(default.value)
         return found if isinstance(found, Const) else UNKNOWN
-    return constant_in(fn.module, default)
+    return value
 
 
 def constant_in(module, default) -> Value:
@@ -1369,7 +1369,7 @@ def _tests_only_arguments(owner, receiver: Optional[str]) -> bool:
         if isinstance(item, (cst.Lambda, cst.Call)):
             return False  # what a call tests (`self._ready()`, `cache.has(k)`) is not told here
         todo.extend(code_parts(item))
-    if read & _fields_set_in(owner, receiver):
+    if read & _fields_set_in([owner], receiver):
         return False
     # every arm (an `else` too) sets a field they all set: no call leaves an earlier buffer there
     arms, arm = [], owner
@@ -1381,24 +1381,15 @@ def _tests_only_arguments(owner, receiver: Optional[str]) -> bool:
     arms.append(arm.body)
     common = None
     for body in arms:
-        fields = _fields_set_in(body, receiver)
+        fields = _fields_set_in(suite_body(body), receiver)
         common = fields if common is None else common & fields
     return bool(common)
 
 
-def _fields_set_in(owner, receiver: str) -> set:
-    found = set()
-    for part in code_nodes(owner, into_definitions=False):
-        targets = []
-        if isinstance(part, cst.Assign):
-            targets = [t.target for t in part.targets]
-        elif isinstance(part, (cst.AnnAssign, cst.AugAssign)):
-            targets = [part.target]
-        for target in targets:
-            if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and \
-                    target.value.value == receiver:
-                found.add(target.attr.value)
-    return found
+def _fields_set_in(body, receiver: str) -> frozenset:
+    """The receiver's fields a sequence of statements sets (an ``if`` statement with all its arms)."""
+    from .fields import stores_in
+    return stores_in(body, receiver)[0]
 
 
 _STRAIGHT: dict = {}
@@ -1407,8 +1398,8 @@ _ARMS: dict = {}
 
 
 def _straight_line_nodes(function: cst.FunctionDef) -> dict:
-    """The calls and operations of the function's own top-level simple statements that every call
-    runs, each with its statement's index in the body: no `if`, loop or `try` around them, and
+    """The calls and operations of the function's own simple statements that every call runs, each
+    with its statement's index in ``_flat_statements``: no `if`, loop or `try` around them, and
     no statement before them that may leave the function with a value (`if self.buf is not None:
     return self.buf` makes what follows a cache's set-up). A check that raises (`if not phase: raise
     ValueError(...)`) leaves nothing behind: every call that goes on runs what follows (GraphSAINT's
@@ -1417,16 +1408,12 @@ def _straight_line_nodes(function: cst.FunctionDef) -> dict:
     if found is None:
         found = {}
         for index, statement in enumerate(_flat_statements(function)):
-            if isinstance(statement, cst.With):
-                parts = [p for item in statement.items for p in code_nodes(item, into_definitions=False)]
-            elif isinstance(statement, cst.SimpleStatementLine):
-                parts = code_nodes(statement, into_definitions=False)
-            else:
+            if not (isinstance(statement, cst.SimpleStatementLine) or _flattened(statement)):
                 if any(isinstance(part, (cst.Return, cst.Yield)) for part in
                        code_nodes(statement, into_definitions=False)):
                     break
                 continue
-            for part in parts:
+            for part in _own_parts(statement):
                 if isinstance(part, (cst.Call, cst.BinaryOperation, cst.UnaryOperation, cst.Subscript)):
                     found[part] = index
             if isinstance(statement, cst.SimpleStatementLine) and \
@@ -1450,11 +1437,23 @@ def _flat_statements(function: cst.FunctionDef) -> list:
         def add(body) -> None:
             for statement in suite_body(body):
                 found.append(statement)
-                if isinstance(statement, cst.With) and statement.asynchronous is None:
+                if _flattened(statement):
                     add(statement.body)
         add(function.body)
         _FLAT[function] = found
     return found
+
+
+def _own_parts(statement) -> list:
+    """The code of one entry of ``_flat_statements``: a ``with`` block's header alone (its body's
+    statements are entries of their own)."""
+    if _flattened(statement):
+        return [part for item in statement.items for part in code_nodes(item, into_definitions=False)]
+    return list(code_nodes(statement, into_definitions=False))
+
+
+def _flattened(statement) -> bool:
+    return isinstance(statement, cst.With) and statement.asynchronous is None
 
 
 def _complete_if_arms(function: cst.FunctionDef) -> dict:
@@ -1510,10 +1509,7 @@ def _statement_of(function: cst.FunctionDef, node) -> Optional[int]:
     if found is None:
         found = _STATEMENT_OF[function] = {}
         for index, statement in enumerate(_flat_statements(function)):
-            parts = [p for item in statement.items for p in code_nodes(item, into_definitions=False)] \
-                if isinstance(statement, cst.With) and statement.asynchronous is None else \
-                code_nodes(statement, into_definitions=False)
-            for part in parts:
+            for part in _own_parts(statement):
                 found[id(part)] = index
     return found.get(id(node))
 

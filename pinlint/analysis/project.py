@@ -458,14 +458,16 @@ class Project:
 
     def _load_from(self, name: str, importer: ModuleContext) -> Optional[ModuleContext]:
         where = importer.info.path.parent if importer.info.path is not None else None
-        key = (name, where, path_additions(importer.info.path, self.root))  # files of a folder may add others
+        source = importer.info.text or None  # the file as parsed: not read again
+        added = path_additions(importer.info.path, self.root, source)
+        key = (name, where, added)  # files of one folder may add different folders to sys.path
         if key in self._lookups:
             found = self._lookups[key]
             if found is not None:
                 self.imports_of.setdefault(importer, set()).add(found)
             return found
         found = None
-        for candidate in module_files(name, importer.info.path, self.root):
+        for candidate in module_files(name, importer.info.path, self.root, source):
             found = self._load_path(candidate)
             if found is not None:
                 break
