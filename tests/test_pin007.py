@@ -2937,3 +2937,42 @@ def worker(tiles):
         dec.decode_one_tile()
 """
     assert rows(src, "PIN007") == []
+
+
+@pytest.mark.parametrize("take, reported", [
+    ("batch = next(data)", False),                 # the generator stacks a new batch at every resume
+    ("batch = next(self_data[0])", False),         # the same generator, kept in a list
+    ("batch = next(iter([fixed]))", True),         # a new iterator over one list: the same buffer each time
+])
+def test_next_of_a_kept_generator_in_a_loop_takes_a_new_batch_each_time(take, reported):
+    # guided-diffusion's super-resolution sampler: `data = load_data_for_worker(...)`, a generator
+    # that stacks each batch, then `model_kwargs = next(data)` inside the sampling loop (survey 53).
+    src = f"""
+import numpy as np
+import torch
+
+def dev():
+    if torch.cuda.is_available():
+        return torch.device("cuda")
+    return torch.device("cpu")
+
+def batches(path, size):
+    images = np.load(path)
+    buf = []
+    while True:
+        for i in range(len(images)):
+            buf.append(images[i])
+            if len(buf) == size:
+                yield {{"x": torch.from_numpy(np.stack(buf))}}
+                buf = []
+
+def main(path, model):
+    data = batches(path, 64)
+    self_data = [data]
+    fixed = {{"x": torch.from_numpy(np.load(path))}}
+    for step in range(100):
+        {take}
+        batch = {{k: v.to(dev()) for k, v in batch.items()}}
+        model(**batch)
+"""
+    assert bool(rows(src, "PIN007")) is reported, src

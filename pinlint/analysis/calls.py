@@ -19,11 +19,12 @@ import libcst as cst
 
 from ..apitables import ArgSpec
 from ..imports import dotted
+from ..walk import code_nodes
 from ..model import EventType, Kind
 from . import effects, interproc
 from .domain import (UNKNOWN, Alternatives, ClassRef, Const, Device, Function, Host, Instance, Items, Iteration, Loader, Mapping,
                      LibraryRef, ModuleRef, Obj, RecordType, Scalar, Seq, Stream, Super, Tensor, Value, add_element, element_of, join,
-                     flatten, mapping, merged, numeric_const, ordered, rebuild, scalar_kind, unknown_host)
+                     flatten, mapping, merged, numeric_const, ordered, rebuild, scalar_kind, unknown_host, varying_in)
 from .dtypes import common, item_size, range_length
 from .state import STREAM
 from .effects import Args
@@ -649,7 +650,7 @@ class Calls:
         if name == "vars" and len(args.positional) == 1 and not args.star and isinstance(first, Instance):
             return object_dict(first)  # the object's own dict: its fields, the same objects
         if name == "next":
-            return element_of(first)
+            return self._next_element(node, first)
         if name in ("list", "tuple") and isinstance(first, Host) and not first.pointer and \
                 (first.dimensions() or 0) >= 2 and len(args.positional) == 1:
             return Seq(element_of(first))  # list(h) of a 2-D (or more) array: its rows, views of it
@@ -694,6 +695,20 @@ class Calls:
                 isinstance(args.positional[1][1].single, str):
             return ev.attribute(first, args.positional[1][1].single, node)
         return UNKNOWN
+
+    def _next_element(self, node: cst.Call, iterator: Value) -> Value:
+        """``batch = next(batches)`` in a loop, of an iterator kept in a variable or a field: the
+        iterator moves on at every call, so each iteration takes another element (a generator's new
+        batch), as ``for batch in batches:`` does. ``next(iter(samples))`` starts a new iterator each
+        time, and takes the same first element (a loader's is still a new batch: its own sites say so)."""
+        element = element_of(iterator)
+        kept = node.args and isinstance(node.args[0].value, (cst.Name, cst.Attribute, cst.Subscript)) and \
+            not any(isinstance(part, cst.Call) for part in code_nodes(node.args[0].value))
+        if not kept or not self.ev.loops or isinstance(iterator, Iteration) and iterator.same:
+            return element
+        for loop in self.ev.loops:
+            element = varying_in(element, loop)
+        return element
 
     def _mapped(self, node: cst.Call, callee: Value, iterables: tuple) -> Value:
         """``map(f, xs, ys)``: ``f`` called with an element of each iterable, as the comprehension
