@@ -4549,3 +4549,55 @@ def train(ds, names, dev):
             clip = clip.to(dev, non_blocking=True)
 """
     assert ("PIN001" in codes(src, Settings())) == reported
+
+
+_HOLDERS_REFILLED = """
+import numpy as np
+import pycuda.autoinit
+import pycuda.driver as drv
+
+
+class Slot:
+    def __init__(self, tag, host, dev):
+        self.tag = tag
+        self.host = host
+        self.dev = dev
+
+
+def make_slots(sizes):
+    slots = []
+    for tag, n in sizes.items():
+        h = drv.pagelocked_empty(n, np.float32)
+        slots.append(Slot(tag, h, drv.mem_alloc(h.nbytes)))
+    return slots
+
+
+def infer(frame, sizes, stream):
+    slots = make_slots(sizes)
+    pixels = np.ascontiguousarray(frame.transpose(2, 0, 1), dtype=np.float32)
+    for s in slots:
+{refill}
+    for s in slots:
+        drv.memcpy_htod_async(s.dev, s.host, stream)  # the copy
+    stream.synchronize()
+
+
+infer(np.random.rand(480, 800, 3), {{"pixels": 3 * 480 * 800}}, drv.Stream())
+"""
+
+
+@pytest.mark.parametrize("refill, reported", [
+    # every holder's pinned buffer swapped for the new pageable array (BEVFormer_tensorrt, survey 53 CA)
+    ("        s.host = pixels.reshape(-1)", True),
+    ("        if s.tag == 'pixels':\n            s.host = pixels.reshape(-1)\n        else:\n"
+     "            raise KeyError(s.tag)", True),
+    # only some holders swapped: the others still copy pinned memory
+    ("        if s.tag == 'pixels':\n            s.host = pixels.reshape(-1)", False),
+    ("        if s.tag != 'pixels':\n            continue\n        s.host = pixels.reshape(-1)", False),
+    ("        s.host = pixels.reshape(-1)\n        break", False),
+    # filled in place: the pinned buffers stay
+    ("        np.copyto(s.host, pixels.reshape(-1))", False),
+])
+def test_a_loop_that_sets_a_field_of_each_holder_changes_every_holder(refill, reported):
+    src = _HOLDERS_REFILLED.format(refill=refill)
+    assert bool(rows(src, "PIN001")) is reported, src

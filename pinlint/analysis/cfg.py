@@ -83,7 +83,9 @@ class _Loop:
 class Builder:
     """Element kinds: "stmt" (a small statement), "test" (an expression for its effects; extra: the
     owning if/while), "iter" (a for's iterable, evaluated once), "bind" (a for's target takes the
-    next element; extra: the For), "enter"/"exit" (a with statement; extra: the WithItem / index),
+    next element; extra: the For), "next" (a for's body ran to its end; extra: the For), "done" (a for
+    loop went through every element; extra: the For),
+    "enter"/"exit" (a with statement; extra: the WithItem / index),
     "handler" (an except clause binds its name), "handled" (its body ran to its end: the error is
     dealt with), "def"/"class", "case" (a match arm's pattern),
     "return-none" (falling off the end of a function), "comp" (unused here: comprehensions are
@@ -299,12 +301,16 @@ class Builder:
         self.current = body
         body_setup()
         self.statements(suite_body(node.body))
+        if self.current is not None and isinstance(node, cst.For):
+            self.add("next", node.target, node)
         if self.current is not None:
             self.current.link(head)
         self.loop_targets.pop()
         if repeats:
             self.loops.pop()
         self.current = orelse
+        if isinstance(node, cst.For):
+            self.add("done", node.target, node)
         if node.orelse is not None:
             self.statements(suite_body(node.orelse.body))
         if self.current is not None:

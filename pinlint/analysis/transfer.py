@@ -606,6 +606,94 @@ def _bind(ev, element) -> None:
         ev.state.env[KEY_OF + element.node.value] = keys
 
 
+# `for inp in inputs: inp.host = frame.astype(np.float32)`: every element of `inputs` has its field
+# replaced once the loop has gone through them all (BEVFormer_tensorrt's evaluation, survey 53 CA), not
+# only perhaps (`changed_element`'s weak update while the loop runs). What the loop variable's object
+# holds at the end of each iteration (a path that stores nothing keeps the field's old value) is
+# gathered under EACH_ELEMENT; a loop that ends by running out of elements ("done") leaves the
+# container holding that. A body with a `continue` of its own may skip the store for some elements,
+# which then keep their old fields: only the weak update holds there.
+EACH_ELEMENT = "$each-element:"
+
+
+def _element_stores(loop) -> Optional[str]:
+    """The loop variable, where the loop's body stores a field of it (``inp.host = ...``) and every
+    iteration reaches the end of the body or leaves the loop."""
+    found = _ELEMENT_STORES.get(loop, False)
+    if found is False:
+        found = None
+        if isinstance(loop.target, cst.Name) and not _continues(loop.body):
+            name = loop.target.value
+            for node in code_nodes(loop.body, into_definitions=False):
+                if isinstance(node, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
+                    targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+                    if any(isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and t.value.value == name
+                           for t in targets):
+                        found = name
+                        break
+        _ELEMENT_STORES[loop] = found
+    return found
+
+
+_ELEMENT_STORES: dict = {}
+
+
+def _continues(body) -> bool:
+    """A ``continue`` of the loop whose body this is (not of a loop nested in it)."""
+    stack = [body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Continue):
+            return True
+        if isinstance(node, (cst.For, cst.While)):
+            stack.append(node.orelse) if node.orelse is not None else None
+            continue
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        stack.extend(node.children)
+    return False
+
+
+def _next(ev, element) -> None:
+    """A for loop's body ran to its end: what the loop variable's object holds joins what the other
+    iterations left."""
+    loop = element.extra
+    name = _element_stores(loop)
+    if name is None:
+        return
+    from .project import folded
+    env = ev.state.env
+    key = EACH_ELEMENT + str(id(loop))
+    left = _settled(folded(env, name), loop)
+    gathered = env.get(key)
+    env[key] = left if gathered is None or not isinstance(left, Instance) else join(gathered, left)
+
+
+def _settled(value: Value, loop) -> Value:
+    """``value`` as a container holds it after the loop: no longer another buffer on each iteration."""
+    if isinstance(value, Host):
+        return replace(value, varies=value.varies - {loop}) if loop in value.varies else value
+    if isinstance(value, (Items, Seq, Mapping, Instance)):
+        return rebuild(value, lambda v: _settled(v, loop))
+    return value
+
+
+def _done(ev, element) -> None:
+    """A for loop went through every element: each element's fields are what the body left in them."""
+    loop = element.extra
+    gathered = ev.state.env.pop(EACH_ELEMENT + str(id(loop)), None)
+    container_expr = loop.iter
+    if not isinstance(gathered, Instance) or dotted(container_expr) is None:
+        return
+    container = ev.expr(container_expr)
+    if isinstance(container, Seq) and isinstance(container.element, Instance) and \
+            container.element.klass == gathered.klass:
+        rebind(ev, container_expr, Seq(gathered))
+    elif isinstance(container, Items) and not container.names and container.items and \
+            all(isinstance(item, Instance) and item.klass == gathered.klass for item in container.items):
+        rebind(ev, container_expr, replace(container, items=tuple(gathered for _ in container.items)))
+
+
 def _resume(ev, loop) -> None:
     """``for b in sim.run_blocks():`` of a generator of the checked code that changes objects between
     its yields (replacing their arrays with fresh ones): on every iteration, what objects of those
@@ -809,6 +897,6 @@ def _return_none(ev, element) -> None:
 
 
 _HANDLERS = {
-    "stmt": _stmt, "test": _test, "iter": _iter, "bind": _bind, "enter": _enter, "exit": _exit,
+    "stmt": _stmt, "test": _test, "iter": _iter, "bind": _bind, "next": _next, "done": _done, "enter": _enter, "exit": _exit,
     "handler": _handler, "handled": _handled, "def": _def, "class": _class, "case": _case, "return-none": _return_none,
 }
