@@ -2684,3 +2684,41 @@ def bench(sizes):
         torch.cuda.synchronize()
 """
     assert ("PIN002" in codes(src)) == reported
+
+
+@pytest.mark.parametrize("call, reported", [
+    ("sample(self.tokens, 32, 256, device=str(self.device))", True),            # use_pin left at True
+    ("sample(self.tokens, 32, 256, device=str(self.device), use_pin=True)", True),
+    ("sample(self.tokens, 32, 256, device=str(self.device), use_pin=False)", False),
+    ("sample(self.tokens, 32, 256, device=str(self.device), use_pin=flags[k])", False),  # may change per call
+])
+def test_a_flag_left_at_its_default_is_the_same_on_every_call(call, reported):
+    # assignment1-basics (survey 53 CC): a batch sampler pins under `if use_pin and device == "cuda":`,
+    # `use_pin=True` by default, and the evaluation loop leaves it out.
+    src = f"""
+import numpy as np
+import torch
+
+
+def sample(tokens, rows, width, device="cuda", use_pin: bool = True):
+    xb = np.empty((rows, width), dtype=np.int64)
+    if use_pin and device == "cuda":
+        out = torch.from_numpy(xb).pin_memory().to(device=device, non_blocking=True)
+    else:
+        out = torch.from_numpy(xb).to(device=device)
+    return out
+
+
+class Evaluator:
+    def __init__(self, path, device):
+        self.tokens = np.load(path, mmap_mode="r")
+        self.device = torch.device(device)
+
+    def evaluate(self, net, n, flags):
+        total = 0.0
+        for k in range(n):
+            xb = {call}  # the call
+            total += net(xb).float().mean().item()
+        return total / n
+"""
+    assert (row_of(src, "# the call") in rows(src, "PIN002")) is reported, src

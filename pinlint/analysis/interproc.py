@@ -1933,8 +1933,15 @@ def _steady_parameters(ev, fn: Function, node, caller_loop) -> frozenset:
     given = _spelled_arguments(fn, node)
     rebound = body_bindings(fn.node)
     outer = loop_changes(caller_loop, ev.module.project.changes)
-    return frozenset(name for name, expr in given.items()
-                     if name not in rebound and invariant(expr, outer, ev.module.names_library))
+    steady = {name for name, expr in given.items()
+              if name not in rebound and invariant(expr, outer, ev.module.names_library)}
+    if isinstance(node, cst.Call) and not any(arg.star for arg in node.args):
+        # A parameter the call leaves at its default is the same on every call (`use_pin=True` of a
+        # batch sampler pinning under `if use_pin and device == "cuda":`, assignment1-basics, survey 53)
+        params = fn.node.params
+        steady |= {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)
+                   if p.default is not None and p.name.value not in given and p.name.value not in rebound}
+    return frozenset(steady)
 
 
 # ------------------------------------------------------------------------------ lifting
