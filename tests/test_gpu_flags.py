@@ -36,6 +36,10 @@ def read_tensor(path, nbytes, device=None):
     '"cuda" in str(device)',
     'torch.cuda.is_available()',
     'torch.cuda.is_available() and device is not None',
+    'str(device).startswith("cuda")',
+    # a device string chosen by such a flag, tested again (nanochat-vl's loader, survey 53 CC)
+    '("cuda" if "cuda" in str(device) else "cpu") == "cuda"',
+    '("cpu" if not torch.cuda.is_available() else "cuda:0") != "cpu"',
 ])
 def test_a_flag_true_in_gpu_runs_makes_the_copy_asynchronous(flag):
     src = LOADER.format(flag=flag)
@@ -48,6 +52,9 @@ def test_a_flag_true_in_gpu_runs_makes_the_copy_asynchronous(flag):
     'not torch.cuda.is_available()',
     'fast',                            # a flag nothing computes
     'device.type == "cuda" and False',
+    'str(device).startswith("cpu")',
+    '("cuda" if "cuda" in str(device) else "mps") == "cuda"',   # the other arm names no CPU
+    '("cuda" if fast else "cpu") == "cuda"',
 ])
 def test_other_flags_stay_unknown(flag):
     src = LOADER.format(flag=flag).replace("device=None", "device=None, fast=None")

@@ -447,12 +447,26 @@ class Evaluator:
     # ------------------------------------------------------------------ operators
     def _expr_IfExp(self, node: cst.IfExp) -> Value:
         from .solver import truthiness
-        truth = truthiness(self.expr(node.test))
+        test = self.expr(node.test)
+        truth = truthiness(test)
         if truth is not None:
             # `w.pin_memory() if self.pin else w` where the caller's object says `pin=False`: the
             # other arm never runs (it would pin, or copy, for nothing).
             return self.expr(node.body if truth else node.orelse)
-        return join(self._arm(node.test, True, node.body), self._arm(node.test, False, node.orelse))
+        body, orelse = self._arm(node.test, True, node.body), self._arm(node.test, False, node.orelse)
+        inner = node.test.expression if isinstance(node.test, cst.UnaryOperation) and \
+            isinstance(node.test.operator, cst.Not) else None
+        # (`not torch.cuda.is_available()`: evaluated again only where that can record nothing)
+        negated = isinstance(inner, (cst.Name, cst.Attribute)) or isinstance(inner, cst.Call) and not inner.args and \
+            isinstance(inner.func, cst.Attribute) and self.is_import_path(inner.func)
+        negated = negated and isinstance(self.expr(inner), GpuFlag)
+        if isinstance(test, GpuFlag) or negated:
+            # `kind = "cuda" if "cuda" in device else "cpu"`: the GPU in every run that uses one, so
+            # `pin_memory=(kind == "cuda")` pins there (nanochat-vl's loader, survey 53 CC)
+            names = (_names_a_device(body), _names_a_device(orelse))
+            if names == ((False, True) if negated else (True, False)):
+                return DeviceSpec(None)
+        return join(body, orelse)
 
     def _arm(self, test, truth: bool, expr) -> Value:
         """An arm of ``a if test else b``, with what ``test`` tells of its values there (as an ``if``
@@ -1139,7 +1153,23 @@ class Evaluator:
             # `asyncio.run(self._gather(rows))`: the coroutine runs to its end here, as if awaited.
             self.awaited.add(node.args[0].value)
             return self.expr(node.args[0].value)
+        if self._starts_with_cuda(node):
+            return ON_GPU  # `pin_memory=device.startswith("cuda")` of a device nothing names
         return self.calls.call(node)
+
+    def _starts_with_cuda(self, node: cst.Call) -> bool:
+        func = node.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value == "startswith" and len(node.args) == 1 and
+                not node.args[0].keyword and not node.args[0].star and isinstance(node.args[0].value, cst.SimpleString)
+                and node.args[0].value.evaluated_value in ("cuda", "cuda:")):
+            return False
+        receiver = func.value
+        if isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Name) and receiver.func.value == "str" and \
+                len(receiver.args) == 1 and self.lookup("str") is None:
+            receiver = receiver.args[0].value
+        if not isinstance(receiver, (cst.Name, cst.Attribute)):
+            return False
+        return _tests_for_a_gpu(cst.In(), Const.of("cuda"), self.expr(receiver))
 
     def _runs_coroutine(self, func) -> bool:
         runners = self.tables.python.get("coroutine_runners", ())
@@ -1254,6 +1284,16 @@ def _device_attribute(base: Value, attr: str) -> Optional[Value]:
         return Const.of(cuda)
     if attr == "type" and isinstance(base, DeviceSpec) and base.cuda is not None:
         return Const.of("cuda" if base.cuda else "cpu")
+    return None
+
+
+def _names_a_device(value: Value) -> Optional[bool]:
+    """True for a CUDA device ("cuda", "cuda:1", ``torch.device("cuda")``), False for the CPU, else None."""
+    if isinstance(value, DeviceSpec) and not value.other and not value.of_data:
+        return value.cuda
+    if isinstance(value, Const) and isinstance(value.single, str):
+        word = value.single
+        return True if word == "cuda" or word.startswith("cuda:") else False if word == "cpu" else None
     return None
 
 
