@@ -2722,3 +2722,35 @@ class Evaluator:
         return total / n
 """
     assert (row_of(src, "# the call") in rows(src, "PIN002")) is reported, src
+
+
+@pytest.mark.parametrize("bind, reported", [
+    ("loader = None\n    if packing:\n        loader = Packer(rows, width)", True),
+    ("loader = Packer(rows, width) if packing else None", True),
+    ("loader = Packer(rows, width)", True),
+    ("loader = None", False),
+])
+def test_an_object_or_none_runs_its_methods_where_they_are_called(bind, reported):
+    # nanogpt-titans (survey 53 CC): the packing loader is None unless a setting asks for it, and
+    # the training loop calls `loader.get_batch()`, which pins a new tensor each step.
+    src = f"""
+import torch
+
+
+class Packer:
+    def __init__(self, rows, width):
+        self.rows, self.width = rows, width
+
+    def get_batch(self):
+        ids = torch.zeros(self.rows, self.width, dtype=torch.long)
+        return ids.pin_memory().to("cuda", non_blocking=True)
+
+
+def main(net, packing, rows, width):
+    {bind}
+    for _ in range(100):
+        ids = loader.get_batch()  # the call
+        if loader is not None:
+            net(ids).sum().backward()
+"""
+    assert (row_of(src, "# the call") in rows(src, "PIN002")) is reported, src

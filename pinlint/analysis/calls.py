@@ -24,7 +24,7 @@ from ..model import EventType, Kind
 from . import effects, interproc
 from .domain import (UNKNOWN, Alternatives, ClassRef, Const, Device, Function, Host, Instance, Items, Iteration, Loader, Mapping,
                      LibraryRef, ModuleRef, Obj, RecordType, Scalar, Seq, Stream, Super, Tensor, Value, add_element, element_of, join,
-                     flatten, mapping, merged, numeric_const, ordered, rebuild, scalar_kind, unknown_host, varying_in)
+                     flatten, is_none, mapping, merged, numeric_const, ordered, rebuild, scalar_kind, unknown_host, varying_in)
 from .dtypes import common, item_size, range_length
 from .state import STREAM
 from .effects import Args
@@ -401,6 +401,12 @@ class Calls:
             return self.named_call(node, f"{receiver.name}.{name}")
         if isinstance(receiver, Alternatives):
             args = self.arguments(node)
+            if any(is_none(option) for option in receiver.options):
+                # a method of None would have raised: where the call runs, the receiver is the object
+                options = frozenset(option for option in receiver.options if not is_none(option))
+                if len(options) == 1:
+                    return self.method_call(next(iter(options)), name, node, receiver_expr)
+                receiver = Alternatives(options)
             return self._each(receiver, lambda option: self._method_with_args(option, name, node, receiver_expr, args))
         if isinstance(receiver, (Instance, ClassRef, ModuleRef, Super)):
             if isinstance(receiver, Instance):

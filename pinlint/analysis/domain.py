@@ -628,6 +628,11 @@ def join(a: Value, b: Value) -> Value:
         return b
     if _definition(a) and _definition(b):
         return alternatives(a, b)
+    if isinstance(a, (Instance, Alternatives)) and is_none(b) or isinstance(b, (Instance, Alternatives)) and is_none(a):
+        # `loader = None`, then `if cfg.packing: loader = Packer(...)`: the object or None, which a
+        # method call or an attribute read could not have run on (nanogpt-titans, survey 53 CC); a
+        # test of `loader is None` still goes either way.
+        return alternatives(a, b)
     if isinstance(a, Loader) and isinstance(b, Loader):
         # `ld = DataLoader(a, ...) if cifar else DataLoader(b, ...)`: either; a batch is either's batch
         return alternatives(a, b)
