@@ -4601,3 +4601,51 @@ infer(np.random.rand(480, 800, 3), {{"pixels": 3 * 480 * 800}}, drv.Stream())
 def test_a_loop_that_sets_a_field_of_each_holder_changes_every_holder(refill, reported):
     src = _HOLDERS_REFILLED.format(refill=refill)
     assert bool(rows(src, "PIN001")) is reported, src
+
+
+@pytest.mark.parametrize("shape", ["unsqueeze_(0)", "squeeze_()", "t_()", "transpose_(0, 1)", "detach_()",
+                                   "unsqueeze(0)"])
+def test_an_in_place_shape_change_is_the_same_pageable_tensor(shape):
+    # SRGAN-PyTorch's inference (survey 53 CB): `image_to_tensor(img).unsqueeze_(0).to(dev, non_blocking=True)`
+    src = f"""
+import numpy as np
+import torch
+
+def send(dev):
+    raw = np.random.randint(0, 255, size=(1080, 1920, 3), dtype=np.uint8)
+    t = torch.from_numpy(raw.astype(np.float32) / 255.0).{shape}
+    return t.to(dev, non_blocking=True)  # the copy
+"""
+    assert rows(src, "PIN001") == [row_of(src, "# the copy")]
+
+
+@pytest.mark.parametrize("found, reported", [
+    ("ids.numpy().tolist().index(SEP)", False),    # a position in a list: one int per item
+    ("list(range(52)).count(3)", False),
+    ("ids.numpy().astype(np.int64)", True),        # the token ids themselves
+])
+def test_a_position_found_in_a_list_is_one_number_per_item(found, reported):
+    # Chinese-CLIP (survey 53 CF): each item's end-of-text position, found with `list.index`, is
+    # collated into a tensor of batch-size ints.
+    src = f"""
+import numpy as np
+import torch
+from torch.utils.data import Dataset, DataLoader
+
+SEP = 102
+
+
+class Pairs(Dataset):
+    def __len__(self):
+        return 1000
+
+    def __getitem__(self, i):
+        ids = torch.randint(0, 1000, (52,))
+        return {found}
+
+
+def train(rank):
+    for pos in DataLoader(Pairs(), batch_size=2048, pin_memory=False):
+        pos = pos.cuda(rank, non_blocking=True)  # the copy
+"""
+    assert bool(rows(src, "PIN001", Settings())) is reported, src

@@ -437,6 +437,12 @@ class Calls:
                 # `batch.copy()`: a dict's shallow copy holds the same tensors; `batch.pop("img")` one of them
                 return receiver
             return Iteration(receiver if name == "values" else Items((UNKNOWN, receiver)))
+        if name in ("index", "count") and receiver is UNKNOWN and isinstance(receiver_expr, cst.Call) and \
+                isinstance(receiver_expr.func, cst.Attribute) and receiver_expr.func.attr.value == "tolist" and \
+                not receiver_expr.args:
+            # `ids.numpy().tolist().index(SEP)`: a position in a Python list, one int (Chinese-CLIP's
+            # end-of-text index, survey 53 CF)
+            return Scalar("int")
         receiver = effects.placed(ev, receiver)
         if name == "numpy" and receiver is UNKNOWN and not args.positional and _read_back(receiver_expr):
             # `latent.cpu().numpy()`, `t.detach().cpu().numpy()`: a NumPy array on the host (its
@@ -899,7 +905,9 @@ class Calls:
             return element_of(receiver)
         if name == "copy":
             return receiver
-        if name in ("index", "count", "clear", "remove", "sort", "reverse", "discard"):
+        if name in ("index", "count") and not isinstance(receiver, Mapping):
+            return Scalar("int")  # a position or a count: one Python int
+        if name in ("clear", "remove", "sort", "reverse", "discard"):
             return UNKNOWN
         return None
 

@@ -1314,8 +1314,10 @@ def _default_collated(ev, node, args: Args, site, api: Api) -> Optional[Value]:
         batch = Mapping(tuple((key, field(value)) for key, value in item.entries))
     elif isinstance(item, Items) and item.items and not item.names:
         batch = Items(tuple(field(value) for value in item.items))
-    elif isinstance(item, Host):
-        batch = field(item)  # each item one tensor: the batch is those stacked
+    elif isinstance(item, (Host, Scalar, Const)):
+        # each item one tensor, or one Python number (a position found in the item's token ids,
+        # Chinese-CLIP, survey 53 CF): the batch is those stacked
+        batch = field(item)
     else:
         return None
     return batch if sized else None
