@@ -4649,3 +4649,27 @@ def train(rank):
         pos = pos.cuda(rank, non_blocking=True)  # the copy
 """
     assert bool(rows(src, "PIN001", Settings())) is reported, src
+
+
+@pytest.mark.parametrize("walk", [
+    "it = iter(loader)\n    while True:\n        batch = next(it, None)\n        if batch is None:\n            break\n"
+    "        feats.append(model(batch.cuda()).cpu())",
+    "it = iter(loader)\n    while True:\n        batch = next(it, None)\n        if batch is not None:\n"
+    "            feats.append(model(batch.cuda()).cpu())\n        else:\n            break",
+    "for batch in loader:\n        feats.append(model(batch.cuda()).cpu())",
+])
+def test_a_loader_walked_with_next_and_a_none_default_ends_its_loop(walk):
+    # open_clip's evaluation (survey 53 CF) walks the loader with `batch = next(it, None)` and leaves at
+    # `if batch is None: break`; the features it downloads are then joined and uploaded again.
+    src = f"""
+import torch
+from torch.utils.data import DataLoader
+
+def evaluate(model, ds, device):
+    loader = DataLoader(ds, batch_size=256, pin_memory=True)
+    feats = []
+    {walk}
+    joined = torch.cat(feats)
+    return joined.to(device, non_blocking=True)  # the copy
+"""
+    assert rows(src, "PIN001") == [row_of(src, "# the copy")], src

@@ -20,7 +20,7 @@ from .domain import (LABELLED_DATASET, LABELLED_ITEM, ANYTHING, module_stand_in,
                      is_none, mapping, ordered, scalar_kind, sites_of, upper_bound, varying_in, with_visits)
 from ..walk import code_parts, target_names
 from .dtypes import element_total, elementwise_bound, elementwise_size, fold, named_dtype, python_number_operands, range_length, transposed
-from .state import CAPTURING, DOTTED, ELEMENT_OF, KEY_OF, State, iter_key, put
+from .state import CAPTURING, DOTTED, ELEMENT_OF, KEY_OF, MAYBE_NONE, State, iter_key, put
 from . import tabular
 
 _TRANSPOSING = frozenset({"T", "mT", "transpose", "swapaxes", "permute", "moveaxis", "rollaxis", "flip", "flipud",
@@ -93,6 +93,7 @@ class Evaluator:
             env.pop(LOOP_DERIVED + key, None)
             env.pop(ELEMENT_OF + key, None)
             env.pop(KEY_OF + key, None)
+            env.pop(MAYBE_NONE + key, None)
         put(env, key, value)
 
     def store(self, key: str, value: Value) -> None:
@@ -691,7 +692,9 @@ class Evaluator:
             if exact is not None:
                 return exact
             if isinstance(operator, (cst.Is, cst.IsNot)) and operands[1] == Const.of(None) and \
-                    self._memo_guard(node.left):
+                    (self._memo_guard(node.left) or
+                     isinstance(node.left, cst.Name) and MAYBE_NONE + node.left.value in self.state.env):
+                # (`batch = next(it, None)`: None once the loader is spent, the loop's way out)
                 return UNKNOWN
             module = self._same_module(operator, node.left, operands[0], node.comparisons[0].comparator, operands[1])
             if module is not None:

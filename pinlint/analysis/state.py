@@ -19,6 +19,7 @@ CAPTURING = "$capturing"  # Const True between a stream capture's begin and end:
 RETURN = "$return"     # the value returned on the paths that reach the exit
 ELEMENT_OF = "$element-of:"  # prefix: this name holds an element of that container expression (transfer.changed_element)
 BEFORE = "$before:"  # prefix: what an object's field held before this path first stored into it (State.join)
+MAYBE_NONE = "$maybe-none:"  # prefix: this name was bound by `next(it, None)` (None once the iterator is spent)
 KEY_OF = "$key-of:"  # prefix: this name is the variable of a loop over that dict's keys (see transfer._note_keys)
 MUTATED = "$mutated:"  # prefix: a parameter whose object the scope changed (appended to, stored into)
 GLOBAL = "$global:"    # prefix: a name the scope declares ``global``

@@ -19,7 +19,7 @@ from ..model import EventType
 from ..walk import code_nodes
 from .domain import (with_visits, UNKNOWN, Const, Context, Obj, Function, Device, Host, Instance, Items, Mapping, Seq, Stream, Tensor, Value,
                      add_element, element_of, join, merged, rebuild, varying_in)
-from .state import BEFORE, ELEMENT_OF, GLOBAL, KEY_OF, MUTATED, REBOUND, RETURN, STREAM, iter_key, put
+from .state import BEFORE, ELEMENT_OF, GLOBAL, KEY_OF, MAYBE_NONE, MUTATED, REBOUND, RETURN, STREAM, iter_key, put
 
 
 def run_element(ev, element) -> None:
@@ -37,6 +37,8 @@ def _stmt(ev, element) -> None:
             isinstance(node.targets[0].target, cst.Name) else None
         for target in node.targets:
             assign(ev, target.target, value)
+            if isinstance(target.target, cst.Name) and _next_or_none(node.value):
+                ev.state.env[MAYBE_NONE + target.target.value] = Const.of(True)
         if len(node.targets) == 1 and isinstance(node.value, cst.Subscript):
             _note_element(ev, node.targets[0].target, node.value.value)  # `sp = self.by_name[name]`
         if derived is not None:
@@ -614,6 +616,12 @@ def _bind(ev, element) -> None:
 # container holding that. A body with a `continue` of its own may skip the store for some elements,
 # which then keep their old fields: only the weak update holds there.
 EACH_ELEMENT = "$each-element:"
+
+
+def _next_or_none(expr) -> bool:
+    """``next(it, None)``: the iterator's next element, or None once it is spent."""
+    return isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "next" and \
+        len(expr.args) == 2 and isinstance(expr.args[1].value, cst.Name) and expr.args[1].value.value == "None"
 
 
 def _element_stores(loop) -> Optional[str]:
