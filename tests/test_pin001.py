@@ -4673,3 +4673,26 @@ def evaluate(model, ds, device):
     return joined.to(device, non_blocking=True)  # the copy
 """
     assert rows(src, "PIN001") == [row_of(src, "# the copy")], src
+
+
+@pytest.mark.parametrize("order, reported", [
+    ("permute(1, 0, 2, 3, 4)", True),      # five dimensions: views[k] is a 4-D view of the stack
+    ("permute((1, 0, 2, 3, 4))", True),
+    ("permute(0)", False),                 # one dimension: views[k] is one number
+])
+def test_a_row_of_a_permuted_stack_is_a_view_of_it(order, reported):
+    # FKD's soft-label generation (survey 53 CB): the loader's crops are stacked, reordered to one
+    # row per sample, and each sample's crops `views[k]` sent non-blocking.
+    src = f"""
+import torch
+
+def label(crops, net, gpu):
+    views = torch.stack(crops, dim=0).{order}
+    for k in range(views.size(0)):
+        x = views[k].cuda(gpu, non_blocking=True)
+        net(x)
+
+label([torch.rand(32, 3, 224, 224) for _ in range(4)], None, 0)  # the call
+"""
+    # (the crops come from the call: reported there, where the evidence meets)
+    assert (row_of(src, "# the call") in rows(src, "PIN001")) is reported, src

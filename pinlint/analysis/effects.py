@@ -732,6 +732,12 @@ def _view(ev, api: Api, node, receiver, args: Args) -> Value:
                              (1 if isinstance(shape, Const) else NDIM_UNKNOWN))
         if not api.opt("shape_args") and api.name.split(".")[-1] not in _KEEPING_NDIM:
             result = replace(result, ndim=NDIM_UNKNOWN)  # ravel, squeeze, expand_dims, atleast_2d: another ndim
+        if api.name.split(".")[-1] == "permute" and result.dimensions() is None and args.positional and not args.star:
+            # `t.permute(1, 0, 2, 3, 4)` names every dimension once: that many (FKD's stacked crops,
+            # whose rows `views[k]` are then views of the same memory, survey 53 CB)
+            axes = args.positional[0][1] if len(args.positional) == 1 else Items(tuple(v for _, v in args.positional))
+            if isinstance(axes, Items) and axes.items or isinstance(axes, (Const, Scalar)):
+                result = replace(result, ndim=len(axes.items) if isinstance(axes, Items) else 1)
         if api.opt("movable"):
             # A module's parameter: `model.cuda()` / `model.to(device)` moves it, wherever it was made
             # (its stores and escapes still follow these buffers; where it lives is not known).
