@@ -4696,3 +4696,32 @@ label([torch.rand(32, 3, 224, 224) for _ in range(4)], None, 0)  # the call
 """
     # (the crops come from the call: reported there, where the evidence meets)
     assert (row_of(src, "# the call") in rows(src, "PIN001")) is reported, src
+
+
+@pytest.mark.parametrize("read, reported", [
+    ("raw = f.read(n)", True),                 # new bytes each frame: a pageable array over them
+    ("raw = os.read(fd, n)", True),
+    ("raw = reader.read(n)", False),           # `read` of an object nothing explains
+])
+def test_a_frame_read_from_a_file_object_is_pageable(read, reported):
+    # Poser2's raw-video reader (survey 53 CE): `np.frombuffer(f.read(n), np.uint8)` per frame, uploaded
+    # non-blocking on a side stream.
+    src = f"""
+import os
+import numpy as np
+import torch
+
+def play(path, reader, h, w):
+    side = torch.cuda.Stream()
+    n = h * w * 3
+    fd = os.open(path, os.O_RDONLY)
+    with open(path, "rb") as f:
+        while True:
+            {read}
+            if not raw:
+                break
+            frame = np.frombuffer(raw, np.uint8).reshape(h, w, 3)
+            with torch.cuda.stream(side):
+                torch.from_numpy(frame).cuda(non_blocking=True)  # the copy
+"""
+    assert (row_of(src, "# the copy") in rows(src, "PIN001")) is reported, src

@@ -663,6 +663,8 @@ class Calls:
             return object_dict(first)  # the object's own dict: its fields, the same objects
         if name == "next":
             return self._next_element(node, first)
+        if name == "open" and not args.star:
+            return Obj("file")  # its `read()` gives new bytes (python.toml)
         if name in ("list", "tuple") and isinstance(first, Host) and not first.pointer and \
                 (first.dimensions() or 0) >= 2 and len(args.positional) == 1:
             return Seq(element_of(first))  # list(h) of a 2-D (or more) array: its rows, views of it
@@ -952,8 +954,8 @@ class Calls:
         return value
 
     def enter_context(self, value: Value, node) -> Value:
-        if value == Obj("executor"):
-            return value  # `with ThreadPoolExecutor() as pool:`
+        if value in (Obj("executor"), Obj("file")):
+            return value  # `with ThreadPoolExecutor() as pool:`, `with open(path, "rb") as f:`
         if isinstance(value, Instance):
             entered = self.member(value, "__enter__", node)
             if isinstance(entered, Function):
