@@ -2976,3 +2976,71 @@ def main(path, model):
         model(**batch)
 """
     assert bool(rows(src, "PIN007")) is reported, src
+
+
+@pytest.mark.parametrize("rebuild, reported", [
+    ("ring.recompute()", False),                          # a new array on every iteration
+    ("if k % 5 == 0:\n        ring.recompute()", True),   # now and then: re-sent in between
+    ("pass", True),
+])
+def test_a_method_whose_helper_stores_a_new_array_rebuilds_it_on_each_call(rebuild, reported):
+    # longitudinal-tomography's calibration scripts (survey 53 CD): `machine.values_at_turns()` calls
+    # `self._init_arrays()`, which stores new arrays on the object, before every upload.
+    src = f"""
+import numpy as np
+import cupy as cp
+
+
+class Ring:
+    def __init__(self, nturns):
+        self.nturns = nturns
+        self.phase = None
+
+    def recompute(self):
+        self._alloc(self.nturns)
+
+    def _alloc(self, n):
+        self.phase = np.zeros(n)
+
+
+ring = Ring(200_000)
+ring.recompute()
+for k in range(20):
+    {rebuild}
+    d_phase = cp.array(ring.phase, dtype=cp.float64)  # the copy
+"""
+    assert (row_of(src, "# the copy") in rows(src, "PIN007")) is reported, src
+
+
+@pytest.mark.parametrize("init, reported", [
+    ("self.recompute()", False),                 # every construction makes the arrays
+    ("pass", True),                              # the object is new, its arrays are the first Ring's
+])
+def test_an_object_built_in_the_loop_whose_constructor_fills_it_through_helpers(init, reported):
+    src = f"""
+import numpy as np
+import cupy as cp
+
+
+class Ring:
+    def __init__(self, nturns):
+        self.nturns = nturns
+        {init}
+
+    def recompute(self):
+        self._alloc(self.nturns)
+
+    def _alloc(self, n):
+        self.phase = np.zeros(n)
+
+
+first = Ring(200_000)
+first.recompute()
+for n in [200_000, 300_000]:
+    for it in range(10):
+        ring = Ring(n)
+        if {init!r} == "pass":
+            ring = first
+        d_phase = cp.array(ring.phase, dtype=cp.float64)  # the copy
+"""
+    assert (row_of(src, "# the copy") in rows(src, "PIN007")) is reported, src

@@ -1326,6 +1326,15 @@ def _renamer(ev, fn: Function, node, outcome: Outcome):
         returned = all_sites(outcome.returned)
         every_call |= frozenset(s for s in outcome.kept if s.node in straight and s in returned and
                                 s.variant in ("call", "construction"))
+        if ev.loops and len(ev.branch) == ev.module.project.loop_branch_depth.get(ev.loops[-1], 0) or \
+                not ev.loops and _on_the_new_object(ev, node):
+            # called on every iteration of the caller's loop (no `if` between them), or by a
+            # constructor on the object it builds, a method whose straight-line body calls a helper
+            # that stores a new buffer on the object (`ring.recompute()` -> `self._alloc(n)` ->
+            # `self.phase = np.zeros(n)`) rebuilds it each time; called now and then (`if step % k ==
+            # 0: agent.replan()`) it stays the same buffer in between (longitudinal-tomography, survey 53 CD)
+            every_call |= frozenset(s for s in outcome.kept if s.node in straight and s.via and
+                                    s.variant in ("call", "construction"))
 
     passed = outcome.inputs - outcome.own_inputs  # what the caller gave as arguments
 
@@ -1346,6 +1355,17 @@ def _renamer(ev, fn: Function, node, outcome: Outcome):
                     from_values=site.from_values, python_numbers=site.python_numbers, values=site.values,
                     copies_data=site.copies_data)  # what the buffer holds is what the callee made
     return rename
+
+
+def _on_the_new_object(ev, node) -> bool:
+    """``self.recompute()`` in ``__init__``: a method run on the object the constructor builds, new on
+    every construction."""
+    caller = ev.invocation.function if ev.invocation is not None else None
+    if caller is None or not caller.name.endswith(".__init__") or not isinstance(caller.node, cst.FunctionDef):
+        return False
+    receiver = _self_name(caller.node)
+    return isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and \
+        isinstance(node.func.value, cst.Name) and node.func.value.value == receiver
 
 
 def _tests_only_arguments(owner, receiver: Optional[str]) -> bool:
