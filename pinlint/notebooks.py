@@ -52,6 +52,7 @@ class Program:
     token: str
     cells: list = field(default_factory=list)   # _Cell, in order
     rows: list = field(default_factory=list)    # per program row (0-based): (notebook cell index, line in cell)
+    legacy: bool = False                        # read from an nbformat 3 notebook: nothing is written back
 
     def locate(self, row: int) -> tuple:
         """(cell index in the notebook, 1-based line within the cell) of a program row."""
@@ -74,6 +75,8 @@ def read_notebook(data: bytes) -> dict:
         raise NotebookError(f"Notebook is not valid JSON: {exc}")
     except RecursionError:
         raise NotebookError("Notebook is not valid JSON: nested too deeply to read")
+    if isinstance(notebook, dict) and not isinstance(notebook.get("cells"), list):
+        notebook = _from_nbformat3(notebook)
     if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
         raise NotebookError("Notebook has no list of cells")
     for number, cell in enumerate(notebook["cells"], 1):
@@ -84,6 +87,30 @@ def read_notebook(data: bytes) -> dict:
             if not (isinstance(source, str) or isinstance(source, list) and all(isinstance(s, str) for s in source)):
                 raise NotebookError(f"Notebook cell {number}: `source` is neither text nor a list of text")
     return notebook
+
+
+LEGACY = "_pinlint_nbformat3"  # set on the cells read from an nbformat 3 notebook (never written back)
+
+
+_LEGACY_NOTE = ("{name}: an nbformat 3 notebook: its cells are checked but {what} not written into it "
+                "(convert it with `jupyter nbconvert --to notebook --nbformat 4`)")
+
+
+def _from_nbformat3(notebook: dict) -> dict:
+    """An nbformat 3 notebook (before 2015: cells under ``worksheets[].cells``, a code cell's text in
+    ``input``) as the cells pinlint reads; fixes and noqa comments are not written back into it, whose
+    layout differs. Anything else is returned as it is."""
+    worksheets = notebook.get("worksheets")
+    if not isinstance(worksheets, list) or not all(isinstance(w, dict) and isinstance(w.get("cells", []), list)
+                                                   for w in worksheets):
+        return notebook
+    cells = []
+    for worksheet in worksheets:
+        for cell in worksheet.get("cells", []):
+            if isinstance(cell, dict) and cell.get("cell_type") == "code":
+                cell = {"cell_type": "code", "source": cell.get("input", "")}
+            cells.append(cell)
+    return {**notebook, "cells": cells, LEGACY: True}
 
 
 def _source(cell: dict) -> str:
@@ -305,7 +332,7 @@ def to_program(notebook: dict, use_ipython: Optional[bool] = None) -> Program:
     token = secrets.token_hex(8)
     while any(token in s for s in sources):
         token = secrets.token_hex(8)
-    program = Program("", token)
+    program = Program("", token, legacy=bool(notebook.get(LEGACY)))
     text: list = []
     for index, cell in enumerate(notebook.get("cells", [])):
         if cell.get("cell_type") != "code":
@@ -351,6 +378,8 @@ def from_program(text: str, program: Program, notebook: dict) -> Optional[dict]:
     """The notebook with its cells' code taken from a (fixed) program; IPython lines come back as
     they were. None when the program no longer maps onto the cells (a marker moved or went, a fix
     touched IPython syntax): then nothing may be written."""
+    if notebook.get(LEGACY):
+        return None  # an nbformat 3 notebook: its cells are read, not rewritten
     lines = (text[:-1] if text.endswith("\n") else text).split("\n")
     at = []
     for position in range(len(program.cells)):
@@ -429,7 +458,7 @@ def _relocate(finding: Finding, program: Program) -> Finding:
     related = tuple(in_cells(r) for r in finding.related)
     trace = tuple(in_cells(t) for t in finding.trace)
     # Fix edits are written against the joined program; in a notebook the fix applies through `--fix`.
-    fix = None if finding.fix is None else replace(finding.fix, edits=())
+    fix = None if finding.fix is None or program.legacy else replace(finding.fix, edits=())
 
     def cell_line(match) -> str:
         at_cell, at_row = program.locate(int(match.group(2)))
@@ -488,6 +517,11 @@ def check_notebook(data: bytes, name: str, settings, fix: bool = False, unsafe: 
                                  [result.error] if result.error else [], [result.warning] if result.warning else [],
                                  dependencies=result.dependencies)
         return _with_scripts(report, notebook, name, settings)
+    if program.legacy:
+        report = check_notebook(data, name, settings)
+        if any(f.code != "PIN000" for f in report.findings):
+            report.warnings.append(_LEGACY_NOTE.format(name=name, what="fixes are"))
+        return report
     outcome = fix_text(program.text, name, settings, unsafe)
     result = outcome.result
     report = NotebookOutcome([_relocate(f, program) for f in (result.findings if result else [])],
@@ -547,6 +581,9 @@ def add_noqa_notebook(data: bytes, name: str, settings) -> NotebookOutcome:
     program = to_program(notebook)
     result = lint_text(program.text, name, settings)
     findings = [_relocate(f, program) for f in result.findings]
+    if program.legacy:
+        return NotebookOutcome(findings, warnings=[_LEGACY_NOTE.format(name=name, what="noqa comments are")]
+                               if findings else [])
     text, added = add_noqa_text(program.text, result.findings)
     if not added:
         return NotebookOutcome(findings)
@@ -563,7 +600,7 @@ def process_notebook(job, data: bytes):
     if job.mode == ADD_NOQA:
         outcome = add_noqa_notebook(data, job.name, job.settings)
         if outcome.fixed is None:
-            return JobResult(findings=outcome.findings, errors=outcome.errors)
+            return JobResult(findings=outcome.findings, errors=outcome.errors, warnings=outcome.warnings)
         try:
             write_atomically(Path(job.path), outcome.fixed, expected=data)
         except OSError as exc:

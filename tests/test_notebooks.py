@@ -304,3 +304,28 @@ def test_a_notebook_whose_kernel_is_not_python_is_not_checked(metadata, checked)
         "metadata": metadata, "nbformat": 4, "nbformat_minor": 5}
     outcome = notebooks.check_notebook(json.dumps(notebook).encode(), "nb.ipynb", Settings())
     assert sorted({f.code for f in outcome.findings}) == (["PIN000"] if checked else [])  # (the bash cell)
+
+
+NBFORMAT3 = {
+    "nbformat": 3, "nbformat_minor": 0, "metadata": {"name": ""},
+    "worksheets": [{"metadata": {}, "cells": [
+        {"cell_type": "heading", "level": 1, "metadata": {}, "source": ["Upload"]},
+        {"cell_type": "code", "collapsed": False, "language": "python", "metadata": {}, "outputs": [],
+         "prompt_number": 1,
+         "input": ["import numpy as np\n", "import cupy as cp\n", "h = np.zeros(1 << 20, dtype=np.float32)\n",
+                   "s = cp.cuda.Stream(non_blocking=True)\n", "d = cp.empty_like(h)\n", "d.set(h, stream=s)"]},
+    ]}],
+}
+
+
+def test_an_nbformat3_notebook_is_checked_and_never_rewritten(tmp_path):
+    # gbt_seti (survey 53 CD): a valid notebook of the layout before 2015 was a PIN000.
+    path = _write(tmp_path, NBFORMAT3)
+    before = path.read_bytes()
+    done = _pinlint(tmp_path, "check", "--no-cache", "demo.ipynb")
+    assert done.returncode == 1 and "demo.ipynb:cell 2:6:1: PIN001 " in done.stdout, done.stdout + done.stderr
+    assert "[*]" not in done.stdout, "no fix is offered: none would be written"
+    for args in (("check", "--fix", "--unsafe-fixes"), ("check", "--add-noqa")):
+        done = _pinlint(tmp_path, *args, "--no-cache", "demo.ipynb")
+        assert "nbformat 3 notebook" in done.stderr and "Traceback" not in done.stderr
+        assert path.read_bytes() == before
