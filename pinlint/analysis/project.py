@@ -325,6 +325,7 @@ class Project:
         self.screen = screen             # skip the root analysis of inert functions (analysis/inert.py)
         self.runs_per_call: dict = {}    # function node -> interproc._body_runs_per_call's answer
         self.changes: dict = {}          # loop or function node -> what it binds or stores (invariance)
+        self.element_stores: dict = {}   # for loop node -> its variable, where the body sets a field of it (transfer)
         self.slot_reads: dict = {}       # loop node -> reads of list slots it has not replaced yet (slots)
         self.rotating_slots: dict = {}   # loop node -> the double-buffer slot indexes it waits on (slots)
         self.root = root.resolve() if root is not None else None

@@ -29,6 +29,12 @@ def run_element(ev, element) -> None:
 
 
 # ------------------------------------------------------------------------------ statements
+def _next_or_none(expr) -> bool:
+    """``next(it, None)``: the iterator's next element, or None once it is spent."""
+    return isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "next" and \
+        len(expr.args) == 2 and isinstance(expr.args[1].value, cst.Name) and expr.args[1].value.value == "None"
+
+
 def _stmt(ev, element) -> None:
     node = element.node
     if isinstance(node, cst.Assign):
@@ -618,16 +624,11 @@ def _bind(ev, element) -> None:
 EACH_ELEMENT = "$each-element:"
 
 
-def _next_or_none(expr) -> bool:
-    """``next(it, None)``: the iterator's next element, or None once it is spent."""
-    return isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "next" and \
-        len(expr.args) == 2 and isinstance(expr.args[1].value, cst.Name) and expr.args[1].value.value == "None"
-
-
-def _element_stores(loop) -> Optional[str]:
+def _element_stores(ev, loop) -> Optional[str]:
     """The loop variable, where the loop's body stores a field of it (``inp.host = ...``) and every
-    iteration reaches the end of the body or leaves the loop."""
-    found = _ELEMENT_STORES.get(loop, False)
+    iteration reaches the end of the body or leaves the loop (kept by the project, per loop)."""
+    cache = ev.module.project.element_stores
+    found = cache.get(loop, False)
     if found is False:
         found = None
         if isinstance(loop.target, cst.Name) and not _continues(loop.body):
@@ -639,11 +640,8 @@ def _element_stores(loop) -> Optional[str]:
                            for t in targets):
                         found = name
                         break
-        _ELEMENT_STORES[loop] = found
+        cache[loop] = found
     return found
-
-
-_ELEMENT_STORES: dict = {}
 
 
 def _continues(body) -> bool:
@@ -654,7 +652,8 @@ def _continues(body) -> bool:
         if isinstance(node, cst.Continue):
             return True
         if isinstance(node, (cst.For, cst.While)):
-            stack.append(node.orelse) if node.orelse is not None else None
+            if node.orelse is not None:
+                stack.append(node.orelse)  # a nested loop's `else` runs as part of this body
             continue
         if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
             continue
@@ -666,7 +665,7 @@ def _next(ev, element) -> None:
     """A for loop's body ran to its end: what the loop variable's object holds joins what the other
     iterations left."""
     loop = element.extra
-    name = _element_stores(loop)
+    name = _element_stores(ev, loop)
     if name is None:
         return
     from .project import folded
