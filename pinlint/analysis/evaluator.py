@@ -464,7 +464,8 @@ class Evaluator:
         if isinstance(test, GpuFlag) or negated:
             # `kind = "cuda" if "cuda" in device else "cpu"`: the GPU in every run that uses one, so
             # `pin_memory=(kind == "cuda")` pins there (nanochat-vl's loader, survey 53 CC)
-            names = (_names_a_device(body), _names_a_device(orelse))
+            from .effects import device_of
+            names = (device_of(body, self.tables), device_of(orelse, self.tables))
             if names == ((False, True) if negated else (True, False)):
                 return DeviceSpec(None)
         return join(body, orelse)
@@ -1287,16 +1288,6 @@ def _device_attribute(base: Value, attr: str) -> Optional[Value]:
         return Const.of(cuda)
     if attr == "type" and isinstance(base, DeviceSpec) and base.cuda is not None:
         return Const.of("cuda" if base.cuda else "cpu")
-    return None
-
-
-def _names_a_device(value: Value) -> Optional[bool]:
-    """True for a CUDA device ("cuda", "cuda:1", ``torch.device("cuda")``), False for the CPU, else None."""
-    if isinstance(value, DeviceSpec) and not value.other and not value.of_data:
-        return value.cuda
-    if isinstance(value, Const) and isinstance(value.single, str):
-        word = value.single
-        return True if word == "cuda" or word.startswith("cuda:") else False if word == "cpu" else None
     return None
 
 

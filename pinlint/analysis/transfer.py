@@ -16,7 +16,7 @@ import libcst as cst
 
 from ..imports import dotted
 from ..model import EventType
-from ..walk import code_nodes
+from ..walk import code_nodes, has_own_continue, suite_body
 from .domain import (with_visits, UNKNOWN, Const, Context, Obj, Function, Device, Host, Instance, Items, Mapping, Seq, Stream, Tensor, Value,
                      add_element, element_of, join, merged, rebuild, varying_in)
 from .state import BEFORE, ELEMENT_OF, GLOBAL, KEY_OF, MAYBE_NONE, MUTATED, REBOUND, RETURN, STREAM, iter_key, put
@@ -449,7 +449,6 @@ def _wait_of_what_was_issued(ev, node: cst.If) -> None:
     the wait is the one where nothing was issued (no sample launched, no copy recorded its event), so
     the copies before it are waited for on either arm. The synchronize runs as the test is made.
     A flag (``if args.sync:``), a number or a value nothing explains decides no such thing."""
-    from ..walk import suite_body
     if node.orelse is not None:
         return
     subject = _truth_tested(node.test)
@@ -630,35 +629,13 @@ def _element_stores(ev, loop) -> Optional[str]:
     cache = ev.module.project.element_stores
     found = cache.get(loop, False)
     if found is False:
+        from .fields import stores_in
         found = None
-        if isinstance(loop.target, cst.Name) and not _continues(loop.body):
-            name = loop.target.value
-            for node in code_nodes(loop.body, into_definitions=False):
-                if isinstance(node, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
-                    targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
-                    if any(isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and t.value.value == name
-                           for t in targets):
-                        found = name
-                        break
+        body = suite_body(loop.body)
+        if isinstance(loop.target, cst.Name) and not has_own_continue(body) and stores_in(body, loop.target.value)[0]:
+            found = loop.target.value
         cache[loop] = found
     return found
-
-
-def _continues(body) -> bool:
-    """A ``continue`` of the loop whose body this is (not of a loop nested in it)."""
-    stack = [body]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, cst.Continue):
-            return True
-        if isinstance(node, (cst.For, cst.While)):
-            if node.orelse is not None:
-                stack.append(node.orelse)  # a nested loop's `else` runs as part of this body
-            continue
-        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            continue
-        stack.extend(node.children)
-    return False
 
 
 def _next(ev, element) -> None:
