@@ -187,7 +187,8 @@ PYTHON_KEYS = frozenset({"reading_builtins", "non_storing_builtins", "pure_built
                          "copying_methods", "device_address_libraries", "torch_compute_namespaces", "library_modules", "returns_self", "call_runs", "returns_arguments", "index_grids",
                          "coroutine_runners", "non_retaining_builtins", "record_factories",
                          "torch_non_tensor_results", "torch_new_results", "torch_layer_namespaces", "torch_non_layers",
-                         "torch_same_size_results", "table_attributes", "number_modules"})
+                         "torch_same_size_results", "table_attributes", "number_modules",
+                         "number_tuple_functions"})
 FIX_FAMILY_KEYS = frozenset({"how", "keyword"})
 DEVICE_STRING_KEYS = frozenset({"cuda", "cpu", "other"})
 

@@ -923,3 +923,33 @@ def test_a_settings_class_imported_from_another_module_gives_its_constants(tmp_p
     # a script that changes the setting: the class body's value is only the first
     (tmp_path / "main.py").write_text(files["main.py"] + "\ncfg.pinned_loader = False\n")
     assert _check(monkeypatch, capsys, tmp_path) == []
+
+
+def test_a_trace_step_at_a_call_says_it_calls_the_function_that_copies():
+    # Lidar_AI_Solution's cuOSD test (survey 54 DE): the copy is in a nested timing function the
+    # helper calls; the step at that call named the copy ("copied here by ..."), which is one line on.
+    from helpers import findings
+    src = """
+import numpy as np
+import pycuda.driver as drv
+
+
+def draw_on(img):
+    stream = drv.Stream()
+    dmem = drv.mem_alloc(img.nbytes)
+
+    def timed():
+        drv.memcpy_dtoh_async(img, dmem, stream)
+        stream.synchronize()
+
+    timed()
+
+
+def main():
+    frame = np.zeros((1080, 1920, 3), dtype=np.uint8)
+    draw_on(frame.copy())
+"""
+    [finding] = [f for f in findings(src) if f.code == "PIN001"]
+    assert [(step.location.row, step.message) for step in finding.trace][-2:] == [
+        (row_of(src, "    timed()"), "calls `timed` here"),
+        (row_of(src, "drv.memcpy_dtoh_async"), "copied here by `pycuda.driver.memcpy_dtoh_async`")]

@@ -2754,3 +2754,96 @@ def main(net, packing, rows, width):
             net(ids).sum().backward()
 """
     assert (row_of(src, "# the call") in rows(src, "PIN002")) is reported, src
+
+
+@pytest.mark.parametrize("given, reported", [
+    ('[{"height": 200}]', False),                      # one item: every loop over what it builds runs once
+    ('[{"height": 200}, {"height": 100}]', True),
+    ("settings", True),                                # a list nothing here sizes
+])
+@pytest.mark.parametrize("inline", [False, True])
+def test_a_list_built_from_a_one_item_list_has_one_item(given, reported, inline):
+    # BEVFormer_tensorrt's plugin tests (survey 53 CA): a helper appends one model per entry of the
+    # one-item parameter list its caller gives; each test then loops over the models, allocating
+    # pinned output buffers on each (once, as there is one).
+    build = f"""
+    models = []
+    for param in {given}:
+        models.append({{"param": param}})
+""" if inline else f"""
+    models = build({given})
+"""
+    src = f"""
+import numpy as np
+import pycuda.driver as cuda
+
+
+def build(params):
+    out = []
+    for p in params:
+        out.append({{"param": p}})
+    return out
+
+
+def run(settings):
+{build}
+    for m in models:
+        out = cuda.pagelocked_empty((1024, 1024), np.float32)  # the allocation
+        cuda.memcpy_dtoh(out, m["param"])
+"""
+    assert (row_of(src, "# the allocation") in rows(src, "PIN002")) is reported, src
+
+
+@pytest.mark.parametrize("own_init, params, reported", [
+    ("unittest.TestCase.__init__(self, *args, **kwargs)", '[{"height": 200}]', False),
+    ("unittest.TestCase.__init__(self, *args, **kwargs)", '[{"height": 200}, {"height": 100}]', True),
+    # handed on to the base's constructor (the next in the order), which then also runs with no list
+    ("super().__init__(*args, **kwargs)", '[{"height": 200}]', True),
+    (None, '[{"height": 200}]', True),             # the base's constructor is the class's own
+])
+def test_a_base_constructor_run_only_by_name_runs_with_what_it_is_given(own_init, params, reported):
+    # BEVFormer_tensorrt's plugin tests (survey 53 CA, 47 of its false findings): each test class's own
+    # constructor calls only unittest's, and `setUp` runs the base's `__init__` by name with a one-item
+    # list of parameters; the base's `__init__` on its own (params=None gives [{}], any list otherwise)
+    # is not what the test objects got.
+    init = f"""
+    def __init__(self, *args, **kwargs):
+        {own_init}
+""" if own_init else ""
+    src = f"""
+import unittest
+
+import numpy as np
+import pycuda.driver as cuda
+
+
+class BaseCase:
+    def __init__(self, name, params=None):
+        if params is None:
+            params = [{{}}]
+        self.name = name
+        self.models = self.create_models(params)
+
+    def create_models(self, params):
+        models = []
+        for param in params:
+            models.append({{"param": param}})
+        return models
+
+    def engine_forward(self, dic):
+        out = cuda.pagelocked_empty((1024, 1024), np.float32)
+        cuda.memcpy_dtoh(out, dic["param"])
+        return out
+
+
+class GridCase(BaseCase, unittest.TestCase):
+{init}
+    def setUp(self):
+        BaseCase.__init__(self, "grid", params={params})
+
+    def test_fp32(self):
+        for dic in self.models:
+            out = self.engine_forward(dic)  # the call
+            self.assertTrue(out.any())
+"""
+    assert (row_of(src, "# the call") in rows(src, "PIN002")) is reported, src

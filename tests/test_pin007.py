@@ -3044,3 +3044,31 @@ for n in [200_000, 300_000]:
         d_phase = cp.array(ring.phase, dtype=cp.float64)  # the copy
 """
     assert (row_of(src, "# the copy") in rows(src, "PIN007")) is reported, src
+
+
+@pytest.mark.parametrize("read, reported", [
+    ('struct.unpack("i", fh.read(4))[0]', False),      # one Python int: a 3-number vector, 12 bytes
+    ('struct.unpack_from("iii", header)[1]', False),
+    ("fh.read(4)", True),                               # bytes: np.asarray of it is not three numbers
+])
+def test_numbers_read_with_struct_make_a_small_vector(read, reported):
+    # pycuda-volumetric-renderer (survey 54 DD): the grid's extent, three ints unpacked from a file
+    # header, is sent to a kernel with `drv.In` on every frame: 12 bytes, latency-bound.
+    src = f"""
+import struct
+
+import numpy as np
+import pycuda.driver as drv
+
+
+def render(kernel, out_dev, path, header, frames):
+    with open(path, "rb") as fh:
+        nx = {read}
+        ny = {read}
+        nz = {read}
+    extent = np.asarray([nx, ny, nz]).astype(np.float32)
+    extent = extent / np.max(extent)
+    for _ in range(frames):
+        kernel(out_dev, drv.In(extent), block=(256, 1, 1), grid=(1, 1))  # the copy
+"""
+    assert (row_of(src, "# the copy") in rows(src, "PIN007")) is reported, src

@@ -23,7 +23,7 @@ from ..walk import code_nodes
 from ..model import EventType, Kind
 from . import effects, interproc
 from .domain import (UNKNOWN, Alternatives, ClassRef, Const, Device, Function, Host, Instance, Items, Iteration, Loader, Mapping,
-                     LibraryRef, ModuleRef, Obj, RecordType, Scalar, Seq, Stream, Super, Tensor, Value, add_element, element_of, join,
+                     LibraryRef, ModuleRef, Obj, RecordType, Scalar, Seq, Stream, Super, Tensor, Value, add_element, appended, element_of, join,
                      flatten, is_none, mapping, merged, numeric_const, ordered, rebuild, scalar_kind, unknown_host, varying_in)
 from .dtypes import common, item_size, range_length
 from .state import STREAM
@@ -255,6 +255,9 @@ class Calls:
         if qualified and qualified.rpartition(".")[0] in python.get("number_modules", ()):
             self.arguments(node)
             return Scalar("number")  # `math.cos(t)`: a Python number
+        if qualified in python.get("number_tuple_functions", ()):
+            self.arguments(node)
+            return Seq(Scalar("number"))  # `struct.unpack("iii", header)`: Python numbers
         library = ev.tables.library_of(qualified) if qualified else None
         head, _, attr = (qualified or "").rpartition(".")
         if head and library not in (None, "numpy"):
@@ -851,8 +854,10 @@ class Calls:
         values = [v for _, v in args.positional]
         mutators = ev.tables.python.get("container_mutators", ())
         if name in mutators:
-            if name in ("append", "add", "appendleft") and values:
-                updated = add_element(receiver, values[0])
+            if name in ("append", "appendleft") and values:
+                updated = appended(receiver, values[0]) if name == "append" else add_element(receiver, values[0])
+            elif name == "add" and values:
+                updated = add_element(receiver, values[0])  # a set: the same value twice is one element
             elif name == "insert" and len(values) >= 2:
                 updated = add_element(receiver, values[1])
             elif name in ("extend", "extendleft") and values:

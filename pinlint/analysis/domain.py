@@ -743,6 +743,18 @@ def add_element(container: Value, element: Value) -> Value:
     return Seq(element)
 
 
+_APPENDED_ITEMS = 8  # a list of this many appends in straight-line code still has their count
+
+
+def appended(container: Value, element: Value) -> Value:
+    """The list after ``append(element)``: a list of known length one longer (``models = []`` and a
+    loop over the one-item list its caller passes appends once: a one-item list, whose own loops run
+    once), where a loop's head has not already joined its lengths into a list of any length."""
+    if isinstance(container, Items) and not container.names and len(container.items) < _APPENDED_ITEMS:
+        return Items(container.items + (element,))
+    return add_element(container, element)
+
+
 def with_visits(element: Value, items: tuple, loop) -> Value:
     """``element`` (the join of ``items``) as the variable of ``loop`` over them: each of the items is
     taken in turn, so a copy on every iteration copies each (``Host.visits``)."""

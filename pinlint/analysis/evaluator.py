@@ -1471,6 +1471,13 @@ def _single_pass(iterable: Optional[Value]) -> bool:
     return isinstance(iterable, Iteration) and iterable.length is not None and iterable.length <= 1
 
 
+def one_element(iterable: Optional[Value]) -> bool:
+    """Whether a for loop's iterable (as its header evaluated it) has exactly one element."""
+    if isinstance(iterable, Items):
+        return len(iterable.items) == 1 and not iterable.names
+    return isinstance(iterable, Iteration) and iterable.length == 1
+
+
 def _broadcast_ndim(operands: list) -> Optional[int]:
     """The dimensions of an elementwise result of arrays whose dimensions are known and Python numbers
     (`-100 * labels`: the array's; arrays of several: the most, as broadcasting gives)."""

@@ -36,7 +36,7 @@ from typing import Optional
 
 import libcst as cst
 
-from ..walk import class_body_small, code_parts, statements, suite_body
+from ..walk import class_body_small, code_nodes, code_parts, statements, suite_body
 from .domain import (UNKNOWN, Alternatives, ClassRef, Function, Instance, Items, Iteration, Mapping, Seq, Super,
                      Value, is_none, join)
 from .interproc import Invocation, context_free_env
@@ -132,6 +132,8 @@ class FieldSolver:
         """What the methods ``klass_info`` defines give an object of ``cls`` (it or a subclass);
         ``names``: the method names of ``cls`` and its bases."""
         methods = self._methods(klass_info, names)
+        if info is not None and klass_info is not info and _init_only_called_explicitly(info, klass_info):
+            methods = tuple(m for m in methods if m.node.name.value != "__init__")
         if info is not None and info.runs_each_test_alone():
             per_test = _run_by_tests_only(info, self.tests_only)
             methods = tuple(m for m in methods if not m.node.name.value.startswith("test") and
@@ -227,6 +229,32 @@ class FieldSolver:
                 project._observing[-1] |= seen
         lookups = frozenset((use, attr) for use, klass, attr in seen if klass == cls)
         return tuple(sorted(fields.items())), lookups
+
+
+def _init_only_called_explicitly(info, base_info) -> bool:
+    """Whether a base class's ``__init__`` runs on objects of ``info``'s class only where the code
+    calls it by name: the class resolves ``__init__`` to a constructor of its own that hands on to no
+    constructor of the checked code (``unittest.TestCase.__init__(self, *args)``, no ``super()``),
+    so the base's runs only in ``setUp``'s ``BaseTestCase.__init__(self, params=[...])``, with the
+    arguments given there, which the run of ``setUp`` follows (BEVFormer_tensorrt's test cases, whose
+    base's ``__init__`` on its own takes a list of models of any length)."""
+    if "__init__" not in base_info.members:
+        return False
+    own = info.lookup("__init__", record=False)
+    if own is None or own.owner == base_info.cls or own.kind != "method":
+        return False
+    module = own.owner.module
+    for node in code_nodes(own.node.body, into_definitions=False):
+        if isinstance(node, cst.Call):
+            func = node.func
+            if isinstance(func, cst.Name) and func.value == "super":
+                return False
+            if isinstance(func, cst.Attribute) and func.attr.value == "__init__":
+                target = func.value
+                qualified = module.imports.qualify(target) if isinstance(target, (cst.Name, cst.Attribute)) else None
+                if qualified is None or isinstance(module.project.resolve(qualified, module), ClassRef):
+                    return False  # a constructor of the checked code, or one it cannot tell
+    return True
 
 
 _CONSTRUCTORS = ("__init__", "__post_init__", "__new__")

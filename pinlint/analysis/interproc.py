@@ -452,6 +452,8 @@ def _invoke(ev, fn: Function, env: dict, node) -> Optional[Outcome]:
         contextual = True
     if not contextual and any(isinstance(env.get(name), Instance) for name in _returned_parameters(fn)):
         contextual = True  # `net = wrap_for_ddp(net)`: hands back the object it was given
+    if not contextual and _walks_one_item(fn, env):
+        contextual = True  # `build([{"h": 200}])` looping over its parameter: one pass, one-item results
     if not contextual and _calls_its_methods(fn, env):
         contextual = True  # `validate(model, data)` calling `model.parse_batch(batch)`
     if not contextual and _decides_a_test(fn, env):
@@ -765,6 +767,27 @@ def _walked_parameters(fn: Function) -> frozenset:
                   if isinstance(part, cst.For) and isinstance(part.iter, cst.Name)} if params else set()
         found = _WALKED[fn.node] = frozenset(params & walked & body_bindings(node))
     return found
+
+
+def _walks_one_item(fn: Function, env: dict) -> bool:
+    """A one-item list given for a parameter the callee loops over (``for param in params:
+    models.append(...)``) or hands on to a call as it is: its analysis for callers at large walks a list of any length and returns
+    one; with this one, the loop runs once and what it builds has one item (BEVFormer_tensorrt's test
+    cases, whose every loop over the models then runs once)."""
+    cache = fn.module.project.walked_parameters
+    walked = cache.get(fn.node)
+    if walked is None:
+        node = fn.node
+        params = {p.name.value for p in (*node.params.posonly_params, *node.params.params, *node.params.kwonly_params)}
+        found = set()
+        for part in code_nodes(node.body, into_definitions=False):
+            if isinstance(part, cst.For) and isinstance(part.iter, cst.Name):
+                found.add(part.iter.value)
+            elif isinstance(part, cst.Call):  # handed on as it is (`self.createModels(params, ...)`)
+                found.update(arg.value.value for arg in part.args if isinstance(arg.value, cst.Name) and not arg.star)
+        walked = cache[fn.node] = frozenset(found & params)
+    from .evaluator import one_element
+    return any(one_element(env.get(name)) for name in walked)
 
 
 def _gives_a_deciding_keyword(fn: Function, env: dict) -> bool:
@@ -2133,7 +2156,10 @@ def _where(event: Event) -> tuple:
 def _lifted(ev, fn: Function, node, event: Event, contextual, pending: frozenset, once: bool = False) -> Event:
     """The callee's event as the caller's, at the call: in the caller's loops too (unless ``once``: it
     runs on the first call only), with the step into the callee first on its path."""
-    step = TraceStep(event.module, event.node, describe(event), fn.name)
+    # An event the callee itself lifted from a call it makes is at that call: the step says so (the
+    # copy is the next step, in the function it calls).
+    said = f"calls `{event.trace[0].function.rsplit('.', 1)[-1]}` here" if event.trace else describe(event)
+    step = TraceStep(event.module, event.node, said, fn.name)
     once = once or event.once_per_object  # a cached upload two calls down is no more repeated
     # the callee's loops, but for those it runs the event on one iteration of (`if k == 0:`): the arms
     # around it are the caller's from here on

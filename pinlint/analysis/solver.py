@@ -17,7 +17,7 @@ import libcst as cst
 from .narrowing import narrowed
 from .state import State, iter_key
 from .transfer import run_element
-from .evaluator import single_pass
+from .evaluator import one_element, single_pass
 
 WIDEN_AFTER = 2          # visits of a loop head before its join widens
 MAX_VISITS_PER_BLOCK = 40  # a safety net: past it the solver stops and records what it has
@@ -65,6 +65,11 @@ def _successors(block, out: State) -> list:
     on to what follows the loop instead of back to its head (whose next iteration would meet the
     first one's copies still in flight: a race with nothing)."""
     succs = block.succs
+    loop = block.loop_head
+    if isinstance(loop, cst.For) and len(succs) == 2 and one_element(out.env.get(iter_key(loop))):
+        # ... and a loop over exactly one item runs its body: not leaving at once, as an empty one
+        # would (`out = []; for p in params: out.append(f(p))` gives a one-item list).
+        return succs[:1]
     for index, succ in enumerate(succs):
         loop = succ.loop_head
         if loop is not None and block.depth >= succ.depth and isinstance(loop, cst.For) and \
