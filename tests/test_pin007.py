@@ -6,6 +6,8 @@ placement, branches, class attributes, the size threshold and precedence of PIN0
 
 from __future__ import annotations
 
+import textwrap
+
 import pytest
 
 from helpers import codes, col_of, findings, only, row_of, rows, source
@@ -3072,3 +3074,48 @@ def render(kernel, out_dev, path, header, frames):
         kernel(out_dev, drv.In(extent), block=(256, 1, 1), grid=(1, 1))  # the copy
 """
     assert (row_of(src, "# the copy") in rows(src, "PIN007")) is reported, src
+
+
+@pytest.mark.parametrize("body, reported", [
+    # a new array on every step: each iteration of the training loops sends another one
+    ("for k in range(n_mb):\n    idx = order[k * size:(k + 1) * size]\n    yield flat[idx], adv[idx]", False),
+    ("for k in range(n_mb):\n    mb = np.ascontiguousarray(flat[k * size:(k + 1) * size] * 2.0)\n    yield mb, adv", False),
+    # the rollout's own array, a view of it on every step: the same memory sent again each epoch
+    ("for k in range(n_mb):\n    yield flat[k * size:(k + 1) * size], adv", True),
+])
+@pytest.mark.parametrize("kept", [False, True])
+def test_a_generator_s_own_loop_makes_a_new_minibatch_on_each_step(body, reported, kept):
+    # on-policy's MAPPO trainer (survey 54 DA, 10 false findings): `for sample in
+    # buffer.feed_forward_generator(adv, n)` takes arrays the generator makes by fancy indexing on
+    # each step; they were taken for buffers allocated once, before the epoch loop.
+    loop = "        gen = store.minibatches(adv, 4)\n        for obs_mb, adv_mb in gen:" if kept else \
+        "        for obs_mb, adv_mb in store.minibatches(adv, 4):"
+    src = f"""
+import numpy as np
+import torch
+
+
+class Rollouts:
+    def __init__(self, steps, envs, dim):
+        self.obs = np.zeros((steps, envs, dim), dtype=np.float32)
+        self.ret = np.zeros((steps, envs, 1), dtype=np.float32)
+
+    def minibatches(self, adv, n_mb):
+        flat = self.obs.reshape(-1, self.obs.shape[-1])
+        order = np.random.permutation(flat.shape[0])
+        size = flat.shape[0] // n_mb
+{textwrap.indent(body, " " * 8)}
+
+
+def update(store, epochs):
+    adv = (store.ret - store.ret.mean()).reshape(-1, 1)
+    for _ in range(epochs):
+{loop}
+            o = torch.from_numpy(obs_mb).to("cuda")  # the copy
+            (o.sum()).item()
+
+
+update(Rollouts(256, 64, 32), 10)
+"""
+    assert (row_of(src, "# the copy") in rows(src, "PIN007") or
+            row_of(src, "update(Rollouts") in rows(src, "PIN007")) is reported, src

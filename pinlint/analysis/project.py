@@ -680,6 +680,8 @@ class Project:
         # batch`): an iterator over what its `yield`s give, with the caller's arguments (DINO's
         # `metric_logger.log_every(loader, ...)` handing on each batch).
         yielded = self.last_yielded if isinstance(node, cst.FunctionDef) else None
+        if yielded is not None:
+            yielded = _made_between_yields(yielded, _inputs(node, env, pending)[0])
         if exit_state is None and yielded is not None:
             inputs, own = _inputs(node, env, pending)
             return Outcome(Seq(yielded), frozenset(), stream, tuple(events), reachable=True, inputs=inputs,
@@ -994,6 +996,17 @@ def _inputs(node, env: dict, pending: frozenset) -> tuple:
         if params and params[0].name.value in ("self", "cls"):
             own = own | all_sites(env.get(params[0].name.value, UNKNOWN))
     return frozenset(inputs), own
+
+
+def _made_between_yields(yielded: Value, inputs: frozenset) -> Value:
+    """What a generator yields, where its own loop makes it (`yield flat[idx]` for each minibatch of
+    a PPO rollout, on-policy's feed-forward generator, survey 54 DA): a new buffer on every step, so on
+    every iteration of the loop that takes it, and of the loops around that (each makes a new
+    generator). A buffer made once before its loop, or one it was given, stays the same one."""
+    from dataclasses import replace
+    from .domain import map_sites
+    return map_sites(yielded, lambda s: replace(s, fresh_each_iteration=True)
+                     if s.loops and not s.fresh_each_iteration and s not in inputs else s)
 
 
 def _display(path: Path) -> str:
