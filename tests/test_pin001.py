@@ -4725,3 +4725,20 @@ def play(path, reader, h, w):
                 torch.from_numpy(frame).cuda(non_blocking=True)  # the copy
 """
     assert (row_of(src, "# the copy") in rows(src, "PIN001")) is reported, src
+
+
+@pytest.mark.parametrize("made, named", [("np.asarray", "np.asarray"), ("np.asanyarray", "np.asanyarray"),
+                                         ("np.array", "np.array")])
+def test_a_list_made_into_an_array_is_named_as_written(made, named):
+    # survey 54 DB (espnet-trt): `np.asarray([...])` was reported as "allocated by `np.array`".
+    src = f"""
+import cupy as cp
+import numpy as np
+
+
+def run(a, b, c):
+    v = {made}([a, b, c] * 200000, dtype=np.float32)
+    d = cp.empty(v.shape, dtype=v.dtype)
+    d.set(v, stream=cp.cuda.Stream(non_blocking=True))
+"""
+    assert f"(allocated by `{named}` at line 6)" in only(src, "PIN001").message

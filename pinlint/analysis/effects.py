@@ -19,7 +19,7 @@ from ..apitables import Api, ArgSpec
 from ..imports import dotted
 from ..model import EventType, Kind, first_site
 from ..walk import small_statements, suite_body
-from .domain import (LABELLED_DATASET, LABELLED_ITEM, ANYTHING, all_sites, numeric_const, NDIM_UNKNOWN, ON_GPU, UNKNOWN, Const, Context, Device, DeviceSpec, Host, Items, Iteration, LibraryRef, Loader, Obj, Scalar, Seq, Stream,
+from .domain import (LABELLED_DATASET, LABELLED_ITEM, ANYTHING, all_sites, map_sites, numeric_const, NDIM_UNKNOWN, ON_GPU, UNKNOWN, Const, Context, Device, DeviceSpec, Host, Items, Iteration, LibraryRef, Loader, Obj, Scalar, Seq, Stream,
                      Tensor, Value, element_of, flatten, join, unknown_host, Function, Instance, Mapping, rebuild,
                      true_in_gpu_runs, interesting, map_hosts, ClassRef, ModuleRef, Alternatives, ordered)
 from .dtypes import canonical_dtype, common, element_bound, element_count, has_float, item_size, range_bound, range_length, size_bound, transposed, widest_item
@@ -763,7 +763,10 @@ def _view(ev, api: Api, node, receiver, args: Args) -> Value:
             api.opt("otherwise_like") in ev.tables.functions and not args.star:
         # `np.asarray([a, b, c], dtype=np.float32)`: a new array, as `np.array` of the list makes
         like = ev.tables.functions[api.opt("otherwise_like")]
-        return _err_tuple(api, apply(ev, like, node, receiver, args))
+        made = apply(ev, like, node, receiver, args)
+        # named as written (`np.asarray`), not as the function it stands for
+        made = map_sites(made, lambda s: replace(s, api=api.name) if s.node is node and s.api == like.name else s)
+        return _err_tuple(api, made)
     elif api.opt("otherwise") == "pageable" and not isinstance(source, (Device, Tensor)) and \
             (isinstance(source, (Items, Seq, Const)) or api.library == "torch" or
              not args.present(api.arg("arg")) and not args.star and not args.unsure(api.arg("arg").kw)):
