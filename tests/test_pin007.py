@@ -3119,3 +3119,70 @@ update(Rollouts(256, 64, 32), 10)
 """
     assert (row_of(src, "# the copy") in rows(src, "PIN007") or
             row_of(src, "update(Rollouts") in rows(src, "PIN007")) is reported, src
+
+
+@pytest.mark.parametrize("other, reported", [
+    ("init_weights(nn.Linear(64, 1))", True),   # a library's module, or the project's normalizer
+    ("make_norm(64)", True),                    # something nothing here tells
+    ("IdentityNorm()", False),                  # both options are objects whose method sends nothing
+])
+def test_a_field_that_is_an_object_or_something_else_runs_the_object_s_method(other, reported):
+    # on-policy's MAPPO (survey 54 DA, a miss): the value normalizer is the critic's output layer
+    # (a module made through an init helper) or the project's ValueNorm, picked by a flag; the
+    # call `self.norm.denorm(store.val[:-1])` was dropped, so the upload on every episode was not seen.
+    src = f"""
+import numpy as np
+import torch
+import torch.nn as nn
+from normlib import make_norm
+
+
+def init_weights(module, gain=1.0):
+    nn.init.orthogonal_(module.weight, gain=gain)
+    return module
+
+
+class Head(nn.Linear):
+    def denorm(self, x):
+        return x
+
+
+class IdentityNorm:
+    def denorm(self, x):
+        return x
+
+
+class RunningNorm:
+    def __init__(self, dev):
+        self.dev = dev
+
+    def denorm(self, x):
+        t = torch.from_numpy(x).to(self.dev)
+        return (t * 3.0).cpu().numpy()
+
+
+class Learner:
+    def __init__(self, use_popart, dev):
+        if use_popart:
+            self.norm = {other}
+        else:
+            self.norm = {"RunningNorm(dev)" if other != "IdentityNorm()" else "IdentityNorm()"}
+
+    def train(self, store):
+        return store.ret[:-1] - self.norm.denorm(store.val[:-1])
+
+
+class Store:
+    def __init__(self, steps, envs):
+        self.val = np.zeros((steps + 1, envs, 1), dtype=np.float32)
+        self.ret = np.zeros((steps + 1, envs, 1), dtype=np.float32)
+
+
+def main(episodes, use_popart=False):
+    store = Store(4096, 64)
+    learner = Learner(use_popart, torch.device("cuda"))
+    for ep in range(episodes):
+        store.val[:] = ep
+        learner.train(store)  # the call
+"""
+    assert (row_of(src, "# the call") in rows(src, "PIN007")) is reported, src

@@ -633,6 +633,10 @@ def join(a: Value, b: Value) -> Value:
         # method call or an attribute read could not have run on (nanogpt-titans, survey 53 CC); a
         # test of `loader is None` still goes either way.
         return alternatives(a, b)
+    if isinstance(a, Instance) and isinstance(b, Unknown) or isinstance(b, Instance) and isinstance(a, Unknown):
+        # `self.norm = self.critic.v_out if popart else ValueNorm(dev)`: an object of the checked code
+        # or something else; a method call on it runs the object's method where it is the object
+        return Alternatives(frozenset([a, b]))
     if isinstance(a, Loader) and isinstance(b, Loader):
         # `ld = DataLoader(a, ...) if cifar else DataLoader(b, ...)`: either; a batch is either's batch
         return alternatives(a, b)
