@@ -955,3 +955,46 @@ class Trainer:
 Trainer().step(torch.randn(4096, 4096, device="cuda"))
 """
     assert rows(src, "PIN005") == ([row_of(src, "return self.optimizer.step()")] if reported else [])
+
+
+@pytest.mark.parametrize("act", [
+    "F.relu(conv(feats.cuda()))",          # a library function of what a model gives on the GPU
+    "torch.sigmoid(conv(feats.cuda()))",
+    "F.relu(feats.cuda())",
+    "conv(feats.cuda())",
+])
+def test_a_torch_function_of_a_gpu_tensor_computes_on_the_gpu(act):
+    # GNN layer-wise inference (survey 54 DC): `y[seeds] = F.relu(h).to(y.device, non_blocking=True)`
+    # into a CPU table; the relu lost the tensor's place, so the racing read was not seen.
+    src = f"""
+import torch
+import torch.nn.functional as F
+
+
+def infer(conv, loader, num_nodes, width):
+    table = torch.empty((num_nodes, width))
+    for seeds, feats in loader:
+        act = {act}
+        table[seeds] = act.to(table.device, non_blocking=True)  # the read
+    return table
+"""
+    assert rows(src, "PIN005") == [row_of(src, "# the read")], src
+
+
+@pytest.mark.parametrize("target", ["holder.table[rows]", "table[rows]", "total"])
+def test_an_in_place_update_reads_its_host_right_hand_side_whatever_the_target(target):
+    # RecStore's sparse Adagrad (survey 54 DC): the step comes back with a non-blocking copy and only
+    # an event wait (the stream's, not the host's) comes before `holder.table[rows] -= step_cpu`.
+    src = f"""
+import torch
+
+
+def sparse_step(holder, table, total, rows, grad, lr):
+    step = lr * grad.cuda() / (grad.cuda() * grad.cuda() + 1e-10).sqrt()
+    step_cpu = step.to("cpu", non_blocking=True)
+    done = torch.cuda.Event()
+    done.record()
+    done.wait()
+    {target} -= step_cpu  # the read
+"""
+    assert rows(src, "PIN005") == [row_of(src, "# the read")], src

@@ -281,6 +281,11 @@ class Calls:
                 made = _cpu_result(ev, node, qualified, args, python)
                 if made is not None:
                     return made
+                if attr not in python.get("torch_non_tensor_results", ()) and not args.star:
+                    # `F.relu(conv(x.cuda()))`: computed where its tensors are, on the GPU (a model's
+                    # layer-wise inference into a host table, survey 54 DC)
+                    placed = gpu_result(args.values())
+                    device = placed if placed is not UNKNOWN else None
             return device or UNKNOWN
         ev.escape(node, args.values(), handed=True)  # an unknown call may store its arguments anywhere
         return device or UNKNOWN

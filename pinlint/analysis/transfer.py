@@ -117,9 +117,12 @@ def _import(ev, node) -> None:
 def _augmented(ev, node: cst.AugAssign) -> None:
     target = ev.expr(node.target)
     value = ev.expr(node.value)
-    if isinstance(value, Host) and isinstance(target, (Host, Tensor)) and not value.pointer:
+    if isinstance(value, Host) and not isinstance(target, Device) and not value.pointer:
         # `w[rows] -= step` of a host array: a CPU kernel reads `step` (a tensor of unknown place
-        # combined in place with a host tensor is on the CPU too: torch mixes devices for 0-d only)
+        # combined in place with a host tensor is on the CPU too: torch mixes devices for 0-d only,
+        # and reads a 0-d one on the host; a Python number or list takes the array's values). So
+        # whatever the target (`holder.table[rows] -= step_cpu` of an object nothing here tells,
+        # RecStore's sparse optimizer, survey 54 DC), the host reads the right-hand side.
         ev.event(EventType.READ, node, value)
     if isinstance(target, Host):
         ev.event(EventType.READ, node, target)
