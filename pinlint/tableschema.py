@@ -79,7 +79,7 @@ EFFECTS: dict[str, EffectSchema] = {
          "uninitialized": _is_bool, "shape_varargs": _is_bool, "legacy_data": _is_bool, "shape_last": _is_bool, "range_args": _is_bool, "range_float_dtype": _is_str,
          "size": _is_size,
          "scalar_items": _is_bool, "copies_data": _is_bool, "grows": _is_bool, "square": _is_bool,
-         "same_if_pinned": _is_bool, "cross": _is_bool},
+         "same_if_pinned": _is_bool, "cross": _is_bool, "python_numbers": _is_bool},
         "a new host buffer (or device memory, when a device keyword says so)"),
     "device": EffectSchema(frozenset({"stream"}), {"library": _is_str, "returns": _RETURNS_TUPLE,
                                                   "remembers_stream": _is_bool}, "device memory"),

@@ -4742,3 +4742,30 @@ def run(a, b, c):
     d.set(v, stream=cp.cuda.Stream(non_blocking=True))
 """
     assert f"(allocated by `{named}` at line 6)" in only(src, "PIN001").message
+
+
+@pytest.mark.parametrize("made, reported", [
+    # one Python number per request: an index or length array, small whatever the batch
+    ("np.fromiter(map(slot_of.get, order), dtype=np.int32, count=len(order))", False),
+    ("np.zeros(len(req_ids), dtype=np.int32)", False),
+    ("np.empty(len(req_ids) + 1, dtype=np.int32)", False),
+    ("np.zeros(len(slot_of), dtype=np.int32)", False),
+    ("np.zeros(n_tokens, dtype=np.int32)", True),        # a count nothing here ties to Python objects
+    ("np.zeros(len(features), dtype=np.int32)", True),   # the length of an array: its rows
+])
+def test_per_request_index_arrays_are_small(made, reported):
+    # aphrodite-engine's model runner (survey 54 DF): per-request slots, lengths and cu-lengths are
+    # built from Python values and uploaded with non_blocking=True each step.
+    src = f"""
+import numpy as np
+import torch
+
+
+def prepare(req_ids: list, slot_of: dict, features: np.ndarray, n_tokens, dev):
+    order = sorted(slot_of)
+    arr = {made}
+    dst = torch.empty(arr.shape, dtype=torch.int32, device=dev)
+    dst.copy_(torch.from_numpy(arr), non_blocking=True)  # the copy
+    return dst
+"""
+    assert (row_of(src, "# the copy") in rows(src, "PIN001", Settings())) is reported, src

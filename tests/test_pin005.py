@@ -773,8 +773,8 @@ total = host.sum()  # read
     ("list([x.to('cpu', non_blocking=True) for x in pair])", False),
     # adding them up reads every element
     ("sum(x.to('cpu', non_blocking=True) for x in pair)", True),
-    # a tuple of an array's elements reads them
-    ("tuple(pair[0].to('cpu', non_blocking=True))", True),
+    # a tuple of a tensor's elements: views of its rows (`Tensor.__iter__` is `unbind(0)`), read later
+    ("tuple(pair[0].to('cpu', non_blocking=True))", False),
 ])
 def test_collecting_copies_in_flight_into_a_tuple_reads_nothing(use, reported):
     src = f"""
@@ -998,3 +998,26 @@ def sparse_step(holder, table, total, rows, grad, lr):
     {target} -= step_cpu  # the read
 """
     assert rows(src, "PIN005") == [row_of(src, "# the read")], src
+
+
+@pytest.mark.parametrize("use, reported", [
+    ("return list(host)", False),                 # the rows, views nothing has read yet
+    ("return tuple(host)", False),
+    ("return host.tolist()", True),               # every value read back now
+    ("return sum(host)", True),
+])
+def test_collecting_a_tensor_s_rows_reads_nothing(use, reported):
+    # aphrodite-engine's sampled-token rows (survey 54 DF): `list(t.to("cpu", non_blocking=True))`
+    # hands back row views; the caller synchronizes an event before reading them.
+    src = f"""
+import torch
+
+
+def to_host_rows(dev_out):
+    host = dev_out.to("cpu", non_blocking=True)
+    {use}  # the use
+
+
+rows = to_host_rows(torch.randn(8, 1024, device="cuda"))
+"""
+    assert (row_of(src, "# the use") in rows(src, "PIN005")) is reported, src

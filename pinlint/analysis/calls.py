@@ -634,6 +634,9 @@ class Calls:
                 # tuple(h) iterates an array's elements; tuple(x.cpu() for x in pair) only collects
                 # references to the buffers a container or generator holds.
                 positional = [v for v in positional if isinstance(v, Host)]
+                if name in _COLLECTING:
+                    # list(t) of a torch tensor: its rows (unbind), views that nothing has read yet
+                    positional = [v for v in positional if not iterated_as_views(v)]
             ev.read_hosts(node, positional)
             addresses = python.get("device_address_libraries", ()) if name == "int" else ()
             if any(isinstance(v, Tensor) or isinstance(v, Device) and v.library not in addresses
@@ -1013,6 +1016,13 @@ def _device_array_result(tables, qualified: Optional[str], library: Optional[str
     return Device(owner) if any(isinstance(v, Device) and v.library == owner for v in flatten(values)) else None
 
 
+def iterated_as_views(value: Value) -> bool:
+    """Iterating a torch tensor gives views of its rows (``Tensor.__iter__`` is ``unbind(0)``), even
+    of a 1-D one (0-d tensors): nothing is read until a row is (aphrodite's
+    ``list(t.to("cpu", non_blocking=True))``, read after an event's synchronize, survey 54 DF)."""
+    return isinstance(value, Host) and value.library == "torch" and not value.maybe_unknown
+
+
 def gpu_result(values) -> Value:
     """What an unknown callable returns when it is given torch tensors on a GPU (a model, a loss, an
     op of some library): a tensor on the GPU. Anything else: unknown."""
@@ -1137,9 +1147,10 @@ def _number(name: str, values: list, args: Args) -> Optional[Value]:
     if args.star or (args.keywords and name not in ("min", "max")):
         return None
     if name == "len" and len(values) == 1:
-        # `len(ids)` of a list of numbers: as many as Python objects (a mask `torch.ones(1, len(ids))`
-        # is no larger than the token tensor of those ids)
-        listed = isinstance(values[0], (Items, Seq)) and _numbers_only(element_of(values[0]))
+        # `len(ids)` of a list (a dict, a set) the code holds: as many as Python objects (a mask
+        # `torch.ones(1, len(ids))` is no larger than the token tensor of those ids; `np.zeros(len(reqs))`
+        # one number per request)
+        listed = isinstance(values[0], (Items, Seq, Mapping))
         return Scalar("int", objects=listed)
     if name == "int" and len(values) == 1 and isinstance(values[0], Const) and values[0].values and \
             all(isinstance(v, int) and not isinstance(v, bool) for v in values[0].values):

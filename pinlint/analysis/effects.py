@@ -341,6 +341,7 @@ def _alloc(ev, api: Api, node, receiver, args: Args) -> Value:
                    not isinstance(receiver, Host) else None,
                    python_numbers=(api.arg("data") is not None and
                                    _python_numbers(args.value(api.arg("data")), bool(api.opt("scalar_items", False))))
+                   or bool(api.opt("python_numbers", False)) and _from_python_values(args)
                    or not api.opt("grows", False) and _of_python_numbers(api, receiver, args)
                    or isinstance(_legacy_data(api, args), (Items, Seq)) and _python_numbers(_legacy_data(api, args), True)
                    or _copies_python_numbers(_legacy_data(api, args) if api.arg("data") is None else
@@ -405,6 +406,12 @@ def _legacy_data(api: Api, args: Args) -> Optional[Value]:
         return None
     value = args.positional[0][1]
     return value if isinstance(value, (Items, Seq, Host)) else None
+
+
+def _from_python_values(args: Args) -> bool:
+    """``np.fromiter(map(slot.get, reqs))`` of Python values the code hands it, one element each; not of
+    a range (``np.fromiter(range(1 << 20))`` is as large as ``np.arange`` of it)."""
+    return bool(args.positional) and not isinstance(args.positional[0][1], Iteration)
 
 
 def _sized_by_a_list_of_numbers(api: Api, args: Args) -> bool:

@@ -568,7 +568,13 @@ class Evaluator:
         if kind is not None:
             divides = isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Divide)
             kind = "float" if divides and kind == "int" else kind
-            return Scalar(kind, bound=_bounded(node, operands) if kind == "int" else None)
+            # `len(reqs) + 1` (cu-lengths: one more than the requests): still a count of Python
+            # objects, give or take a few
+            counted = kind == "int" and isinstance(node, cst.BinaryOperation) and \
+                isinstance(node.operator, (cst.Add, cst.Subtract)) and \
+                any(isinstance(v, Scalar) and v.objects for v in operands) and \
+                all(isinstance(v, Scalar) and v.objects or _small_int(v) for v in operands)
+            return Scalar(kind, objects=counted, bound=_bounded(node, operands) if kind == "int" else None)
         hosts = [v for v in operands if isinstance(v, Host)]
         if hosts and all(h.pointer for h in hosts):
             if len(hosts) != 1:
@@ -1469,6 +1475,11 @@ def _single_pass(iterable: Optional[Value]) -> bool:
     if isinstance(iterable, Items):
         return len(iterable.items) <= 1
     return isinstance(iterable, Iteration) and iterable.length is not None and iterable.length <= 1
+
+
+def _small_int(value: Value) -> bool:
+    return isinstance(value, Const) and bool(value.values) and \
+        all(isinstance(v, int) and not isinstance(v, bool) and abs(v) <= 8 for v in value.values)
 
 
 def one_element(iterable: Optional[Value]) -> bool:

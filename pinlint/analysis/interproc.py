@@ -1241,7 +1241,9 @@ def annotation_value(module, annotation) -> Value:
         inner = [e.slice.value for e in annotation.slice if isinstance(e.slice, cst.Index)]
         if head.split(".")[-1] in ("Optional", "Union", "Annotated") and inner:
             return annotation_value(module, inner[0])
-        if head.split(".")[-1] in ("List", "list", "Sequence", "Iterable", "Tuple", "tuple") and inner:
+        if head.split(".")[-1] in ("List", "list", "Sequence", "Tuple", "tuple") and inner:
+            return Seq(annotation_value(module, inner[0]))  # `len(req_ids)`: one per Python object
+        if head.split(".")[-1] == "Iterable" and inner:
             element = annotation_value(module, inner[0])
             return Seq(element) if element is not UNKNOWN else UNKNOWN
         return annotation_value(module, annotation.value) if head.endswith("NDArray") else UNKNOWN
@@ -1255,6 +1257,10 @@ def annotation_value(module, annotation) -> Value:
     if isinstance(annotation, cst.Name) and annotation.value in ("int", "float") and \
             module.global_value(annotation.value) is None and module.imports.lookup(annotation.value) is None:
         return Scalar(annotation.value)  # `frame_idx: int`: a number (it only ever bounds a size)
+    if isinstance(annotation, cst.Name) and annotation.value in ("list", "tuple", "dict") and \
+            module.global_value(annotation.value) is None and module.imports.lookup(annotation.value) is None:
+        # `req_ids: list`: a Python container (whose `len` counts Python objects), of anything
+        return Seq(UNKNOWN) if annotation.value != "dict" else Mapping((), UNKNOWN)
     if isinstance(annotation, cst.Name):
         found = module.global_value(annotation.value)
         if isinstance(found, ClassRef):

@@ -503,7 +503,8 @@ def _iter(ev, element) -> None:
     """A for loop's iterable runs once, before the loop."""
     loop = element.extra
     value = ev.calls.iterate(ev.expr(element.node), element.node)
-    if isinstance(value, Host) and not value.batch:
+    from .calls import iterated_as_views
+    if isinstance(value, Host) and not value.batch and not iterated_as_views(value):
         ev.event(EventType.READ, element.node, value)
     ev.state.env[iter_key(loop)] = value
     _note_keys(ev, loop, element.node)
