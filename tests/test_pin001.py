@@ -4769,3 +4769,62 @@ def prepare(req_ids: list, slot_of: dict, features: np.ndarray, n_tokens, dev):
     return dst
 """
     assert (row_of(src, "# the copy") in rows(src, "PIN001", Settings())) is reported, src
+
+
+@pytest.mark.parametrize("loader, reported", [
+    ("from torch_geometric.loader import DataLoader", True),
+    ("from torch_geometric.data import DataLoader", True),    # its older place
+    ("from torch.utils.data import DataLoader", True),
+    ("from mygraphs.loading import DataLoader", False),        # nothing here tells what it is
+])
+def test_a_graph_loader_s_unpinned_batches_are_pageable(loader, reported):
+    # SevenNet's trainer (survey 54 DG): PyTorch Geometric's DataLoader, a torch DataLoader whose
+    # pin_memory is left at False, and each graph batch copied with non_blocking=True.
+    src = f"""
+import torch
+{loader}
+
+
+def epoch(net, graphs, device):
+    for batch in DataLoader(graphs, batch_size=8, shuffle=True):
+        batch = batch.to(device, non_blocking=True)  # the copy
+        net(batch.pos).sum().backward()
+"""
+    assert (row_of(src, "# the copy") in rows(src, "PIN001", Settings())) is reported, src
+
+
+@pytest.mark.parametrize("loaders, reported", [
+    ("[self.loader] if not isinstance(self.loader, list) else self.loader", True),
+    ("self.loader if isinstance(self.loader, (list, tuple)) else [self.loader]", True),
+    ("[self.loader]", True),
+])
+def test_one_loader_or_a_list_of_them(loaders, reported):
+    # deepinv's Trainer (survey 54 DG, a miss): one DataLoader or a list of them, a list of their
+    # iterators, `next(its[0])`, and each batch copied with non_blocking=True; `isinstance(loader,
+    # list)` of a DataLoader is False, so the list holds the loader.
+    src = f"""
+from dataclasses import dataclass
+
+import torch
+from torch.utils.data import DataLoader
+
+
+@dataclass
+class Fitter:
+    net: torch.nn.Module
+    loader: DataLoader
+    device: str = "cuda"
+
+    def fit(self, epochs):
+        loaders = {loaders}
+        for _ in range(epochs):
+            its = [iter(dl) for dl in loaders]
+            for _ in range(len(loaders[0])):
+                x, y = next(its[0])
+                self.net(x.to(self.device, non_blocking=True), y)
+
+
+pairs = [(torch.randn(3, 256, 256), torch.randn(3, 256, 256)) for _ in range(64)]
+Fitter(torch.nn.Bilinear(256, 256, 1).cuda(), DataLoader(pairs, batch_size=8)).fit(3)  # the call
+"""
+    assert (row_of(src, "# the call") in rows(src, "PIN001", Settings())) is reported, src

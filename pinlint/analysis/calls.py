@@ -758,6 +758,7 @@ class Calls:
             kind = self.class_kind(class_node)
             answer = instance_of(value, kind) if kind is not None else \
                 self._container_of(value, class_node) if isinstance(value, (Items, Seq, Mapping)) else \
+                self._library_object_of(value, class_node) if isinstance(value, (Loader, Host, Device, Stream)) else \
                 self._object_of(value, class_node)
             if answer is None:
                 return UNKNOWN
@@ -791,6 +792,14 @@ class Calls:
         if isinstance(value, Mapping):
             return name == "dict"
         return None if name in ("list", "tuple", "set", "frozenset") else False
+
+    def _library_object_of(self, value: Value, class_node) -> Optional[bool]:
+        """``isinstance(self.loader, list)`` of a DataLoader (deepinv's trainer taking one loader or a
+        list of them, survey 54 DG), of an array or a stream: no builtin type (False); anything else
+        unknown."""
+        if isinstance(value, Host) and (value.maybe_unknown or not value.sites):
+            return None
+        return False if self._builtin_type(class_node) else None
 
     def _builtin_type(self, class_node) -> bool:
         ev = self.ev
