@@ -3186,3 +3186,37 @@ def main(episodes, use_popart=False):
         learner.train(store)  # the call
 """
     assert (row_of(src, "# the call") in rows(src, "PIN007")) is reported, src
+
+
+@pytest.mark.parametrize("callers, reported", [
+    ("def run(f):\n    return solve(100000, 4, 10, f)", False),               # k = 4: 80 bytes
+    ("def run(f):\n    return solve(100000, k=4, steps=10, reduce_into=f)", False),
+    ("K = 3\n\n\ndef run(f):\n    return solve(100000, K, 10, f)", False),      # a module constant
+    ("def run(f):\n    solve(100000, 4, 10, f)\n    solve(100000, 6, 10, f)", False),
+    ("def run(f):\n    solve(100000, 4, 10, f)\n    solve(100000, 50000, 10, f)", True),  # 800 KB too
+    ("def run(f, k):\n    return solve(100000, k, 10, f)", True),               # nothing here says
+    ("def run(f, pool):\n    return pool.map(solve, [4, 4])", True),            # called elsewhere too
+    ("", True),                                                                 # no call here
+])
+def test_a_size_every_call_in_the_module_gives(callers, reported):
+    # parallel-krylov's s-step solver (survey 54 DH): a vector of 2k+2 reduction coefficients is
+    # uploaded on every iteration; the module's only call passes k=4 (80 bytes, latency-bound).
+    src = f"""
+import cupy as cp
+import numpy as np
+
+
+def solve(n, k, steps, reduce_into):
+    work = cp.zeros((k + 2, n), np.float64)
+    coeff_host = np.zeros(2 * k + 2, np.float64)
+    coeff = cp.zeros(2 * k + 2, np.float64)
+    for _ in range(steps):
+        reduce_into(coeff.get(), coeff_host)
+        coeff = cp.asarray(coeff_host)  # the copy
+        work[0] -= coeff[0] * work[1]
+    return work
+
+
+{callers}
+"""
+    assert (row_of(src, "# the copy") in rows(src, "PIN007")) is reported, src

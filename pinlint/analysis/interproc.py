@@ -1102,6 +1102,10 @@ def context_free_env(project, fn: Function, with_receiver: bool = True) -> dict:
     for name, value in _parametrized(fn).items():
         if name in env and env[name] is UNKNOWN:  # a parameter (not a name a fixture takes)
             env[name] = value
+    from .callers import caller_sizes
+    for name, value in caller_sizes(project, fn).items():
+        if name in env and (env[name] is UNKNOWN or isinstance(env[name], Const) and ANYTHING in env[name].values):
+            env[name] = value  # `solve(100000, 4, 10)`, the module's only call: k is 4
     env.update(_enclosing_parameters(project, fn, env))
     return env
 

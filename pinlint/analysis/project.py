@@ -354,6 +354,8 @@ class Project:
         self.tested_names: dict = {}     # function node -> the names its ifs test
         self.body_names: dict = {}       # function node -> every name its body mentions
         self.deciding_names: dict = {}   # function node -> the names it passes as a deciding keyword
+        self.module_calls: dict = {}       # ModuleContext -> its calls of bare names (callers.py)
+        self.caller_sizes: dict = {}       # function node -> integers its module's calls give it (callers.py)
         self.walked_parameters: dict = {}  # function node -> parameters a for loop of its body walks (interproc)
         self.called_methods: dict = {}   # function node -> {receiver as written (`p`, `self.f`): names of methods called on it}
         self.resumed_changes: dict = {}  # generator call node -> classes of the objects its body changes

@@ -1,0 +1,142 @@
+"""What a module's own calls of its functions tell of their parameters: the sizes they are given.
+
+A function analysed for callers at large sees its parameters as unknown, so a buffer it sizes from
+one (``np.zeros(2 * k + 2)``) has no size, and the size thresholds cannot apply. Where every call of a
+module-level function is in its own module and each gives a parameter an integer the code spells out
+(a literal, a module constant, or the parameter's own default), the parameter is one of those
+integers (parallel-krylov's solver, whose only caller passes ``k=4``: an 80-byte coefficient vector,
+survey 54 DH). Only integers: a flag or a device a caller gives decides what the function does, and
+that is the calling context's business (findings at the call). A function the module refers to in
+any other way (passed as a value, rebound, decorated) may be called from anywhere: nothing is said.
+
+Only the module itself is read, so a file's findings still depend on nothing but the files it imports
+(the cache's key, and the order-independence of a run); calls from other modules are not seen, which
+can only leave a size unknown where they pass a larger one, never report a buffer that is not there.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from .domain import Const, Function, Value
+
+_MAX_SIZES = 8  # different integers a parameter may take and still be known (as a join keeps)
+
+
+class ModuleCalls:
+    """The module's calls of plain names, and the names used in any other way."""
+
+    def __init__(self, module: cst.Module) -> None:
+        self.calls: dict = {}       # name -> [Call nodes whose callee is that bare name]
+        self.other: set = set()     # names referred to other than as a call's callee
+        stack: list = [module]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, cst.Call) and isinstance(node.func, cst.Name):
+                self.calls.setdefault(node.func.value, []).append(node)
+                stack.extend(node.args)
+                continue
+            if isinstance(node, cst.Name):
+                self.other.add(node.value)
+                continue
+            if isinstance(node, cst.Attribute):
+                stack.append(node.value)  # `obj.solve` is no reference to a function `solve`
+                continue
+            if isinstance(node, cst.Arg):
+                stack.append(node.value)  # `solve(k=4)`: `k` names a parameter, not a value
+                continue
+            if isinstance(node, cst.FunctionDef):
+                stack.extend(node.decorators)
+                stack.append(node.params)
+                stack.append(node.body)
+                if node.returns is not None:
+                    stack.append(node.returns)
+                if node.decorators:
+                    self.other.add(node.name.value)  # what runs is what the decorator made of it
+                continue
+            if isinstance(node, cst.Param):
+                self.other.add(node.name.value)
+                if node.default is not None:
+                    stack.append(node.default)
+                if node.annotation is not None:
+                    stack.append(node.annotation)
+                continue
+            stack.extend(node.children)
+
+
+def module_calls(project, ctx) -> ModuleCalls:
+    found = project.module_calls.get(ctx)
+    if found is None:
+        found = project.module_calls[ctx] = ModuleCalls(ctx.info.module)
+    return found
+
+
+def caller_sizes(project, fn: Function) -> dict:
+    """Parameter -> the integers every call of ``fn`` in its module gives it (see the module's doc);
+    empty where the function is not such a module-level function."""
+    cache = project.caller_sizes
+    found = cache.get(fn.node)
+    if found is None:
+        found = cache[fn.node] = _caller_sizes(project, fn)
+    return found
+
+
+def _caller_sizes(project, fn: Function) -> dict:
+    ctx = fn.module
+    name = fn.node.name.value
+    defined = ctx.defs.get(name)
+    if fn.klass is not None or fn.node.asynchronous is not None or \
+            not isinstance(defined, Function) or defined.node is not fn.node:
+        return {}
+    index = module_calls(project, ctx)
+    calls = index.calls.get(name, ())
+    if not calls or name in index.other:
+        return {}
+    params = fn.node.params
+    positional = [*params.posonly_params, *params.params]
+    named = {p.name.value: p for p in positional + list(params.kwonly_params)}
+    sizes: dict = {}
+    for call in calls:
+        given = _given(call, positional, named)
+        if given is None:
+            return {}
+        for param_name, param in named.items():
+            expr = given.get(param_name, param.default)
+            value = _integers(ctx, expr) if expr is not None else None
+            seen = sizes.get(param_name, frozenset())
+            sizes[param_name] = None if value is None or seen is None else seen | value
+    return {k: Const(v) for k, v in sizes.items() if v and len(v) <= _MAX_SIZES}
+
+
+def _given(call: cst.Call, positional: list, named: dict) -> Optional[dict]:
+    """Parameter name -> the expression the call gives it; None where the call spreads arguments or
+    does not fit the signature."""
+    given: dict = {}
+    index = 0
+    for arg in call.args:
+        if arg.star:
+            return None
+        if arg.keyword is None:
+            if index >= len(positional):
+                return None
+            given[positional[index].name.value] = arg.value
+            index += 1
+        elif arg.keyword.value in named:
+            given[arg.keyword.value] = arg.value
+        else:
+            return None
+    return given
+
+
+def _integers(ctx, expr) -> Optional[frozenset]:
+    from .interproc import literal
+    value: Value = literal(expr)
+    if isinstance(expr, cst.Name) and not isinstance(value, Const):
+        found = ctx.global_value(expr.value)
+        value = found if found is not None else value
+    if isinstance(value, Const) and value.values and \
+            all(isinstance(v, int) and not isinstance(v, bool) for v in value.values):
+        return frozenset(value.values)
+    return None
