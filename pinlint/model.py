@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Optional
 
 if TYPE_CHECKING:  # annotations only: reading findings (reports, the cache) needs no libcst
@@ -64,6 +64,19 @@ class Site:
     copies_data: bool = False  # it copies a host buffer into the new memory (``t.pin_memory()``, ``torch.tensor(h)``)
     module: object = field(default=None, compare=False)  # the ModuleInfo holding ``node``
 
+    def __hash__(self) -> int:
+        # Computed once: sites are members of the sets every event, value and memo key holds, and a
+        # dataclass's own hash walks every field (its `via` sites, their `via` ...) each time it is asked.
+        cached = self.__dict__.get("_hash")
+        if cached is None:
+            cached = hash(tuple(getattr(self, f.name) for f in _SITE_KEY_FIELDS))
+            object.__setattr__(self, "_hash", cached)
+        return cached
+
+    def __getstate__(self) -> dict:
+        # a node's hash is its identity in this process: another process works it out again
+        return {k: v for k, v in self.__dict__.items() if k not in ("_hash", "_order")}
+
     def through(self) -> frozenset:
         """The sites a call's site came through, at every depth (``run()`` and ``torch.tensor`` for
         ``step()``); empty for a library call's own site."""
@@ -96,6 +109,9 @@ class Site:
         return all(s.pooled and not s.copies_data for s in self.origins())
 
 
+_SITE_KEY_FIELDS = tuple(f for f in fields(Site) if f.compare)
+
+
 def first_site(sites) -> Site:
     """One site of several, the same on every run: the first in the code (a set's own first member
     changes with the hash seed and the interpreter's addresses, and so did the site a finding's
@@ -106,9 +122,15 @@ def first_site(sites) -> Site:
 
 
 def site_order(site: Site) -> tuple:
-    module = site.module
-    return (str(getattr(module, "filename", "")), node_place(module, site.node), site.api, site.variant,
-            site.kind.value, repr(site))
+    # Kept on the site: the last key (its repr, for ties) walks every site it came through, and the
+    # analysis asks for the first of a set of sites again and again.
+    found = site.__dict__.get("_order")
+    if found is None:
+        module = site.module
+        found = (str(getattr(module, "filename", "")), node_place(module, site.node), site.api, site.variant,
+                 site.kind.value, repr(site))
+        object.__setattr__(site, "_order", found)
+    return found
 
 
 def node_place(module, node) -> tuple:

@@ -1345,7 +1345,8 @@ def _renamer(ev, fn: Function, node, outcome: Outcome):
         # (mcSIM's guesses, rebuilt by a constructor called in a loop, survey 52 BJ).
         receiver = _self_name(fn.node)
         every_call |= frozenset(s for e in outcome.events if e.type is EventType.ALLOC and not e.loops and e.branch
-                                and all(_tests_only_arguments(owner, receiver) for owner, _ in e.branch)
+                                and all(_tests_only_arguments(owner, receiver, ev.module.project.argument_tests)
+                                        for owner, _ in e.branch)
                                 for s in e.sites)
     if outcome.kept:
         # a conversion or arithmetic result (no allocation event of its own) in a statement of the
@@ -1401,7 +1402,17 @@ def _on_the_new_object(ev, node) -> bool:
         isinstance(node.func.value, cst.Name) and node.func.value.value == receiver
 
 
-def _tests_only_arguments(owner, receiver: Optional[str]) -> bool:
+def _tests_only_arguments(owner, receiver: Optional[str], cache: Optional[dict] = None) -> bool:
+    if cache is None:
+        return _find_tests_only_arguments(owner, receiver)
+    key = (owner, receiver)
+    found = cache.get(key)
+    if found is None:
+        found = cache[key] = _find_tests_only_arguments(owner, receiver)
+    return found
+
+
+def _find_tests_only_arguments(owner, receiver: Optional[str]) -> bool:
     """An ``if`` that is no cache's guard: its test reads, of the object (``self``), only fields its
     arms do not set (`if self.mode == "lp":` around `self.decoded = np.zeros(...)`), and is no
     membership test and no call: it picks an arm by what the call was given or how the object is
@@ -1802,7 +1813,7 @@ def _yields(function) -> bool:
 
 def _pinned_inside(ev, fn: Function, node, outcome: Outcome) -> None:
     """Pinned memory the callee allocates and drops on every call: each call pays for it."""
-    if not _body_runs_per_call(ev.module.project, fn):
+    if not _body_runs_per_call(ev.module.project, fn) or not _pins_anything(ev.module.project, outcome):
         return
     from .project import local_containers, stored_into_local
     internal = _internal(outcome)
@@ -1867,6 +1878,19 @@ def _pinned_inside(ev, fn: Function, node, outcome: Outcome) -> None:
                 ev.event(EventType.ALLOC, node, Host(frozenset([site]), inner.library), api=site.api)
 
 
+def _pins_anything(project, outcome: Outcome) -> bool:
+    """Whether an analysis has a registration or an allocation of pinned memory (kept per outcome):
+    most calls have neither, and working out what the rest of ``_pinned_inside`` needs (every escape's
+    buffers) for each call of a long helper was most of a test file's check (dgl-ke, survey 54 DC)."""
+    kept = project.pinning_outcomes.get(id(outcome))
+    if kept is not None and kept[0] is outcome:
+        return kept[1]
+    found = any(e.type is EventType.REGISTER or e.type is EventType.ALLOC and
+                any(s.kind.is_pinned for s in e.sites) for e in outcome.events)
+    project.pinning_outcomes[id(outcome)] = (outcome, found)
+    return found
+
+
 def _only_in_this_context(ev, fn: Function, event: Event) -> bool:
     """A pinning in a loop of the callee that its analysis for callers at large does not find (a helper
     of the loop pins under `if isinstance(off, np.ndarray):`, which only this caller's argument
@@ -1876,8 +1900,21 @@ def _only_in_this_context(ev, fn: Function, event: Event) -> bool:
     baseline = ev.module.project.baseline(fn, ev.invocation)
     if baseline is None:
         return False
-    where = _where(event)
-    return not any(_where(other) == where and verdict(other) == verdict(event) for other in baseline.events)
+    return verdict(event) not in _baseline_places(ev.module.project, baseline).get(_where(event), ())
+
+
+def _baseline_places(project, baseline: Outcome) -> dict:
+    """{place of an event (``_where``): the verdicts of the baseline's events there}, kept per
+    baseline: asked for every pinning of every call, a scan of the whole baseline each time was
+    quadratic (dgl-ke's top-k tests, survey 54 DC: 90 s of one file)."""
+    kept = project.baseline_places.get(id(baseline))
+    if kept is not None and kept[0] is baseline:
+        return kept[1]
+    places: dict = {}
+    for other in baseline.events:
+        places.setdefault(_where(other), set()).add(verdict(other))
+    project.baseline_places[id(baseline)] = (baseline, places)
+    return places
 
 
 def _registered_in_place(ev, fn: Function, node, outcome: Outcome, event: Event, handed_back: list) -> None:

@@ -354,6 +354,9 @@ class Project:
         self.tested_names: dict = {}     # function node -> the names its ifs test
         self.body_names: dict = {}       # function node -> every name its body mentions
         self.deciding_names: dict = {}   # function node -> the names it passes as a deciding keyword
+        self.baseline_places: dict = {}    # id(baseline) -> (it, its events' places and verdicts) (interproc)
+        self.pinning_outcomes: dict = {}   # id(outcome) -> (it, whether it pins or registers anything) (interproc)
+        self.argument_tests: dict = {}     # (if node, receiver) -> whether it tests only arguments (interproc)
         self.module_calls: dict = {}       # ModuleContext -> its calls of bare names (callers.py)
         self.caller_sizes: dict = {}       # function node -> integers its module's calls give it (callers.py)
         self.walked_parameters: dict = {}  # function node -> parameters a for loop of its body walks (interproc)
