@@ -84,3 +84,26 @@ def test_the_site_a_message_names_among_several_is_the_first_in_the_code():
     late = Site(Kind.PAGEABLE, "numpy", "numpy.zeros", second_call, module=info)
     assert first_site(frozenset([late, early])) is early
     assert first_site([late, early]) is early and first_site([early, late]) is early
+
+
+def test_a_large_file_s_analysis_budget_grows_with_its_functions(monkeypatch, tmp_path):
+    # aphrodite's model runner (survey 54 DF): 127 methods needed ~5,000 analyses; past the fixed
+    # budget of one file's check the last methods went unanalysed, and were analysed only when an
+    # earlier file's check had already made some of their analyses: the file's findings depended on
+    # which other files were checked. The budget now grows with the number of functions.
+    import pinlint.analysis as analysis
+    from pinlint.analysis import project as project_module
+    from pinlint.engine import lint_text
+    from pinlint.settings import Settings
+
+    helpers = "".join(f"def helper_{i}(n):\n    return np.zeros(n, dtype=np.float32)\n\n\n" for i in range(40))
+    uploads = "".join(f"def upload_{i}():\n    h = helper_{i}(1 << 20)\n    d = cp.empty(1 << 20, dtype=cp.float32)\n"
+                      f"    d.set(h, stream=cp.cuda.Stream(non_blocking=True))\n\n\n" for i in range(40))
+    text = "import cupy as cp\nimport numpy as np\n\n\n" + helpers + uploads
+    monkeypatch.setattr(analysis, "MAX_SOLVES", 20)
+    monkeypatch.setattr(project_module, "MAX_SOLVES", 20)
+    result = lint_text(text, "big.py", Settings())
+    assert len([f for f in result.findings if f.code == "PIN001"]) == 40
+    monkeypatch.setattr(analysis, "SOLVES_PER_FUNCTION", 0)  # the fixed budget alone: the last ones lost
+    result = lint_text(text, "big.py", Settings())
+    assert len([f for f in result.findings if f.code == "PIN001"]) < 40

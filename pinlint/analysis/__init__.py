@@ -29,7 +29,7 @@ from .dtypes import canonical_dtype
 from .facts import FileFacts, ScopeFacts
 from .inert import Screen
 from .interproc import function_value
-from .project import ModuleContext, ModuleInfo, Project
+from .project import MAX_SOLVES, SOLVES_PER_FUNCTION, ModuleContext, ModuleInfo, Project
 
 
 def analyze(module: cst.Module, tables: Optional[Tables] = None, imports=None, project: Optional[Project] = None,
@@ -39,9 +39,14 @@ def analyze(module: cst.Module, tables: Optional[Tables] = None, imports=None, p
     project.solves = 0
     project.contexts = {}
     ctx = project.add_module(filename, module, path, text)
+    functions = list(functions_of(ctx))
+    # The budget grows with the file: a module of a few hundred methods (aphrodite's model runner,
+    # 127 functions, 2,141 analyses) ran out of it and lost the findings of its last methods, unless
+    # an earlier file's check had already made some of their analyses (survey 54 DF).
+    project.max_solves = max(MAX_SOLVES, SOLVES_PER_FUNCTION * len(functions))
     scopes = [ScopeFacts("<module>", module, list(project.module_scope(ctx).events))]
     screen = Screen(ctx) if project.screen else None
-    for fn in functions_of(ctx):
+    for fn in functions:
         if screen is not None and screen.skippable(fn):
             # Names nothing that can make an event: no finding of its own (``inert``), and its
             # analysis in a caller's context is made when that caller's needs it.

@@ -31,6 +31,7 @@ from .state import MUTATED, REBOUND, RETURN, STREAM, State
 MAX_DEPTH = 5            # calls followed below a function's own analysis
 MAX_ANALYSES = 400       # callee analyses one call chain may start
 MAX_SOLVES = 2_000       # scope analyses one file's check may make, all told (past it, calls are unknown)
+SOLVES_PER_FUNCTION = 48  # ... or this many for each function the file defines, if that is more
 _CUT = "a limit"          # what an analysis that stopped at a limit read unfinished (see Project._keep)
 MAX_RECURSION = 2        # analyses of one function a call chain may hold at once (recursion with other arguments)
 MAX_CONTEXTS = 48        # calling contexts of one function a file's check may ask for (past it, its baseline serves)
@@ -370,6 +371,7 @@ class Project:
         self._unfinished_reads: list = []  # a set per analysis under way: unfinished classes/modules it read
         self._unfinished_of: dict = {}    # provisional memo key -> the same
         self.solves = 0                  # scope analyses since the current file's check began
+        self.max_solves = MAX_SOLVES     # how many the current file's check may make (analysis.analyze)
         self.last_yielded = None         # what the scope just solved yields (a generator function's elements)
         self.contexts: dict = {}         # function node -> calling contexts asked of it for the current file
         self.method_names: set = set()
@@ -748,7 +750,7 @@ class Project:
         if found is not None:
             return found
         if invocation.depth >= MAX_DEPTH or not self._may_recurse(fn, key, invocation) or \
-                invocation.budget[0] >= MAX_ANALYSES or self.solves >= MAX_SOLVES:
+                invocation.budget[0] >= MAX_ANALYSES or self.solves >= self.max_solves:
             self._read_unfinished(_CUT)
             return None
         invocation.budget[0] += 1
@@ -838,7 +840,7 @@ class Project:
         found = self._kept(key, self._baselines, self._provisional_baselines)
         if found is not None:
             return found
-        if key in self._baseline_running or self.solves >= MAX_SOLVES:
+        if key in self._baseline_running or self.solves >= self.max_solves:
             self._read_unfinished(_CUT)
             return None
         # The parameters first: a method's receiver has its class's fields, and working them out may run
