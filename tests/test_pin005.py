@@ -1003,6 +1003,7 @@ def sparse_step(holder, table, total, rows, grad, lr):
 @pytest.mark.parametrize("use, reported", [
     ("return list(host)", False),                 # the rows, views nothing has read yet
     ("return tuple(host)", False),
+    ("out = []\n    for r in host:\n        out.append(r)\n    return out", False),
     ("return host.tolist()", True),               # every value read back now
     ("return sum(host)", True),
 ])
@@ -1020,4 +1021,5 @@ def to_host_rows(dev_out):
 
 rows = to_host_rows(torch.randn(8, 1024, device="cuda"))
 """
-    assert (row_of(src, "# the use") in rows(src, "PIN005")) is reported, src
+    assert (rows(src, "PIN005") == [row_of(src, "# the use")]) is reported, src
+    assert reported or rows(src, "PIN005") == [], src
