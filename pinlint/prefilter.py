@@ -21,12 +21,15 @@ def calls_relevant_api(data: bytes) -> bool:
     allocation that pins (one pinned by a keyword only where the keyword is written too); a file
     without one still counts when it imports GPU code of the tree (``reaches_gpu_code``)."""
     tables = default_tables()
-    if tables.call_pattern.search(data) is not None:
+    if tables.call_pattern.search(data) is not None or _NUMBA_KERNEL.search(data) is not None:
         return True
     keywords, pattern = tables.keyword_pins
     asked = any(keyword in data for keyword in keywords) or _UNPACKED_KEYWORDS.search(data) is not None
     return asked and pattern.search(data) is not None
 
+
+# A Numba CUDA kernel (`@cuda.jit`): launched with host arrays it copies them to the device and back.
+_NUMBA_KERNEL = re.compile(rb"\bcuda\s*\.\s*jit\b")
 
 # `f(n, **options)`: the keyword may come in a dict made elsewhere (exponentiation never follows
 # an opening parenthesis or a comma).

@@ -3220,3 +3220,36 @@ def solve(n, k, steps, reduce_into):
 {callers}
 """
     assert (row_of(src, "# the copy") in rows(src, "PIN007")) is reported, src
+
+
+@pytest.mark.parametrize("made, launched, reported", [
+    ("np.ones(N, dtype=np.float32)", "add[blocks, threads](a, b, out)", True),      # host arrays: copied each launch
+    ("cuda.to_device(np.ones(N, dtype=np.float32))", "add[blocks, threads](a, b, out)", False),  # device arrays
+    ("cuda.mapped_array(N, dtype=np.float32)", "add[blocks, threads](a, b, out)", False),      # read in place
+    ("np.ones(N, dtype=np.float32)", "add[blocks, threads](cuda.to_device(a), cuda.to_device(b), out)", True),
+])
+def test_a_numba_kernel_given_host_arrays_copies_them_on_every_launch(made, launched, reported):
+    # SURFsara's GPU tutorials (survey 54 DD): Numba copies a host NumPy array given to a kernel to the
+    # device before the launch and back after it, on every launch (numba-cuda warns of it).
+    src = f"""
+import numpy as np
+from numba import cuda
+
+N = 10_000_000
+
+
+@cuda.jit
+def add(a, b, out):
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = a[i] + b[i]
+
+
+def run(steps, blocks, threads):
+    a = {made}
+    b = {made}
+    out = {made}
+    for _ in range(steps):
+        {launched}  # the launch
+"""
+    assert (row_of(src, "# the launch") in rows(src, "PIN007")) is reported, src

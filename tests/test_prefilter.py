@@ -131,3 +131,12 @@ def test_an_allocation_pinned_by_a_keyword_counts_only_where_the_keyword_is_writ
     assert passes_prefilter(unpacked.encode())
     assert passes_prefilter(unpacked.replace("1 << 20, **PINNED", "**dict(size=(8,), pin_memory=True)").encode())
     assert passes_prefilter(b"import torch\nh = torch.zeros(8)\nd = h.to('cuda', non_blocking=True)\n")  # the copy
+
+
+def test_a_file_launching_a_numba_kernel_is_analysed():
+    # A Numba kernel given host arrays copies them on every launch (PIN007), with no copy written.
+    from pinlint.prefilter import passes_prefilter
+    src = (b"import numpy as np\nfrom numba import cuda\n\n@cuda.jit\ndef k(a):\n    a[0] = 1\n\n"
+           b"a = np.ones(1 << 24)\nfor _ in range(9):\n    k[1, 1](a)\n")
+    assert passes_prefilter(src)
+    assert not passes_prefilter(src.replace(b"@cuda.jit", b"@jit"))  # a CPU kernel of numba's: nothing to copy

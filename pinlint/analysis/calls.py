@@ -578,6 +578,7 @@ class Calls:
         if isinstance(callee, Function):
             if callee.kernel:
                 self.launch(node, callee.name, args.values())
+                self._copied_by_the_launch(node, callee, args)
                 return UNKNOWN
             return interproc.call(ev, callee, args, node, receiver_expr)
         if isinstance(callee, ClassRef):
@@ -612,6 +613,20 @@ class Calls:
             return UNKNOWN
         ev.escape(node, args.values(), handed=True)  # an unknown call may store its arguments anywhere
         return gpu_result(args.values())
+
+    def _copied_by_the_launch(self, node: cst.Call, kernel: Function, args: Args) -> None:
+        """A Numba kernel given a host array (``add[blocks, threads](a, b, out)`` of NumPy arrays)
+        copies it to the device before the launch and back after it, synchronously, on every launch
+        (Numba's documented automatic transfer; numba-cuda warns "Host array used in CUDA kernel will
+        incur copy overhead"). Mapped and managed memory the device reads in place."""
+        hosts = [value for value in args.values() if isinstance(value, Host) and not value.pointer and value.sites
+                 and all(s.kind is Kind.PAGEABLE or s.kind is Kind.PINNED for s in value.sites)]
+        if hosts:
+            copied = hosts[0]
+            for other in hosts[1:]:
+                copied = join(copied, other)  # one launch, one finding naming every array it copies
+            self.ev.copy_event(node, copied, api=f"{kernel.name.rsplit('.', 1)[-1]}[...]", direction="h2d",
+                               is_async=False, library="numba", stream=None)
 
     def launch(self, node: cst.Call, name: str, values) -> None:
         from .domain import flatten
