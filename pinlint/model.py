@@ -34,6 +34,16 @@ class Kind(str, enum.Enum):
         return self in (Kind.MAPPED, Kind.MAPPED_WC)
 
 
+def kept_hash(obj, key_fields: Optional[tuple] = None) -> int:
+    """A frozen dataclass's hash over ``key_fields`` (by default all its fields), computed once and
+    kept on the object."""
+    cached = obj.__dict__.get("_hash")
+    if cached is None:
+        cached = hash(tuple(getattr(obj, f.name) for f in (fields(obj) if key_fields is None else key_fields)))
+        object.__setattr__(obj, "_hash", cached)
+    return cached
+
+
 @dataclass(frozen=True)
 class Site:
     """Where a host buffer was allocated (or registered): a value, equal to any site made by the same
@@ -67,11 +77,7 @@ class Site:
     def __hash__(self) -> int:
         # Computed once: sites are members of the sets every event, value and memo key holds, and a
         # dataclass's own hash walks every field (its `via` sites, their `via` ...) each time it is asked.
-        cached = self.__dict__.get("_hash")
-        if cached is None:
-            cached = hash(tuple(getattr(self, f.name) for f in _SITE_KEY_FIELDS))
-            object.__setattr__(self, "_hash", cached)
-        return cached
+        return kept_hash(self, _SITE_KEY_FIELDS)
 
     def __getstate__(self) -> dict:
         # a node's hash is its identity in this process: another process works it out again

@@ -21,6 +21,7 @@ from typing import Optional
 import libcst as cst
 
 from .domain import Const, Function, Value
+from .interproc import literal
 
 _MAX_SIZES = 8  # different integers a parameter may take and still be known (as a join keeps)
 
@@ -131,7 +132,6 @@ def _given(call: cst.Call, positional: list, named: dict) -> Optional[dict]:
 
 
 def _integers(ctx, expr) -> Optional[frozenset]:
-    from .interproc import literal
     value: Value = literal(expr)
     if isinstance(expr, cst.Name) and not isinstance(value, Const):
         found = ctx.global_value(expr.value)

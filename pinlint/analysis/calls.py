@@ -23,7 +23,7 @@ from ..walk import code_nodes
 from ..model import EventType, Kind
 from . import effects, interproc
 from .domain import (UNKNOWN, Alternatives, ClassRef, Const, Device, Function, Host, Instance, Items, Iteration, Loader, Mapping,
-                     LibraryRef, ModuleRef, Obj, RecordType, Scalar, Seq, Stream, Super, Tensor, Value, add_element, appended, element_of, join,
+                     LibraryRef, ModuleRef, Obj, RecordType, Scalar, Seq, Stream, Super, Tensor, Value, add_element, appended, element_of, iterated_as_views, join,
                      flatten, is_none, mapping, merged, numeric_const, ordered, rebuild, scalar_kind, unknown_host, varying_in)
 from .dtypes import common, item_size, range_length
 from .state import STREAM
@@ -1038,13 +1038,6 @@ def _device_array_result(tables, qualified: Optional[str], library: Optional[str
     if owner is None:
         return None
     return Device(owner) if any(isinstance(v, Device) and v.library == owner for v in flatten(values)) else None
-
-
-def iterated_as_views(value: Value) -> bool:
-    """Iterating a torch tensor gives views of its rows (``Tensor.__iter__`` is ``unbind(0)``), even
-    of a 1-D one (0-d tensors): nothing is read until a row is (aphrodite's
-    ``list(t.to("cpu", non_blocking=True))``, read after an event's synchronize, survey 54 DF)."""
-    return isinstance(value, Host) and value.library == "torch" and not value.maybe_unknown
 
 
 def gpu_result(values) -> Value:

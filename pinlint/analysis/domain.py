@@ -9,10 +9,10 @@ stream), because methods resolve through that provenance, never through their na
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from typing import Optional
 
-from ..model import node_place
+from ..model import kept_hash, node_place
 from ..walk import code_node
 
 
@@ -23,11 +23,7 @@ class Value:
 def _kept_hash(value) -> int:
     """A frozen container's or object's hash (that of its fields, as a dataclass's own), computed once:
     they are keys of every analysis memo, and hashing one walks all it holds."""
-    cached = value.__dict__.get("_hash")
-    if cached is None:
-        cached = hash(tuple(getattr(value, f.name) for f in fields(value)))
-        object.__setattr__(value, "_hash", cached)
-    return cached
+    return kept_hash(value)
 
 
 @dataclass(frozen=True)
@@ -757,6 +753,13 @@ def appended(container: Value, element: Value) -> Value:
     if isinstance(container, Items) and not container.names and len(container.items) < _APPENDED_ITEMS:
         return Items(container.items + (element,))
     return add_element(container, element)
+
+
+def iterated_as_views(value: Value) -> bool:
+    """Iterating a torch tensor gives views of its rows (``Tensor.__iter__`` is ``unbind(0)``), even
+    of a 1-D one (0-d tensors): nothing is read until a row is (aphrodite's
+    ``list(t.to("cpu", non_blocking=True))``, read after an event's synchronize, survey 54 DF)."""
+    return isinstance(value, Host) and value.library == "torch" and not value.maybe_unknown
 
 
 def with_visits(element: Value, items: tuple, loop) -> Value:

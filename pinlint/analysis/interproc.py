@@ -1402,9 +1402,7 @@ def _on_the_new_object(ev, node) -> bool:
         isinstance(node.func.value, cst.Name) and node.func.value.value == receiver
 
 
-def _tests_only_arguments(owner, receiver: Optional[str], cache: Optional[dict] = None) -> bool:
-    if cache is None:
-        return _find_tests_only_arguments(owner, receiver)
+def _tests_only_arguments(owner, receiver: Optional[str], cache: dict) -> bool:
     key = (owner, receiver)
     found = cache.get(key)
     if found is None:
@@ -1882,13 +1880,9 @@ def _pins_anything(project, outcome: Outcome) -> bool:
     """Whether an analysis has a registration or an allocation of pinned memory (kept per outcome):
     most calls have neither, and working out what the rest of ``_pinned_inside`` needs (every escape's
     buffers) for each call of a long helper was most of a test file's check (dgl-ke, survey 54 DC)."""
-    kept = project.pinning_outcomes.get(id(outcome))
-    if kept is not None and kept[0] is outcome:
-        return kept[1]
-    found = any(e.type is EventType.REGISTER or e.type is EventType.ALLOC and
-                any(s.kind.is_pinned for s in e.sites) for e in outcome.events)
-    project.pinning_outcomes[id(outcome)] = (outcome, found)
-    return found
+    return project.per_object(project.pinning_outcomes, outcome, lambda o: any(
+        e.type is EventType.REGISTER or e.type is EventType.ALLOC and any(s.kind.is_pinned for s in e.sites)
+        for e in o.events))
 
 
 def _only_in_this_context(ev, fn: Function, event: Event) -> bool:
@@ -1907,14 +1901,12 @@ def _baseline_places(project, baseline: Outcome) -> dict:
     """{place of an event (``_where``): the verdicts of the baseline's events there}, kept per
     baseline: asked for every pinning of every call, a scan of the whole baseline each time was
     quadratic (dgl-ke's top-k tests, survey 54 DC: 90 s of one file)."""
-    kept = project.baseline_places.get(id(baseline))
-    if kept is not None and kept[0] is baseline:
-        return kept[1]
-    places: dict = {}
-    for other in baseline.events:
-        places.setdefault(_where(other), set()).add(verdict(other))
-    project.baseline_places[id(baseline)] = (baseline, places)
-    return places
+    def index(outcome: Outcome) -> dict:
+        places: dict = {}
+        for other in outcome.events:
+            places.setdefault(_where(other), set()).add(verdict(other))
+        return places
+    return project.per_object(project.baseline_places, baseline, index)
 
 
 def _registered_in_place(ev, fn: Function, node, outcome: Outcome, event: Event, handed_back: list) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Optional
 
@@ -22,7 +22,8 @@ from ..imports import ImportMap, collect_imports, dotted
 from ..modulefiles import _EXCLUDED_PARTS, is_file, module_files, path_additions, search_folders  # noqa: F401
 from ..walk import LAMBDA_STAND_IN, class_body_small, code_nodes, suite_body, target_names
 from . import cfg
-from .domain import UNKNOWN, Alternatives, ClassRef, Const, Function, Instance, LibraryRef, ModuleRef, Seq, Value, module_stand_in
+from .domain import (UNKNOWN, Alternatives, ClassRef, Const, Function, Instance, LibraryRef, ModuleRef, Seq, Value,
+                     map_sites, module_stand_in)
 from .fields import FieldSolver
 from .interproc import Invocation, Outcome, context_free_env
 from .solver import solve
@@ -687,14 +688,13 @@ class Project:
         # batch`): an iterator over what its `yield`s give, with the caller's arguments (DINO's
         # `metric_logger.log_every(loader, ...)` handing on each batch).
         yielded = self.last_yielded if isinstance(node, cst.FunctionDef) else None
+        inputs, own = _inputs(node, env, pending)
         if yielded is not None:
-            yielded = _made_between_yields(yielded, _inputs(node, env, pending)[0])
+            yielded = _made_between_yields(yielded, inputs)
         if exit_state is None and yielded is not None:
-            inputs, own = _inputs(node, env, pending)
             return Outcome(Seq(yielded), frozenset(), stream, tuple(events), reachable=True, inputs=inputs,
                            own_inputs=own)
         if exit_state is None:
-            inputs, own = _inputs(node, env, pending)
             return Outcome(UNKNOWN, frozenset(), stream, tuple(events), reachable=False, inputs=inputs, own_inputs=own)
         changed = []
         for key in exit_state.env:
@@ -710,7 +710,6 @@ class Project:
         local = local_containers(node) if isinstance(node, cst.FunctionDef) else frozenset()
         kept = frozenset(s for e in events if e.type.value == "escape" and not e.handed and not e.into_object and
                          not isinstance(e.node, cst.Return) and not stored_into_local(e.node, local) for s in e.sites)
-        inputs, own = _inputs(node, env, pending)
         returned = exit_state.env.get(RETURN, Const.of(None)) if yielded is None else Seq(yielded)
         if isinstance(returned, Instance):
             # `return self` after setting its fields (a builder: `Series(s).fill(b).upload()`): the
@@ -818,6 +817,16 @@ class Project:
         else:
             final[key] = outcome
         return outcome
+
+    def per_object(self, table: dict, obj, compute):
+        """``compute(obj)``, kept in ``table`` for as long as ``obj`` is the object at that identity
+        (outcomes are kept by the project; hashing one would walk all its events)."""
+        kept = table.get(id(obj))
+        if kept is not None and kept[0] is obj:
+            return kept[1]
+        found = compute(obj)
+        table[id(obj)] = (obj, found)
+        return found
 
     def _still_unfinished(self, read) -> set:
         return {item for item in read if item in self._fields_running or item in self._globals_running or
@@ -1010,8 +1019,6 @@ def _made_between_yields(yielded: Value, inputs: frozenset) -> Value:
     a PPO rollout, on-policy's feed-forward generator, survey 54 DA): a new buffer on every step, so on
     every iteration of the loop that takes it, and of the loops around that (each makes a new
     generator). A buffer made once before its loop, or one it was given, stays the same one."""
-    from dataclasses import replace
-    from .domain import map_sites
     return map_sites(yielded, lambda s: replace(s, fresh_each_iteration=True)
                      if s.loops and not s.fresh_each_iteration and s not in inputs else s)
 

@@ -18,7 +18,7 @@ from ..imports import dotted
 from ..model import EventType
 from ..walk import code_nodes, has_own_continue, suite_body
 from .domain import (with_visits, UNKNOWN, Const, Context, Obj, Function, Device, Host, Instance, Items, Mapping, Seq, Stream, Tensor, Value,
-                     add_element, element_of, join, merged, rebuild, varying_in)
+                     add_element, element_of, iterated_as_views, join, merged, rebuild, varying_in)
 from .state import BEFORE, ELEMENT_OF, GLOBAL, KEY_OF, MAYBE_NONE, MUTATED, REBOUND, RETURN, STREAM, iter_key, put
 
 
@@ -503,7 +503,6 @@ def _iter(ev, element) -> None:
     """A for loop's iterable runs once, before the loop."""
     loop = element.extra
     value = ev.calls.iterate(ev.expr(element.node), element.node)
-    from .calls import iterated_as_views
     if isinstance(value, Host) and not value.batch and not iterated_as_views(value):
         ev.event(EventType.READ, element.node, value)
     ev.state.env[iter_key(loop)] = value
