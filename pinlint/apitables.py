@@ -84,6 +84,7 @@ class Tables:
     device_attributes: set = field(default_factory=set)
     null_streams: set = field(default_factory=set)
     kernel_decorators: set = field(default_factory=set)
+    cuda_target_decorators: set = field(default_factory=set)  # kernels only with target="cuda"
     release_methods: set = field(default_factory=set)
     frees_when_dropped: set = field(default_factory=set)  # allocators whose memory is freed, waiting for the device, when its last reference goes
     pinned_twins: dict = field(default_factory=dict)   # (copying library, numpy allocator) -> entry
@@ -328,6 +329,7 @@ def _load_one(tables: Tables, where: str, data: dict, receivers: set) -> None:
     tables.device_attributes.update(attrs.get("device", []))
     tables.null_streams.update(attrs.get("null_streams", []))
     tables.kernel_decorators.update(attrs.get("kernel_decorators", []))
+    tables.cuda_target_decorators.update(attrs.get("cuda_target_decorators", []))
     tables.release_methods.update(attrs.get("release_methods", []))
     tables.frees_when_dropped.update(attrs.get("frees_when_dropped", []))
     for twin in data.get("pinned", []):

@@ -267,8 +267,23 @@ def _check_files(request: CheckRequest, config: Config, settings: Settings) -> O
         outcome.changed += result.changed
         if result.fixed:
             outcome.fixed_codes += ((job.name, tuple(sorted(result.fixed.items()))),)
+    if request.mode == LINT:
+        outcome.findings = _defer_to_loops(outcome.findings)
     outcome.findings.sort(key=lambda f: f.sort_key())
     return outcome
+
+
+def _defer_to_loops(findings: list) -> list:
+    """PIN008 at a pinning call that another file's loop reaches through its functions (a batch helper
+    in `data.py` called from the training loop of `train.py`): that file's PIN002 at the loop reports
+    it, and PIN008 says the pinning is reached from no loop, so a run checking both files reports the
+    PIN002 only (a run given the helper's file alone cannot know its callers, and keeps the PIN008)."""
+    reached = {(os.path.normpath(name), row, column) for f in findings if f.code == "PIN002"
+               for name, row, column in f.origins}
+    if not reached:
+        return findings
+    return [f for f in findings if not (f.code == "PIN008" and f.cell is None and
+                                        (os.path.normpath(f.filename), f.location.row, f.location.column) in reached)]
 
 
 def _show_files(request: CheckRequest, config: Config) -> int:

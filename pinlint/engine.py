@@ -219,6 +219,16 @@ def _check_module(module: cst.Module, text: str, filename: str, settings: Settin
                                    end_location=end))
         return tuple(entries)
 
+    def origins_of(report) -> tuple:
+        """The pinning calls a loop's call reaches in other functions (PIN008 defers to PIN002 there)."""
+        found = set()
+        for site in report.sites:
+            if site.via:
+                for origin in site.origins():
+                    start, _ = location(origin.node, origin.module)
+                    found.add((_filename(origin.module, info, filename), start.row, start.column))
+        return tuple(sorted(found))
+
     def trace_of(report, here: tuple) -> tuple:
         """From the allocation to the finding, when the evidence crosses a function."""
         crossing = report.trace or any(s.via for s in report.sites)
@@ -264,7 +274,8 @@ def _check_module(module: cst.Module, text: str, filename: str, settings: Settin
             fix=_rendered(module, text, plan, settings.render_fixes, imports_done, info.locator), related=related_of(report), url=None,
             trace=trace_of(report, here), plan=plan,
             nbytes=max((s.nbytes for s in report.sites if s.nbytes), default=None),
-            direction=report.direction, pooled=any(s.pooled for s in report.sites))
+            direction=report.direction, pooled=any(s.pooled for s in report.sites),
+            origins=origins_of(report) if rule.code == "PIN002" else ())
         # One finding per code and place: a copy reached on two paths is still one mistake (but
         # two copies inside the functions one call reaches are two).
         where = (report.trace[-1].module.filename, report.trace[-1].module.position(report.trace[-1].node).start)\

@@ -28,8 +28,9 @@ def calls_relevant_api(data: bytes) -> bool:
     return asked and pattern.search(data) is not None
 
 
-# A Numba CUDA kernel (`@cuda.jit`): launched with host arrays it copies them to the device and back.
-_NUMBA_KERNEL = re.compile(rb"\bcuda\s*\.\s*jit\b")
+# A Numba CUDA kernel (`@cuda.jit`, or a ufunc with `target="cuda"`): launched with host arrays it
+# copies them to the device and back.
+_NUMBA_KERNEL = re.compile(rb"\bcuda\s*\.\s*jit\b|\btarget\s*=\s*['\"]cuda['\"]")
 
 # `f(n, **options)`: the keyword may come in a dict made elsewhere (exponentiation never follows
 # an opening parenthesis or a comma).

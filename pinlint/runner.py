@@ -529,7 +529,8 @@ class Cache:
 
 
 def _finding_extra(data: dict, finding: Finding) -> dict:
-    data["_extra"] = {"nbytes": finding.nbytes, "direction": finding.direction, "pooled": finding.pooled}
+    data["_extra"] = {"nbytes": finding.nbytes, "direction": finding.direction, "pooled": finding.pooled,
+                      "origins": [list(o) for o in finding.origins]}
     return data
 
 
@@ -550,7 +551,8 @@ def _finding_from_json(data: dict, filename: str) -> Finding:
     return Finding(code=data["code"], message=data["message"], filename=filename, location=_location(data["location"]),
                    end_location=_location(data["end_location"]), fix=fix, related=related, url=data.get("url"),
                    trace=trace, cell=data.get("cell"),
-                   nbytes=extra.get("nbytes"), direction=extra.get("direction", ""), pooled=extra.get("pooled", False))
+                   nbytes=extra.get("nbytes"), direction=extra.get("direction", ""), pooled=extra.get("pooled", False),
+                   origins=tuple(tuple(o) for o in extra.get("origins", ())))
 
 
 def clean(root: Path) -> bool:

@@ -79,7 +79,8 @@ EFFECTS: dict[str, EffectSchema] = {
          "uninitialized": _is_bool, "shape_varargs": _is_bool, "legacy_data": _is_bool, "shape_last": _is_bool, "range_args": _is_bool, "range_float_dtype": _is_str,
          "size": _is_size,
          "scalar_items": _is_bool, "copies_data": _is_bool, "grows": _is_bool, "square": _is_bool,
-         "same_if_pinned": _is_bool, "cross": _is_bool, "python_numbers": _is_bool},
+         "same_if_pinned": _is_bool, "cross": _is_bool, "python_numbers": _is_bool,
+         "scalar_without_size": _one_of("int", "number", "element")},
         "a new host buffer (or device memory, when a device keyword says so)"),
     "device": EffectSchema(frozenset({"stream"}), {"library": _is_str, "returns": _RETURNS_TUPLE,
                                                   "remembers_stream": _is_bool}, "device memory"),
@@ -177,14 +178,15 @@ TOP_LEVEL = {
     "device_strings": dict, "numpy_dispatch": lambda v: isinstance(v, bool),
     "array_namespaces": _is_str_list,
 }
-ATTRIBUTE_KEYS = frozenset({"view", "device", "null_streams", "kernel_decorators", "release_methods",
+ATTRIBUTE_KEYS = frozenset({"view", "device", "null_streams", "kernel_decorators", "cuda_target_decorators",
+                            "release_methods",
                             "frees_when_dropped"})
 PINNED_KEYS = frozenset({"library", "from", "to", "positional", "keywords", "rename", "default_dtype", "import"})
 SYNC_KEYS = frozenset({"stream_method", "stream_call", "device_call"})
 DTYPE_KEYS = frozenset({"sizes", "attributes", "codes", "python", "modules"})
 CUDA_KEYS = frozenset({"host_alloc_flags", "host_register_flags", "memcpy_kinds"})
 PYTHON_KEYS = frozenset({"reading_builtins", "non_storing_builtins", "pure_builtins", "container_mutators", "dict_types", "dict_types_with_factory",
-                         "copying_methods", "device_address_libraries", "torch_compute_namespaces", "library_modules", "returns_self", "call_runs", "returns_arguments", "index_grids",
+                         "copying_methods", "device_address_libraries", "torch_compute_namespaces", "library_modules", "returns_self", "buffer_registrars", "call_runs", "returns_arguments", "index_grids",
                          "coroutine_runners", "non_retaining_builtins", "record_factories",
                          "torch_non_tensor_results", "torch_new_results", "torch_layer_namespaces", "torch_non_layers",
                          "torch_same_size_results", "table_attributes", "number_modules",

@@ -1692,3 +1692,42 @@ def train(net):
     for pair in make_loader(8):
         net(pair.cuda(non_blocking=True))
 ''')
+
+
+# ------------------------------------------------------------------ PIN008 defers to a loop in another file
+# A batch helper pinning a copy of what it builds and uploading it once (nanoGPT's `get_batch`), in its
+# own module, called from the training loop of another (survey 55 EE): PIN002 at the loop, and no
+# PIN008 in the helper (a pinning reached from a loop is PIN002's).
+project("pin008-defers-to-a-loop-in-another-file", batches_DOT_py='''
+import numpy as np
+import torch
+
+def get_batch(data, rows, width, device):
+    starts = torch.randint(len(data) - width, (rows,))
+    x = torch.stack([torch.from_numpy(data[i:i + width].astype(np.int64)) for i in starts])
+    return x.pin_memory().to(device, non_blocking=True)
+''', train_DOT_py='''
+import numpy as np
+import torch
+from batches import get_batch
+
+data = np.memmap("train.bin", dtype=np.uint16, mode="r")
+for step in range(1000):
+    x = get_batch(data, 32, 256, "cuda")  # expect: PIN002
+''')
+
+project("pin008-stays-where-no-loop-reaches-it", batches_DOT_py='''
+import numpy as np
+import torch
+
+def get_batch(data, rows, width, device):
+    starts = torch.randint(len(data) - width, (rows,))
+    x = torch.stack([torch.from_numpy(data[i:i + width].astype(np.int64)) for i in starts])
+    return x.pin_memory().to(device, non_blocking=True)  # expect: PIN008
+''', probe_DOT_py='''
+import numpy as np
+from batches import get_batch
+
+data = np.memmap("train.bin", dtype=np.uint16, mode="r")
+x = get_batch(data, 32, 256, "cuda")
+''')

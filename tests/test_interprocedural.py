@@ -953,3 +953,15 @@ def main():
     assert [(step.location.row, step.message) for step in finding.trace][-2:] == [
         (row_of(src, "    timed()"), "calls `timed` here"),
         (row_of(src, "drv.memcpy_dtoh_async"), "copied here by `pycuda.driver.memcpy_dtoh_async`")]
+
+
+def test_pin008_in_a_helper_defers_to_the_loop_of_a_checked_caller_from_the_cache_too(tmp_path, monkeypatch, capsys):
+    # The helper's own check cannot see its callers: alone it keeps PIN008; checked with the file whose
+    # loop calls it, the run reports that file's PIN002 only, from a warm cache as from a cold one.
+    _write_project(tmp_path, PROJECTS["pin008-defers-to-a-loop-in-another-file"])
+    alone = run_in_process(monkeypatch, capsys, tmp_path, "check", "--no-cache", "--format", "json", "batches.py")
+    assert [f["code"] for f in json.loads(alone[1])] == ["PIN008"]
+    cold = run_in_process(monkeypatch, capsys, tmp_path, "check", "--format", "json", ".")
+    warm = run_in_process(monkeypatch, capsys, tmp_path, "check", "--format", "json", ".")
+    for run in (cold, warm):
+        assert [(f["filename"], f["code"]) for f in json.loads(run[1])] == [("train.py", "PIN002")], run

@@ -4828,3 +4828,137 @@ pairs = [(torch.randn(3, 256, 256), torch.randn(3, 256, 256)) for _ in range(64)
 Fitter(torch.nn.Bilinear(256, 256, 1).cuda(), DataLoader(pairs, batch_size=8)).fit(3)  # the call
 """
     assert (row_of(src, "# the call") in rows(src, "PIN001", Settings())) is reported, src
+
+
+_BUFFER_MODULE = """
+import torch
+from torch import nn
+from torch.utils.data import DataLoader
+
+
+class Stacker(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("marker", torch.zeros(1))
+
+    def where(self):
+        return self.marker.device
+
+    def add_all(self, frames, workers):
+        total = 0
+        for batch in DataLoader(frames, batch_size=8, num_workers=workers, pin_memory=workers > 0):
+            total = total + batch.to(self.where(), non_blocking=True).sum()  # the copy
+        return total
+
+
+class Holder:
+    def __init__(self):
+        self.stacker = Stacker()
+
+    def run(self, frames):
+        return self.stacker.add_all(frames, 0)  # through a field
+
+
+def place(module):
+    module.cuda()
+
+
+def test(frames, device):
+{body}
+"""
+
+
+@pytest.mark.parametrize("body, reported", [
+    ("    acc = Stacker()\n    acc.add_all(frames, 0)  # the call", False),
+    ("    acc = Stacker()\n    acc.to(device='cpu')\n    acc.add_all(frames, 0)  # the call", False),
+    ("    acc = Stacker().cpu()\n    acc.eval()\n    acc.add_all(frames, 0)  # the call", False),
+    ("    acc = Stacker()\n    acc.cuda()\n    acc.add_all(frames, 0)  # the call", True),
+    ("    acc = Stacker()\n    acc.to(device)\n    acc.add_all(frames, 0)  # the call", True),
+    ("    acc = Stacker()\n    other = acc\n    other.cuda()\n    acc.add_all(frames, 0)  # the call", True),
+    ("    acc = Stacker()\n    place(acc)\n    acc.add_all(frames, 0)  # the call", True),
+    ("    acc = Stacker()\n    torch.compile(acc)\n    acc.add_all(frames, 0)  # the call", False),
+    ("    acc = Stacker()\n    wrap_for_devices(acc)\n    acc.add_all(frames, 0)  # the call", True),
+    ("    accs = [Stacker()]\n    for a in accs:\n        a.cuda()\n    accs[0].add_all(frames, 0)  # the call", True),
+    ("    acc = Stacker() if device == 'cpu' else Stacker().cuda()\n    acc.add_all(frames, 0)  # the call", True),
+])
+def test_a_registered_buffer_is_where_the_code_put_its_module(body, reported):
+    # cryoPARES (survey 54 DG, 13 false findings): a module asks where it runs with the device of a
+    # registered buffer; its tests construct it and never move it, so the copy there is CPU to CPU.
+    # A buffer moves with `module.cuda()` / `.to(device)`; code nothing here explains
+    # (`wrap_for_devices`), a field, or another name holding the module may move it.
+    src = _BUFFER_MODULE.format(body=body)
+    assert (row_of(src, "# the call") in rows(src, "PIN001", Settings())) is reported, src
+
+
+def test_a_module_never_constructed_here_keeps_its_buffer_device_unknown():
+    # On an object nothing here says where it is, a buffer's device is unknown: a GPU, as before.
+    src = _BUFFER_MODULE.format(body="    pass") + """
+
+def test_given(acc: Stacker, frames):
+    acc.add_all(frames, 0)  # the call
+"""
+    found = rows(src, "PIN001", Settings())
+    assert row_of(src, "# the call") in found, src
+    # a module kept in a field may be moved by any method: its buffers' device is unknown there
+    assert row_of(src, "# through a field") in found, src
+
+
+@pytest.mark.parametrize("copied, reported", [
+    ("holders[k].host", True),   # what the loop just stored at that index
+    ("holders[j].host", False),  # another index: one of them was changed, maybe this one
+])
+def test_a_holder_picked_by_a_loop_index_holds_what_the_loop_stored_there(copied, reported):
+    # sam-hq-tensorrt's runner (survey 55 EB): `for k in range(len(self.inputs)): self.inputs[k].host =
+    # feeds[k]` then `memcpy_htod_async(..., self.inputs[k].host, stream)`.
+    src = f"""
+import numpy as np
+import pycuda.driver as drv
+
+
+class Holder:
+    def __init__(self, host, dev):
+        self.host = host
+        self.dev = dev
+
+
+def run(feeds, j):
+    q = drv.Stream()
+    pinned = drv.pagelocked_empty(1 << 20, np.float32)
+    holders = [Holder(pinned, drv.mem_alloc(pinned.nbytes)), Holder(pinned, drv.mem_alloc(pinned.nbytes))]
+    big = np.zeros((1, 1, 1024, 1024), dtype=np.float32)
+    for k in range(len(holders)):
+        holders[k].host = big
+        drv.memcpy_htod_async(holders[k].dev, {copied}, q)  # the copy
+    q.synchronize()
+"""
+    assert (row_of(src, "# the copy") in rows(src, "PIN001", Settings())) is reported, src
+
+
+@pytest.mark.parametrize("call, reported", [
+    ("upload_all(*chunks)", True),            # a list spread into the *args parameter
+    ("upload_all(first, *chunks)", True),
+    ("upload_all(*pinned)", False),           # pinned tensors: the copies overlap
+    ("upload_all(*chunks, **options)", False),  # a mapping nothing spells out may fill any parameter
+])
+def test_a_list_spread_into_star_args_is_what_the_loop_walks(call, reported):
+    # PyTorch's pinned-memory tutorial (survey 55 EH): `def upload_all(*chunks)` copying each with
+    # non_blocking=True, called with a list of pageable tensors spread into it.
+    src = f"""
+import torch
+
+
+def upload_all(*chunks, device="cuda:0"):
+    out = []
+    for c in chunks:
+        out.append(c.to(device, non_blocking=True))
+    torch.cuda.synchronize()
+    return out
+
+
+def main(options):
+    chunks = [torch.rand(1 << 20) for _ in range(64)]
+    pinned = [torch.rand(1 << 20).pin_memory() for _ in range(64)]
+    first = chunks[0]
+    return {call}  # the call
+"""
+    assert (row_of(src, "# the call") in rows(src, "PIN001", Settings())) is reported, src

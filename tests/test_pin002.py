@@ -1170,6 +1170,9 @@ def test_a_pinned_copy_of_a_gather_of_a_tensor_nothing_places_is_per_iteration()
     ("for fp8 in (\"e4m3\", \"e5m2\"):", False),
     ("for fp8 in flags:", True),                   # what the loop goes over is not a list of settings
     ("for _ in range(4):", True),
+    # nanoGPT's evaluation (survey 55 EE): a loop inside the configuration's repeats the call
+    ("for fp8 in [True, False]:\n          for _ in range(200):", True),
+    ("for fp8 in [True, False]:\n          for mode in ['a', 'b']:", False),
 ])
 def test_a_helper_run_once_per_configuration_is_no_allocation_to_hoist(loop, reported):
     src = f"""

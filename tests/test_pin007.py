@@ -3253,3 +3253,61 @@ def run(steps, blocks, threads):
         {launched}  # the launch
 """
     assert (row_of(src, "# the launch") in rows(src, "PIN007")) is reported, src
+
+
+@pytest.mark.parametrize("decorator, reported", [
+    ("@vectorize(['f8(f8, f8)'], target='cuda')", True),            # a CUDA ufunc: copies its host arrays
+    ("@numba.vectorize(['f8(f8, f8)'], target=\"cuda\")", True),
+    ("@vectorize(['f8(f8, f8)'], target='parallel')", False),       # runs on the CPU: no copy
+    ("@vectorize(['f8(f8, f8)'])", False),
+])
+def test_a_cuda_ufunc_given_host_arrays_copies_them_on_every_call(decorator, reported):
+    # survey 55 ED: a `@vectorize(target="cuda")` ufunc called with host NumPy arrays copies them to the
+    # device and its result back on every call, as a `@cuda.jit` kernel given host arrays does.
+    src = f"""
+import math
+
+import numba
+import numpy as np
+from numba import vectorize
+
+
+{decorator}
+def decay(x, k):
+    return x * math.exp(-k)
+
+
+field = np.ones(4_000_000)
+total = np.zeros(4_000_000)
+for step in range(50):
+    total += decay(field, 0.01 * step)  # the call
+"""
+    found = [f for f in findings(src) if f.code == "PIN007"]
+    assert ([f.location.row for f in found] == [row_of(src, "# the call")]) is reported, src
+    if reported:
+        assert "`decay(...)`" in found[0].message
+
+
+@pytest.mark.parametrize("picked, reported", [
+    ("frames[3]", True),                                   # a row of the stack, the same every step
+    ("frames[np.random.choice(train_ids)]", True),         # one random view: a row, sent again and again
+    ("frames[np.random.randint(0, 100)]", True),
+    ("frames[np.random.choice(train_ids, 4)]", False),     # an index array: a new gathered copy each step
+    ("frames[step]", False),                               # another row on each step
+])
+def test_a_row_of_a_stack_made_before_the_loop(picked, reported):
+    # nerf-pytorch and svox2 (survey 55 EG): one view of an image stack loaded once, re-sent every step;
+    # a sampler without `size` gives one number, and `torch.from_numpy` keeps the array's dimensions.
+    src = f"""
+import numpy as np
+import torch
+
+
+def fit(steps):
+    frames = torch.from_numpy(np.random.rand(100, 400, 400, 3).astype(np.float32))
+    train_ids = np.arange(0, 100, 2)
+    for step in range(steps):
+        ref = {picked}.to("cuda")  # the copy
+        print(float(ref.mean()))
+"""
+    assert (row_of(src, "# the copy") in rows(src, "PIN007")) is reported, src

@@ -140,3 +140,6 @@ def test_a_file_launching_a_numba_kernel_is_analysed():
            b"a = np.ones(1 << 24)\nfor _ in range(9):\n    k[1, 1](a)\n")
     assert passes_prefilter(src)
     assert not passes_prefilter(src.replace(b"@cuda.jit", b"@jit"))  # a CPU kernel of numba's: nothing to copy
+    ufunc = src.replace(b"@cuda.jit", b"@vectorize(['f8(f8)'], target='cuda')")
+    assert passes_prefilter(ufunc)  # a CUDA ufunc copies its host arrays too
+    assert not passes_prefilter(ufunc.replace(b"'cuda'", b"'parallel'"))

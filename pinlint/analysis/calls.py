@@ -21,7 +21,7 @@ from ..apitables import ArgSpec
 from ..imports import dotted
 from ..walk import code_nodes
 from ..model import EventType, Kind
-from . import effects, interproc
+from . import effects, interproc, placement
 from .domain import (UNKNOWN, Alternatives, ClassRef, Const, Device, Function, Host, Instance, Items, Iteration, Loader, Mapping,
                      LibraryRef, ModuleRef, Obj, RecordType, Scalar, Seq, Stream, Super, Tensor, Value, add_element, appended, element_of, iterated_as_views, join,
                      flatten, is_none, mapping, merged, numeric_const, ordered, rebuild, scalar_kind, unknown_host, varying_in)
@@ -424,6 +424,11 @@ class Calls:
             if isinstance(member, (Function, ClassRef)) or _callables(member) or self._called_object(member, node) or \
                     member in (_KERNEL, _LAYER):
                 return self.call_value(member, node, args, receiver_expr)
+            if isinstance(receiver, Instance) and member is UNKNOWN and placement.is_module(ev, receiver):
+                if self._registers_buffer(receiver, name, args, receiver_expr):
+                    ev.escape(node, args.values(), into_object=True)
+                    return Const.of(None)
+                receiver = self._placed_after(receiver, name, args, receiver_expr)
             if isinstance(receiver, Instance) and member is UNKNOWN and self._returns_itself(receiver, name):
                 return receiver  # `Model(cfg).cuda()`: nn.Module's method hands the module back
             ev.escape(node, args.values())
@@ -510,6 +515,36 @@ class Calls:
             return False
         info = self.ev.module.project.class_info(receiver.klass)
         return info is not None and any(name in table.get(base, ()) for base in info.library_classes())
+
+    def _registers_buffer(self, receiver: Instance, name: str, args: Args, receiver_expr) -> bool:
+        """``self.register_buffer("marker", t)``: the object keeps ``t`` as a buffer that moves with it
+        (``placement``), read back as ``self.marker``."""
+        table = self.ev.tables.python.get("buffer_registrars", {})
+        info = self.ev.module.project.class_info(receiver.klass)
+        if info is None or name not in {table[base] for base in info.library_classes() if base in table}:
+            return False
+        key = dotted(receiver_expr) if receiver_expr is not None else None
+        given = [value for _, value in args.positional]
+        if "tensor" in args.keywords:
+            given[1:] = [args.keywords["tensor"][1]]
+        label = given[0] if given else args.keywords.get("name", (None, None))[1]
+        if key is None or args.star or len(given) < 2 or not isinstance(label, Const) or \
+                not isinstance(label.single, str):
+            return False
+        self.ev.store(f"{key}.{placement.BUFFER}{label.single}", given[1])
+        return True
+
+    def _placed_after(self, receiver: Instance, name: str, args: Args, receiver_expr) -> Instance:
+        """``acc.cpu()``, ``acc.cuda()``, ``acc.to(device)`` on a module: where its buffers are now, for
+        every name holding it."""
+        moved = placement.after_method(self.ev, receiver, name, args)
+        if moved is receiver:
+            return receiver
+        placement.forget_everywhere(self.ev, [receiver])
+        key = dotted(receiver_expr) if receiver_expr is not None else None
+        if key is not None and moved.field(placement.PLACEMENT) is not None:
+            self._rebind(receiver_expr, moved)
+        return moved
 
     def _with_stored_fields(self, receiver: Instance, receiver_expr) -> Instance:
         """``self.loader = iter(loader)`` then ``self.preload()`` in ``__init__``: the method runs on the
@@ -625,7 +660,8 @@ class Calls:
             copied = hosts[0]
             for other in hosts[1:]:
                 copied = join(copied, other)  # one launch, one finding naming every array it copies
-            self.ev.copy_event(node, copied, api=f"{kernel.name.rsplit('.', 1)[-1]}[...]", direction="h2d",
+            called = "[...]" if isinstance(node.func, cst.Subscript) else "(...)"  # a kernel, or a CUDA ufunc
+            self.ev.copy_event(node, copied, api=f"{kernel.name.rsplit('.', 1)[-1]}{called}", direction="h2d",
                                is_async=False, library="numba", stream=None)
 
     def launch(self, node: cst.Call, name: str, values) -> None:

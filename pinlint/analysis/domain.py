@@ -357,6 +357,9 @@ class ClassRef(Value):
     name: str = ""
 
 
+PLACEMENT = "<placement>"  # the field of an object of the checked code saying where a module is (placement.py)
+
+
 @dataclass(frozen=True)
 class Instance(Value):
     """An object of a class of the checked code, with what its fields are known to hold."""
@@ -615,6 +618,8 @@ def join(a: Value, b: Value) -> Value:
         left, right = dict(a.fields), dict(b.fields)
         fields = {k: join(left[k], right[k]) if k in left and k in right else (left.get(k) or right.get(k))
                   for k in set(left) | set(right)}
+        if left.get(PLACEMENT) != right.get(PLACEMENT):
+            del fields[PLACEMENT]  # where a torch module is: known only where both paths agree (placement.py)
         return Instance(a.klass, tuple(sorted(fields.items())))
     if isinstance(a, Iteration) and isinstance(b, Iteration):
         return Iteration(join(a.element, b.element), a.length if a.length == b.length else None)

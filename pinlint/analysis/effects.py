@@ -256,6 +256,20 @@ def written_into_out(ev, node, receiver, args: Args, api_name: str) -> Optional[
     return out[1]
 
 
+def _sampled_scalar(kind: str, args: Args) -> Value:
+    """What a NumPy sampler gives without ``size``: a scalar, an int where the table says so, or for
+    ``choice`` (``kind`` "element") where it picks among ints (``np.random.choice(n)``, an int array)."""
+    if kind == "element":
+        pool = args.positional[0][1] if args.positional else args.keywords.get("a", (None, None))[1]
+        ints = isinstance(pool, Const) and pool.values and all(isinstance(v, int) and not isinstance(v, bool)
+                                                                for v in pool.values) or \
+            isinstance(pool, Scalar) and pool.kind == "int" or \
+            isinstance(pool, Host) and bool(pool.sites) and all(s.dtype and s.dtype.startswith(("int", "uint"))
+                                                                for s in pool.sites)
+        return Scalar("int" if ints else "number")
+    return Scalar(kind)
+
+
 def _alloc(ev, api: Api, node, receiver, args: Args) -> Value:
     written = written_into_out(ev, node, receiver, args, api.name) if api.opt("reads") else None
     if written is not None:
@@ -280,6 +294,9 @@ def _alloc(ev, api: Api, node, receiver, args: Args) -> Value:
         dispatched = {v.library for v in flatten(args.values()) if isinstance(v, Device)} & ev.tables.numpy_dispatch
         if len(dispatched) == 1:
             return Device(dispatched.pop())
+    scalar = api.opt("scalar_without_size")
+    if scalar and not args.star and not args.present(api.arg("shape")):
+        return _sampled_scalar(scalar, args)  # `np.random.choice(ids)`: one number, no array
     kind = Kind(api.opt("kind"))
     device_kw = api.opt("device_kw")
     if args.unsure(device_kw) or args.unsure(api.opt("pin_kw")):
@@ -800,7 +817,7 @@ _KEEPING_NDIM = frozenset({"asarray", "asanyarray", "transpose", "swapaxes", "mo
                            "fliplr", "rot90", "__array__", "numpy", "detach",
                            "split", "array_split", "hsplit", "vsplit", "dsplit", "chunk", "tensor_split",
                            "permute", "narrow", "data_as", "frombuffer", "as_array", "ndarray", "byref", "pointer",
-                           "addressof", "cast", "c_void_p", "intp", "uintp"})
+                           "addressof", "cast", "c_void_p", "intp", "uintp", "from_numpy"})
 
 
 def _made_by_numpy_method(ev, api: Api, args: Args) -> Optional[cst.Call]:

@@ -21,7 +21,7 @@ from .domain import (LABELLED_DATASET, LABELLED_ITEM, ANYTHING, module_stand_in,
 from ..walk import code_parts, target_names
 from .dtypes import element_total, elementwise_bound, elementwise_size, fold, named_dtype, python_number_operands, range_length, transposed
 from .state import CAPTURING, DOTTED, ELEMENT_OF, KEY_OF, MAYBE_NONE, State, iter_key, put
-from . import tabular
+from . import placement, tabular
 
 _TRANSPOSING = frozenset({"T", "mT", "transpose", "swapaxes", "permute", "moveaxis", "rollaxis", "flip", "flipud",
                           "fliplr", "rot90"})
@@ -181,7 +181,9 @@ class Evaluator:
         to a call that nothing in the checked tree explains (``print(h)``, ``scipy.signal.detrend(h)``,
         ``logger.info(h)``). Such a call may keep them, but what this scope can read back on a later
         run of it is then the result of another unknown call, an unknown value: a buffer only handed
-        on is still a new one on each run (``interproc._renamer``)."""
+        on is still a new one on each run (``interproc._renamer``). A torch module among them may be
+        moved by what keeps it: where it is is no longer known (``placement``)."""
+        placement.forget_everywhere(self, values)
         for value in flatten(values):
             if isinstance(value, Host):
                 self.event(EventType.ESCAPE, node, value, handed=handed, into_object=into_object)

@@ -24,6 +24,7 @@ from ..walk import class_body_small, code_nodes, code_parts, small_statements, s
 from .domain import (ANYTHING, UNKNOWN, ClassRef, Const, Device, DeviceSpec, Function, GpuFlag, Host, Instance, Items, Loader, Mapping,
                      ModuleRef, Scalar, Seq, Stream, Super, Tensor, Value, interesting, leaves, map_sites, all_sites,
                      mapping, unknown_host, flatten)
+from . import placement
 from .facts import on_one_iteration
 from .invariance import body_bindings, function_changes, invariant, loop_changes, same_on_every_call
 from .state import STREAM, iter_key, merge_pending
@@ -286,8 +287,8 @@ def construct(ev, cls: ClassRef, args, node: cst.Call) -> Value:
     after = dict(outcome.params).get(self_name, instance) if self_name else instance
     if not isinstance(after, Instance):
         return instance
-    return _constant_fields(map_sites(after, rename), init.node, self_name, env,
-                            _forwarded_fields(project, init.owner, init.node, self_name))
+    return placement.made(ev, _constant_fields(map_sites(after, rename), init.node, self_name, env,
+                                               _forwarded_fields(project, init.owner, init.node, self_name)))
 
 
 def _with_constant_fields(fn: Function, outcome: Outcome, env: dict) -> Outcome:
@@ -960,7 +961,7 @@ def bind_parameters(ev, fn: Function, args, receiver_expr) -> tuple[dict, dict]:
             env[name] = default_value(fn, param.default) if param.default is not None else UNKNOWN
     extra = positional[len(ordered):]
     if isinstance(params.star_arg, cst.Param):
-        env[params.star_arg.name.value] = Seq(UNKNOWN) if args.star else Items(tuple(v for _, v in extra))
+        env[params.star_arg.name.value] = _spread(args, extra) if args.star else Items(tuple(v for _, v in extra))
     for param in params.kwonly_params:
         name = param.name.value
         if name in args.keywords:
@@ -973,6 +974,19 @@ def bind_parameters(ev, fn: Function, args, receiver_expr) -> tuple[dict, dict]:
         rest = {k: v for k, (_, v) in args.keywords.items() if k not in taken}
         env[params.star_kwarg.name.value] = mapping(rest, UNKNOWN if args.star else None)
     return env, exprs
+
+
+def _spread(args, extra: list) -> Value:
+    """A ``*args`` parameter given a list spread into the call (``upload_all(*chunks)``): a tuple of
+    unknown length whose elements are the list's (or the other positional arguments left over). A
+    ``**mapping`` of keys nothing says may fill any parameter: nothing is known then."""
+    from .domain import element_of, join
+    if args.kwargs_unknown:
+        return Seq(UNKNOWN)
+    element = None
+    for value in [v for _, v in extra] + [element_of(v) for v in args.starred]:
+        element = value if element is None else join(element, value)
+    return Seq(element if element is not None else UNKNOWN)
 
 
 def _closure(ev, fn: Function, env: dict) -> dict:
@@ -1619,6 +1633,7 @@ def _copy_back(ev, outcome: Outcome, exprs: dict, rename, fn: Function) -> None:
                 # the fields the base's method set, on this object of this method's class (not the base's)
                 value = Instance(mine.klass, value.fields)
         if expr is not None and dotted(expr) is not None:
+            value = placement.copied_back(ev.state.env.get(dotted(expr)), value)
             rebind(ev, expr, map_sites(value, rename), mutated=True)
             if isinstance(value, Instance):
                 _refresh_fields(ev, dotted(expr), map_sites(value, rename), _fields_it_sets(ev, fn, name))
@@ -2341,6 +2356,8 @@ def member(ev, base: Value, attr: str, node) -> Value:
     project = ev.module.project
     if isinstance(base, Instance):
         value = base.field(attr)
+        if value is None:
+            value = placement.buffer(base, attr)  # `self.marker` of `register_buffer("marker", t)`
         if value is UNKNOWN or value is None:
             value = _annotated_number(base.klass, attr) or value
         if value is not None:

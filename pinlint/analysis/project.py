@@ -314,11 +314,20 @@ class ModuleContext:
     def is_kernel(self, node: cst.FunctionDef) -> bool:
         for decorator in node.decorators:
             expression = decorator.decorator
-            if isinstance(expression, cst.Call):
-                expression = expression.func
-            if self.imports.qualify(expression) in self.tables.kernel_decorators:
+            call = expression if isinstance(expression, cst.Call) else None
+            if call is not None:
+                expression = call.func
+            qualified = self.imports.qualify(expression)
+            if qualified in self.tables.kernel_decorators:
                 return True
+            if call is not None and qualified in self.tables.cuda_target_decorators and _targets_cuda(call):
+                return True  # `@vectorize(["f8(f8)"], target="cuda")`: a CUDA ufunc
         return False
+
+
+def _targets_cuda(call: cst.Call) -> bool:
+    return any(arg.keyword is not None and arg.keyword.value == "target" and isinstance(arg.value, cst.SimpleString)
+               and arg.value.evaluated_value == "cuda" for arg in call.args)
 
 
 class Project:

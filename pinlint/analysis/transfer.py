@@ -17,6 +17,7 @@ import libcst as cst
 from ..imports import dotted
 from ..model import EventType
 from ..walk import code_nodes, has_own_continue, suite_body
+from .placement import unplaced
 from .domain import (with_visits, UNKNOWN, Const, Context, Obj, Function, Device, Host, Instance, Items, Mapping, Seq, Stream, Tensor, Value,
                      add_element, element_of, iterated_as_views, join, merged, rebuild, varying_in)
 from .state import BEFORE, ELEMENT_OF, GLOBAL, KEY_OF, MAYBE_NONE, MUTATED, REBOUND, RETURN, STREAM, iter_key, put
@@ -248,6 +249,7 @@ def _store_attribute(ev, target: cst.Attribute, value: Value) -> None:
         _replace_object(ev, target.value, updated)
         return
     ev.escape(target, [value])
+    value = unplaced(value)  # a module kept in a field may be moved by any method (placement.py)
     key = dotted(target)
     if key is not None:
         _note_before(ev, key, owner, attr)
@@ -280,16 +282,24 @@ def _replace_object(ev, expr: cst.BaseExpression, value: Value) -> None:
         container = ev.expr(expr.value)
         index = ev.expr(expr.slice[0].slice.value)
         position = index.single if isinstance(index, Const) else None
+        updated: Optional[Value] = None
         if isinstance(container, Items) and isinstance(position, int) and -len(container.items) <= position < \
                 len(container.items):
             items = list(container.items)
             items[position] = value
-            rebind(ev, expr.value, replace(container, items=tuple(items)))
+            updated = replace(container, items=tuple(items))
+        elif isinstance(container, Items) and position is None:
+            # `holders[k].host = big` with `k` a variable: one of them changed (and a read of
+            # `holders[k]` before `k` or the list changes is that one: `_remember_item`)
+            updated = replace(container, items=tuple(join(item, value) for item in container.items))
         elif isinstance(container, Seq):
             # One element changed: at a constant index the line certainly meets the new value.
-            rebind(ev, expr.value, Seq(value if position is not None else join(container.element, value)))
+            updated = Seq(value if position is not None else join(container.element, value))
         elif isinstance(container, Mapping) and isinstance(index, Const) and index.single is not None:
-            rebind(ev, expr.value, container.with_entry(index.single, value))
+            updated = container.with_entry(index.single, value)
+        if updated is not None:
+            rebind(ev, expr.value, updated)
+            _remember_item(ev, expr, updated, value)
 
 
 def _unpack(ev, target, value: Value) -> None:

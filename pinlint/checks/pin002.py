@@ -99,18 +99,26 @@ def _configurations(node, loops, module: cst.Module) -> bool:
     False]:``, ``for mode in ("a", "b"):``, or a module's ``BLOCK_COUNTS = [64, 128]``), or a name the
     loop's body makes from it (``layout = make_layout(blocks)``): a test or benchmark running the
     helper once per configuration, each of which may allocate differently; there is no one buffer
-    to hoist."""
+    to hoist. A loop inside the configuration's that repeats the call (`for split in ["train", "val"]:
+    for k in range(eval_iters): get_batch(split)`, nanoGPT's evaluation) runs it again and again with
+    one configuration: that is a loop like any other."""
     if not isinstance(node, cst.Call):
         return False
     passed = {arg.value.value for arg in node.args if isinstance(arg.value, cst.Name)}
-    for loop in loops:
-        if not isinstance(loop, cst.For) or not isinstance(loop.target, (cst.Name, cst.Tuple, cst.List)) or \
-                not _constant_list(loop.iter, module):
+    for depth, loop in enumerate(loops):  # outermost first
+        if not _over_constants(loop, module):
+            continue
+        if not all(_over_constants(inner, module) for inner in loops[depth + 1:]):
             continue
         # `for path, streaming in [(out_a, True), (out_b, False)]:` too: one run per settings tuple
         if any(passed & _made_from(loop, target) for target in target_names(loop.target)):
             return True
     return False
+
+
+def _over_constants(loop, module: cst.Module) -> bool:
+    return isinstance(loop, cst.For) and isinstance(loop.target, (cst.Name, cst.Tuple, cst.List)) and \
+        _constant_list(loop.iter, module)
 
 
 def _constant_list(node, module: cst.Module) -> bool:
