@@ -513,7 +513,10 @@ def check_notebook(data: bytes, name: str, settings, fix: bool = False, unsafe: 
     program = to_program(notebook)
     if not fix:
         result = lint_text(program.text, name, settings)
-        report = NotebookOutcome([_relocate(f, program) for f in result.findings],
+        findings = result.findings
+        if any(f.code == "PIN000" for f in findings):
+            findings = _around_broken_cells(program, name, settings) or findings
+        report = NotebookOutcome([_relocate(f, program) for f in findings],
                                  [result.error] if result.error else [], [result.warning] if result.warning else [],
                                  dependencies=result.dependencies)
         return _with_scripts(report, notebook, name, settings)
@@ -538,6 +541,33 @@ def check_notebook(data: bytes, name: str, settings, fix: bool = False, unsafe: 
     report.applied = outcome.applied
     report.fixed_codes = getattr(outcome, "fixed", {})
     return report
+
+
+def _around_broken_cells(program: Program, name: str, settings) -> list:
+    """An exercise notebook's placeholder cells (`x = # TODO`) do not parse: each is PIN000 at its
+    own error, and the other cells are checked as if those were empty, as running the notebook would
+    run them. Empty when no single cell is to blame (a statement spread over cells): the joined
+    program's own PIN000 stands then."""
+    from .parsing import syntax_error
+    lines = program.text.split("\n")
+    spans, row = [], 0
+    for cell in program.cells:
+        row += 2  # the cell's marker and a blank line
+        spans.append((row, row + len(cell.lines)))
+        row += len(cell.lines)
+    broken = [(start, end) for start, end in spans if syntax_error("\n".join(lines[start:end]) + "\n") is not None]
+    if not broken:
+        return []
+    findings = []
+    for start, end in broken:
+        alone = [line if start <= i < end else "" for i, line in enumerate(lines)]
+        findings += [f for f in lint_text("\n".join(alone), name, settings).findings if f.code == "PIN000"]
+    rest = ["" if any(start <= i < end for start, end in broken) else line for i, line in enumerate(lines)]
+    result = lint_text("\n".join(rest), name, settings)
+    if any(f.code == "PIN000" for f in result.findings):
+        return []
+    # `--fix` leaves a notebook that does not parse as it is: no finding here offers a fix
+    return sorted(findings + [replace(f, fix=None) for f in result.findings], key=Finding.sort_key)
 
 
 def _with_scripts(report: NotebookOutcome, notebook: dict, name: str, settings) -> NotebookOutcome:

@@ -1731,3 +1731,55 @@ from batches import get_batch
 data = np.memmap("train.bin", dtype=np.uint16, mode="r")
 x = get_batch(data, 32, 256, "cuda")
 ''')
+
+
+# ------------------------------------------------------------------ a method copying each buffer of a list
+# A TensorRT-sample-style runner (survey 55 EB, trt2023's efficientdet `infer`): one pageable output per
+# binding, made once by the set-up loop, and a method that copies each back; a benchmark loop calls it.
+project("runner-copies-each-output-per-call-pycuda", runner_DOT_py='''
+import numpy as np
+import pycuda.driver as drv
+
+class Runner:
+    def __init__(self, n_out):
+        self.outs = []
+        for _ in range(n_out):
+            host = np.zeros((1024, 1024), np.float32)
+            self.outs.append({"host": host, "dev": drv.mem_alloc(host.nbytes)})
+
+    def fetch(self):
+        for o in self.outs:
+            drv.memcpy_dtoh(o["host"], o["dev"])  # via: PIN007
+        return [o["host"] for o in self.outs]
+''', bench_DOT_py='''
+import pycuda.autoinit
+from runner import Runner
+
+r = Runner(2)
+for step in range(200):
+    r.fetch()  # expect: PIN007
+''')
+
+project("runner-copies-fresh-outputs-per-call-pycuda", runner_DOT_py='''
+import numpy as np
+import pycuda.driver as drv
+
+class Runner:
+    def __init__(self, n_out):
+        self.devs = [drv.mem_alloc(1 << 22) for _ in range(n_out)]
+
+    def fetch(self):
+        outs = []
+        for dev in self.devs:
+            host = np.empty((1024, 1024), np.float32)
+            drv.memcpy_dtoh(host, dev)
+            outs.append(host)
+        return outs
+''', bench_DOT_py='''
+import pycuda.autoinit
+from runner import Runner
+
+r = Runner(2)
+for step in range(200):
+    r.fetch()
+''')

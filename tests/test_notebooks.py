@@ -303,7 +303,8 @@ def test_a_notebook_whose_kernel_is_not_python_is_not_checked(metadata, checked)
         {"cell_type": "code", "metadata": {}, "outputs": [], "source": "module load cuda\nfor f in *.py; do python $f; done"}],
         "metadata": metadata, "nbformat": 4, "nbformat_minor": 5}
     outcome = notebooks.check_notebook(json.dumps(notebook).encode(), "nb.ipynb", Settings())
-    assert sorted({f.code for f in outcome.findings}) == (["PIN000"] if checked else [])  # (the bash cell)
+    # (the bash cell is PIN000; the Python cell is checked all the same)
+    assert sorted({f.code for f in outcome.findings}) == (["PIN000", "PIN007"] if checked else [])
 
 
 NBFORMAT3 = {
@@ -329,3 +330,24 @@ def test_an_nbformat3_notebook_is_checked_and_never_rewritten(tmp_path):
         done = _pinlint(tmp_path, *args, "--no-cache", "demo.ipynb")
         assert "nbformat 3 notebook" in done.stderr and "Traceback" not in done.stderr
         assert path.read_bytes() == before
+
+
+def _code_cells(*sources: str) -> bytes:
+    return json.dumps({"cells": [{"cell_type": "code", "metadata": {}, "outputs": [], "source": s} for s in sources],
+                       "metadata": {}, "nbformat": 4, "nbformat_minor": 5}).encode()
+
+
+def test_placeholder_cells_are_pin000_each_and_the_other_cells_are_checked():
+    # An exercise notebook (survey 55 EH): `answer = # TODO` cells do not parse; the lab's other cells
+    # still run, and are checked. Fixes leave a notebook that does not parse as it is: none is offered.
+    data = _code_cells("import numpy as np\nimport cupy as cp\nstream = cp.cuda.Stream(non_blocking=True)\n"
+                       "host = np.zeros(1 << 24, dtype=np.float32)\ndev = cp.empty_like(host)\n",
+                       "answer = # TODO: fill this in\n", "print('set up')\n", "dev.set(host, stream=stream)\n",
+                       "other = # TODO\n")
+    outcome = notebooks.check_notebook(data, "lab.ipynb", Settings())
+    assert [(f.code, f.cell, f.location.row) for f in outcome.findings] == [
+        ("PIN000", 2, 1), ("PIN001", 4, 1), ("PIN000", 5, 1)]
+    assert all(f.fix is None for f in outcome.findings)
+    fixed = notebooks.check_notebook(data, "lab.ipynb", Settings(), fix=True, unsafe=True)
+    assert fixed.fixed is None
+

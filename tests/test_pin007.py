@@ -3311,3 +3311,37 @@ def fit(steps):
         print(float(ref.mean()))
 """
     assert (row_of(src, "# the copy") in rows(src, "PIN007")) is reported, src
+
+
+@pytest.mark.parametrize("wrapper_body, reported", [
+    ("dev = cp.asarray(theta)\n            func(out, dev)", True),     # the wrapper uploads the caller's array
+    ("func(out, cp.empty(8))", False),                              # the body gets device arrays only
+])
+def test_a_decorator_factory_s_wrapper_is_what_a_call_runs(wrapper_body, reported):
+    # recon-stream's `@gpu_batch(chunk, ...)` (survey 55 EC): the decorator a factory makes wraps the body;
+    # the call runs the wrapper, which hands the body device arrays (the body's `cp.ascontiguousarray`
+    # of them is a device-side copy), and may upload the caller's host arrays itself.
+    src = f"""
+import numpy as np
+import cupy as cp
+
+
+def batched(n):
+    def deco(func):
+        def inner(out, theta):
+            {wrapper_body}
+        return inner
+    return deco
+
+
+@batched(4)
+def reconstruct(out, theta):
+    out[:] = cp.ascontiguousarray(theta).sum()
+
+
+angles = np.load("theta.npy") / 180 * np.pi
+result = np.empty_like(angles)
+for k in range(3):
+    reconstruct(result, angles)  # the call
+"""
+    assert (row_of(src, "# the call") in rows(src, "PIN007")) is reported, src

@@ -197,12 +197,24 @@ def _decorated(ev, fn: Function, node) -> Optional[Function]:
     """What ``@decorator`` made of ``fn``: the decorator (a function of the checked code, the only
     one on ``fn``) called with the undecorated body; None when that is no function of the checked code."""
     decorators = fn.node.decorators
-    if len(decorators) != 1 or not isinstance(decorators[0].decorator, cst.Name):
+    expression = decorators[0].decorator if len(decorators) == 1 else None
+    from .effects import Args
+    if isinstance(expression, cst.Call) and isinstance(expression.func, cst.Name) and \
+            not any(arg.star for arg in expression.args):
+        # `@staged(8)`: the factory, called with what the decorator line gives it, makes the decorator
+        factory = fn.module.global_value(expression.func.value)
+        if not isinstance(factory, Function):
+            return None
+        given = Args(tuple((arg.value, literal(arg.value)) for arg in expression.args if arg.keyword is None),
+                     {arg.keyword.value: (arg.value, literal(arg.value)) for arg in expression.args
+                      if arg.keyword is not None}, False)
+        decorator = call(ev, factory, given, node, None)
+    elif isinstance(expression, cst.Name):
+        decorator = fn.module.global_value(expression.value)
+    else:
         return None
-    decorator = fn.module.global_value(decorators[0].decorator.value)
     if not isinstance(decorator, Function):
         return None
-    from .effects import Args
     body = replace(fn, undecorated=True)
     made = call(ev, decorator, Args(((node, body),), {}, False), node, None)
     return made if isinstance(made, Function) and not made.undecorated and made.node is not fn.node else None
@@ -221,16 +233,31 @@ def _rewrapped(fn: Function) -> bool:
 
 
 def _rewraps(fn: Function, expression) -> bool:
+    factory = isinstance(expression, cst.Call)
+    if factory:
+        expression = expression.func  # `@staged(8)`: the decorator is what the factory defines and returns
     if not isinstance(expression, cst.Name) or not hasattr(fn.module, "global_value"):
         return False
     decorator = fn.module.global_value(expression.value)
     if not isinstance(decorator, Function) or not isinstance(decorator.node, cst.FunctionDef):
         return False
-    params = decorator.node.params.params
+    node = decorator.node
+    if factory:
+        inner = [n for n in node.body.body if isinstance(n, cst.FunctionDef)] if isinstance(node.body, cst.IndentedBlock) \
+            else []
+        if len(inner) != 1:
+            return False
+        node = inner[0]
+    return _wrapper_rewraps(node)
+
+
+def _wrapper_rewraps(decorator: cst.FunctionDef) -> bool:
+    params = decorator.params.params
     if len(params) != 1:
         return False
     wrapped = params[0].name.value
-    inner = [n for n in decorator.node.body.body if isinstance(n, cst.FunctionDef)]
+    inner = [n for n in decorator.body.body if isinstance(n, cst.FunctionDef)] \
+        if isinstance(decorator.body, cst.IndentedBlock) else []
     if len(inner) != 1:
         return False
     wrapper = inner[0]
@@ -2327,9 +2354,11 @@ def _carried_copy(event: Event, internal) -> bool:
 
 
 def _blocking_pageable_copy(event: Event) -> bool:
-    """A blocking copy of pageable buffers, outside any loop of the scope that made it."""
-    return event.type is EventType.COPY and _blocks(event) and not event.loops and bool(event.sites) and \
-        all(s.kind is Kind.PAGEABLE for s in event.sites)
+    """A blocking copy of pageable buffers, outside any loop of the scope that made it, or inside
+    loops that each copy another of them (`for o in self.outputs: memcpy_dtoh(o.host, o.dev)` in a
+    TensorRT runner's `infer`): each call copies each of them once, and a caller's loop again."""
+    return event.type is EventType.COPY and _blocks(event) and bool(event.sites) and \
+        all(loop in event.varies_in for loop in event.loops) and all(s.kind is Kind.PAGEABLE for s in event.sites)
 
 
 def _lift_carried_copies(ev, fn: Function, node, baseline: Outcome) -> None:
