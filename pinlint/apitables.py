@@ -65,7 +65,11 @@ class Api:
     options: dict = field(default_factory=dict)  # every other key of the entry
     family: str = ""                             # library, or library.prefix (cuda-python's runtime/driver)
     unknown_receiver: Optional[str] = None       # why the signature identifies the library on any receiver
-    requires_kw: tuple = ()                      # keywords that must be present for that to hold
+    requires_kw: tuple = ()                      # keywords that must be present for that to hold ("a|b": either)
+
+    def identified_by(self, keywords) -> bool:
+        """Whether a call with these keywords has the signature ``requires_kw`` asks for."""
+        return all(any(kw in keywords for kw in required.split("|")) for required in self.requires_kw)
 
     def arg(self, name: str) -> Optional[ArgSpec]:
         return self.args.get(name)

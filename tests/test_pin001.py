@@ -4962,3 +4962,24 @@ def main(options):
     return {call}  # the call
 """
     assert (row_of(src, "# the call") in rows(src, "PIN001", Settings())) is reported, src
+
+
+@pytest.mark.parametrize("made, reported", [
+    ('w.detach().to("cpu", copy=True)', True),    # PyTorch's: a new CPU tensor in ordinary memory
+    ('w.detach().to("cpu")', False),              # the tensor itself if it is on the CPU: memory unknown
+    ('w.to("m", copy=True)', False),               # not a device: another library's `to` (a unit)
+])
+def test_a_cpu_copy_of_a_tensor_nothing_places_is_pageable(made, reported):
+    # ComfyUI-DGLS (survey 55 EA): each weight's CPU master, uploaded with non_blocking=True when its
+    # layer is swapped in.
+    src = f"""
+import torch
+
+
+def stage(w):
+    master = {made}
+    slot = torch.empty(1 << 20, device="cuda")
+    slot.copy_(master, non_blocking=True)  # the copy
+    return slot
+"""
+    assert (row_of(src, "# the copy") in rows(src, "PIN001", Settings())) is reported, src

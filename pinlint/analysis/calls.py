@@ -601,7 +601,7 @@ class Calls:
             return None
         # Nothing explains the receiver: only a signature one library alone has identifies it.
         for api in tables.unknown_methods.get(name, ()):
-            if all(kw in args.keywords for kw in api.requires_kw) and effects.names_its_target(self.ev, api, args) \
+            if api.identified_by(args.keywords) and effects.names_its_target(self.ev, api, args) \
                     and not self.ev.module.project.defines_method(name, self.ev.module):
                 return api
         return None

@@ -322,7 +322,7 @@ class Screen:
                 entries = unknown_methods.get(node.func.attr.value)
                 if entries is not None:
                     keywords = {arg.keyword.value for arg in node.args if arg.keyword is not None}
-                    if any(all(kw in keywords for kw in api.requires_kw) for api in entries) or \
+                    if any(api.identified_by(keywords) for api in entries) or \
                             any(arg.star == "**" for arg in node.args):
                         return True, frozenset()
                 chain = self._library_chain(node.func)
