@@ -335,7 +335,7 @@ def to_program(notebook: dict, use_ipython: Optional[bool] = None) -> Program:
     program = Program("", token, legacy=bool(notebook.get(LEGACY)))
     text: list = []
     for index, cell in enumerate(notebook.get("cells", [])):
-        if cell.get("cell_type") != "code":
+        if cell.get("cell_type") != "code" or not _python_cell(cell):
             continue
         split = _split(_source(cell), use_ipython)
         if split is None:
@@ -350,6 +350,15 @@ def to_program(notebook: dict, use_ipython: Optional[bool] = None) -> Program:
         program.rows += [(index, row) for row in rows]
     program.text = "\n".join(text) + "\n"
     return program
+
+
+def _python_cell(cell: dict) -> bool:
+    """A code cell that VS Code marks as another language (`"metadata": {"vscode": {"languageId":
+    "shellscript"}}`: a shell command kept in a notebook) is not Python, as a `%%bash` cell is not."""
+    metadata = cell.get("metadata")
+    vscode = metadata.get("vscode") if isinstance(metadata, dict) else None
+    language = vscode.get("languageId") if isinstance(vscode, dict) else None
+    return not isinstance(language, str) or language.lower() in ("python", "ipython")
 
 
 _SCRIPT_MAGICS = frozenset({"%%writefile", "%%file"})

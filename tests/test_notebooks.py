@@ -351,3 +351,15 @@ def test_placeholder_cells_are_pin000_each_and_the_other_cells_are_checked():
     fixed = notebooks.check_notebook(data, "lab.ipynb", Settings(), fix=True, unsafe=True)
     assert fixed.fixed is None
 
+
+
+def test_a_cell_vs_code_marks_as_another_language_is_not_python():
+    # ms-swift's example notebooks (survey 55 EF): shell commands in cells VS Code marks `shellscript`.
+    cells = [{"cell_type": "code", "metadata": {"vscode": {"languageId": "shellscript"}}, "outputs": [],
+              "source": "mytool train \\\n    --torch_dtype bfloat16"},
+             {"cell_type": "code", "metadata": {"vscode": {"languageId": "python"}}, "outputs": [],
+              "source": "import numpy as np\nimport cupy as cp\nh = np.zeros(1 << 22, np.float32)\n"
+                        "for _ in range(10):\n    d = cp.asarray(h)"}]
+    data = json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}).encode()
+    outcome = notebooks.check_notebook(data, "nb.ipynb", Settings())
+    assert [(f.code, f.cell) for f in outcome.findings] == [("PIN007", 2)]

@@ -4983,3 +4983,62 @@ def stage(w):
     return slot
 """
     assert (row_of(src, "# the copy") in rows(src, "PIN001", Settings())) is reported, src
+
+
+@pytest.mark.parametrize("between, reported", [
+    ("", True),                           # read back at the same key: the buffer just stored
+    ("slot = other_slot", False),         # another key: whatever the dict holds there
+    ("st = other_state", False),          # another dict
+])
+def test_a_buffer_stored_in_a_dict_nothing_here_made_is_read_back_at_its_key(between, reported):
+    # ms-swift's optimizer-state offload (survey 55 EF): `st[slot] = torch.empty_like(v, device="cpu")`
+    # in an optimizer's own state dict, then `st[slot].copy_(v, non_blocking=True)`.
+    src = f"""
+import torch
+
+
+def offload(optimizer, other_slot, other_state):
+    for st in optimizer.state.values():
+        for name, val in list(st.items()):
+            slot = f"{{name}}_cpu_copy"
+            st[slot] = torch.empty_like(val, device="cpu")
+            {between}
+            st[slot].copy_(val.cuda(), non_blocking=True)  # the copy
+"""
+    assert (row_of(src, "# the copy") in rows(src, "PIN001", Settings())) is reported, src
+
+
+@pytest.mark.parametrize("view", ["pos.unsqueeze(0).expand_as(tokens)", "pos.view_as(tokens)",
+                                  "pos.broadcast_to((4, 8192))", "pos.movedim(0, -1)"])
+def test_a_broadcast_view_of_a_pageable_tensor_is_that_memory(view):
+    # Megatron's position ids (Pai-Megatron-Patch, survey 55 EF): `arange(seq).unsqueeze(0).expand_as(tokens)`
+    # sent with `.cuda(non_blocking=True)`.
+    src = f"""
+import torch
+
+
+def make_batch():
+    tokens = torch.zeros((4, 8192), dtype=torch.long)
+    pos = torch.arange(8192, dtype=torch.long)
+    return {view}.cuda(non_blocking=True)  # the copy
+"""
+    assert rows(src, "PIN001", Settings()) == [row_of(src, "# the copy")], src
+
+
+@pytest.mark.parametrize("number", ["xs[i].data_ptr()", "xs[i].stride(0)", "xs[i].storage_offset()"])
+def test_a_tensor_of_a_tensor_s_addresses_is_python_numbers(number):
+    # torchft's pointer table (survey 55 EF): `torch.tensor([t.data_ptr() for each input])` is a few
+    # Python ints, as a table of row counts is, even where the inputs are annotated as tensors.
+    src = f"""
+import torch
+
+
+def pack(xs: list[torch.Tensor]):
+    ptrs = []
+    for i in range(len(xs)):
+        ptrs.append({number})
+    d = torch.empty(len(xs), dtype=torch.int64, device="cuda")
+    d.copy_(torch.tensor(ptrs), non_blocking=True)  # the copy
+    return d
+"""
+    assert rows(src, "PIN001", Settings()) == [], src

@@ -3345,3 +3345,29 @@ for k in range(3):
     reconstruct(result, angles)  # the call
 """
     assert (row_of(src, "# the call") in rows(src, "PIN007")) is reported, src
+
+
+@pytest.mark.parametrize("step, reported", [
+    ("idx += 1", False),                      # another item on every pass: each sent once
+    ("if idx < 3:\n            idx += 1", True),  # a counter that may stay: the same item again
+    ("idx += 1\n        idx = 0", True),      # rebound in the loop too: not a counter
+])
+def test_a_while_loop_walking_a_list_with_a_counter(step, reported):
+    # zero-bubble's generation scripts (survey 55 EF): `while True: x = items[idx].cuda(); ...; idx += 1`.
+    src = f"""
+import numpy as np
+import torch
+
+
+def run(paths):
+    items = []
+    for p in paths:
+        items.append(torch.from_numpy(np.load(p)).reshape(-1, 3, 448, 448))
+    idx = 0
+    while True:
+        x = items[idx].cuda()  # the copy
+        {step}
+        if idx >= len(items):
+            break
+"""
+    assert (row_of(src, "# the copy") in rows(src, "PIN007")) is reported, src

@@ -46,6 +46,7 @@ _NUMPY_ONLY_METHODS = frozenset({"astype", "byteswap", "copy", "itemset", "tobyt
 _COPY_OBJECT_SETTERS = {"set_src_host": "$src_host", "set_dst_host": "$dst_host"}
 # A torch tensor's counts: numbers, whatever its device (`q.size(0)`, `t.numel()`); `t.size()` is a shape.
 _TORCH_COUNTS = frozenset({"size", "numel", "nelement", "dim", "ndimension", "element_size"})
+_TORCH_NUMBERS = frozenset({"data_ptr", "stride", "storage_offset"})
 
 
 def receiver_types(value: Value) -> list:
@@ -469,6 +470,11 @@ class Calls:
         if name in _TORCH_COUNTS and (isinstance(receiver, Tensor) or isinstance(receiver, (Host, Device))
                                       and receiver.library == "torch"):
             return Scalar("int") if name != "size" or args.positional or args.keywords else Seq(Scalar("int"))
+        if name in _TORCH_NUMBERS and (isinstance(receiver, Tensor) or isinstance(receiver, Device) and
+                                       receiver.library == "torch"):
+            # `ptrs.append(x.data_ptr())` of a tensor nothing places, or of a device one: a Python int (of
+            # a host tensor it is its address, which the tables follow to the memory)
+            return Scalar("int") if name != "stride" or args.positional else Seq(Scalar("int"))
         if name == "size" and receiver is UNKNOWN and len(args.positional) == 1 and not args.keywords:
             # `q.size(1)` of a tensor parameter: a number, if anything (it only ever bounds a size).
             return Scalar("int")

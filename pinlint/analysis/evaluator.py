@@ -611,7 +611,13 @@ class Evaluator:
         ``i % 2`` or ``i // 2``: those come round again (double buffering)."""
         if isinstance(expr, cst.Name):
             loop = self.state.env.get(LOOP_VARIABLE + expr.value)
-            return frozenset([loop.single]) if isinstance(loop, Const) else frozenset()
+            if isinstance(loop, Const):
+                return frozenset([loop.single])
+            # `while True: x = items[idx].cuda(); idx += 1`: a counter the loop steps on every pass
+            for loop in reversed(self.loops):
+                if isinstance(loop, cst.While) and expr.value in _counters(loop, self.module.project.while_counters):
+                    return frozenset([loop])
+            return frozenset()
         if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Multiply, cst.Add, cst.Subtract)):
             left, right = self._stepping(expr.left), self._stepping(expr.right)
             if left and not right and not self._mentions_loop_variable(expr.right):
@@ -1326,6 +1332,38 @@ def _tests_for_a_gpu(operator, left: Value, right: Value) -> bool:
     return False
 
 
+def _counters(loop: cst.While, cache: dict) -> frozenset:
+    """Names a ``while`` loop's body steps by a positive constant on every pass (``idx += 1`` as one of
+    its own statements, not under an ``if``) and binds nowhere else in the loop."""
+    found = cache.get(loop)
+    if found is None:
+        from ..walk import code_nodes, suite_body
+        stepped = set()
+        for statement in suite_body(loop.body):
+            if isinstance(statement, cst.SimpleStatementLine):
+                for small in statement.body:
+                    if isinstance(small, cst.AugAssign) and isinstance(small.target, cst.Name) and \
+                            isinstance(small.operator, cst.AddAssign) and isinstance(small.value, cst.Integer) and \
+                            small.value.evaluated_value > 0:
+                        stepped.add(small.target.value)
+        bound: dict = {}
+        for node in code_nodes(loop.body, into_definitions=False):
+            targets = []
+            if isinstance(node, cst.Assign):
+                targets = [t.target for t in node.targets]
+            elif isinstance(node, (cst.AugAssign, cst.AnnAssign)):
+                targets = [node.target]
+            elif isinstance(node, (cst.For, cst.CompFor)):
+                targets = [node.target]
+            elif isinstance(node, cst.NamedExpr):
+                targets = [node.target]
+            for target in targets:
+                for name in target_names(target):
+                    bound[name] = bound.get(name, 0) + 1
+        found = cache[loop] = frozenset(name for name in stepped if bound.get(name) == 1)
+    return found
+
+
 def item_keys(node: cst.Subscript) -> Optional[tuple]:
     """(value key, holder key) under which ``d[k] = v`` remembers ``v`` for a read of ``d[k]`` with the
     same ``k`` before ``k`` or ``d`` changes: the keys start with ``k.``, so rebinding ``k`` (the next
@@ -1340,7 +1378,10 @@ def item_keys(node: cst.Subscript) -> Optional[tuple]:
         return f"{container}.$item[{index.value}]", f"{container}.$item-holder[{index.value}]"
     if not isinstance(index, cst.Name):
         return None
-    return f"{index.value}.$item:{container}", f"{index.value}.$item-holder:{container}"
+    # (and a third key starting with the container: rebinding either name forgets what was stored,
+    # where the holder's value cannot tell, as for a dict nothing here made)
+    return f"{index.value}.$item:{container}", f"{index.value}.$item-holder:{container}", \
+        f"{container}.$item-key:{index.value}"
 
 
 def last_stored_item(ev, node: cst.Subscript, base: Value) -> Optional[Value]:
@@ -1352,6 +1393,8 @@ def last_stored_item(ev, node: cst.Subscript, base: Value) -> Optional[Value]:
     env = ev.state.env
     holder = env.get(keys[1])
     if holder is None or (holder is not base and holder != base):  # a join of the state copies equal values
+        return None
+    if len(keys) > 2 and keys[2] not in env:
         return None
     return env.get(keys[0])
 

@@ -374,6 +374,10 @@ def store_item(ev, target: cst.Subscript, value: Value) -> None:
             updated = add_element(base, value)
         _changed(ev, target.value, updated)
         _remember_item(ev, target, updated, value)
+    elif base is UNKNOWN:
+        # A dict nothing here made (an optimizer's `state[p]`): what `st[slot] = buf` put there is what
+        # `st[slot]` reads back before `slot` or `st` changes (ms-swift's offload buffers, survey 55 EF).
+        _remember_item(ev, target, base, value)
 
 
 def _writes_elements(target: cst.Subscript) -> bool:
@@ -393,6 +397,8 @@ def _remember_item(ev, target: cst.Subscript, container: Value, value: Value) ->
     if keys is not None and dotted(target.value) is not None:
         put(ev.state.env, keys[0], value)
         put(ev.state.env, keys[1], container)
+        if len(keys) > 2:
+            put(ev.state.env, keys[2], Const.of(True))
 
 
 def _changed(ev, expr: cst.BaseExpression, value: Value) -> None:
