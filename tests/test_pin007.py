@@ -3371,3 +3371,31 @@ def run(paths):
             break
 """
     assert (row_of(src, "# the copy") in rows(src, "PIN007")) is reported, src
+
+
+@pytest.mark.parametrize("arm, reported", [
+    ("    if enabled:\n        frac = points - np.round(points)\n        frac = cp.asarray(frac)", False),
+    ("    frac = points - np.round(points)\n    if enabled:\n        frac = cp.asarray(frac)", False),
+    ("    if frac is None:\n        frac = points - np.round(points)\n    dev = cp.asarray(frac)", True),
+])
+def test_a_helper_uploading_what_it_just_made_in_an_arm(arm, reported):
+    # pypty's `bfgs_update` (survey 55 EC): a global rebound to a new array and uploaded in the same arm,
+    # on every call: each call sends a new buffer. Made once and kept (a cache), it is the same one.
+    src = f"""
+import numpy as np
+import cupy as cp
+
+frac = None
+
+
+def refine(points, enabled):
+    global frac
+{arm}
+    return frac
+
+
+pts = np.random.rand(1 << 18, 2) * 100.0
+for epoch in range(50):
+    refine(pts, True)  # the call
+"""
+    assert (row_of(src, "# the call") in rows(src, "PIN007")) is reported, src

@@ -2293,8 +2293,40 @@ def _made_on_its_path(outcome: Outcome, fn: Optional[Function] = None):
             found |= frozenset(s for s in event.sites if _made_by_this_body(s) and s.node in straight and
                                where is not None and straight[s.node] < where)
             found |= _made_in_every_arm(function, event, where)
+        if function is not None:
+            # made by an earlier simple statement of the copy's own block (`if enabled: frac = pts -
+            # np.round(pts); d = cp.asarray(frac)`): reaching the copy, the call ran it (pypty, survey 55 EC)
+            block = _block_positions(function)
+            here = block.get(id(event.node))
+            if here is not None:
+                found |= frozenset(s for s in event.sites if _made_by_this_body(s) and
+                                   block.get(id(s.node), (None,))[0] == here[0] and block[id(s.node)][1] < here[1])
         return found
     return made
+
+
+_BLOCKS: dict = {}
+
+
+def _block_positions(function: cst.FunctionDef) -> dict:
+    """id(node) -> (the block of simple statements it is in, the index of its statement there), for the
+    calls and operations of the function's simple statements at any depth (not in nested definitions)."""
+    found = _BLOCKS.get(function)
+    if found is None:
+        from ..walk import child_blocks
+        found = _BLOCKS[function] = {}
+        todo = [suite_body(function.body)]
+        number = 0
+        while todo:
+            statements = todo.pop()
+            number += 1
+            for index, statement in enumerate(statements):
+                if isinstance(statement, cst.SimpleStatementLine):
+                    for part in code_nodes(statement, into_definitions=False):
+                        found[id(part)] = (number, index)
+                elif not isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
+                    todo.extend(child_blocks(statement))
+    return found
 
 
 def _made_by_this_body(site: Site) -> bool:
