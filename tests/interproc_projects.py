@@ -1783,3 +1783,45 @@ r = Runner(2)
 for step in range(200):
     r.fetch()
 ''')
+
+
+# ------------------------------------------------------------------ a decorator factory of another module
+# recon-stream (survey 55 EC): `from pkg.chunking import gpu_batch`, `@gpu_batch(chunk)` on a method's
+# helper; the wrapper stages the caller's host array through a pinned buffer and hands the body device
+# chunks, so the body's `cp.ascontiguousarray` is a device-side copy: nothing to report.
+project("decorator-factory-from-another-module-cupy", chunking_DOT_py='''
+import numpy as np
+import cupy as cp
+
+def gpu_batch(chunk):
+    def deco(func):
+        def inner(out, src):
+            pinned = cp.cuda.alloc_pinned_memory(src[:chunk].nbytes)
+            host = np.frombuffer(pinned, src.dtype, src[:chunk].size).reshape(src[:chunk].shape)
+            dev = cp.empty(src[:chunk].shape, src.dtype)
+            for s in range(0, src.shape[0], chunk):
+                host[:] = src[s:s + chunk]
+                dev.set(host)
+                out[s:s + chunk] = func(dev).get()
+        return inner
+    return deco
+''', recon_DOT_py='''
+import numpy as np
+import cupy as cp
+from chunking import gpu_batch
+
+class Recon:
+    def __init__(self):
+        self.data = np.zeros((64, 512, 512), np.float32)
+
+    def run(self, out):
+        @gpu_batch(8)
+        def _body(d):
+            return cp.ascontiguousarray(d.swapaxes(1, 2))
+        _body(out, self.data)
+
+r = Recon()
+final = np.empty((64, 512, 512), np.float32)
+for k in range(4):
+    r.run(final)
+''')

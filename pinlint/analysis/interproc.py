@@ -202,7 +202,7 @@ def _decorated(ev, fn: Function, node) -> Optional[Function]:
     if isinstance(expression, cst.Call) and isinstance(expression.func, cst.Name) and \
             not any(arg.star for arg in expression.args):
         # `@staged(8)`: the factory, called with what the decorator line gives it, makes the decorator
-        factory = fn.module.global_value(expression.func.value)
+        factory = _named_function(fn.module, expression.func.value)
         if not isinstance(factory, Function):
             return None
         given = Args(tuple((arg.value, literal(arg.value)) for arg in expression.args if arg.keyword is None),
@@ -210,7 +210,7 @@ def _decorated(ev, fn: Function, node) -> Optional[Function]:
                       if arg.keyword is not None}, False)
         decorator = call(ev, factory, given, node, None)
     elif isinstance(expression, cst.Name):
-        decorator = fn.module.global_value(expression.value)
+        decorator = _named_function(fn.module, expression.value)
     else:
         return None
     if not isinstance(decorator, Function):
@@ -238,7 +238,7 @@ def _rewraps(fn: Function, expression) -> bool:
         expression = expression.func  # `@staged(8)`: the decorator is what the factory defines and returns
     if not isinstance(expression, cst.Name) or not hasattr(fn.module, "global_value"):
         return False
-    decorator = fn.module.global_value(expression.value)
+    decorator = _named_function(fn.module, expression.value)
     if not isinstance(decorator, Function) or not isinstance(decorator.node, cst.FunctionDef):
         return False
     node = decorator.node
@@ -249,6 +249,17 @@ def _rewraps(fn: Function, expression) -> bool:
             return False
         node = inner[0]
     return _wrapper_rewraps(node)
+
+
+def _named_function(ctx, name: str) -> Optional[Value]:
+    """What a decorator's name is in the module: a function it defines, or one of the checked code it
+    imports (`from pkg.chunking import gpu_batch`)."""
+    found = ctx.global_value(name)
+    if found is None and ctx.imports.lookup(name) is not None:
+        qualified = ctx.imports.qualify(cst.Name(name))
+        if qualified is not None and ctx.tables.library_of(qualified) is None:
+            found = ctx.project.resolve(qualified, ctx)
+    return found
 
 
 def _wrapper_rewraps(decorator: cst.FunctionDef) -> bool:
