@@ -162,3 +162,15 @@ def target_names(target) -> list:
     if isinstance(target, cst.StarredElement):
         return target_names(target.value)
     return []
+
+
+def binding_targets(node) -> list:
+    """The targets a node binds or unbinds: an assignment's, a ``for``'s (or a comprehension's), a
+    walrus's, an ``as`` name's, a ``del``'s."""
+    if isinstance(node, cst.Assign):
+        return [t.target for t in node.targets]
+    if isinstance(node, (cst.AnnAssign, cst.AugAssign, cst.For, cst.CompFor, cst.NamedExpr, cst.Del)):
+        return [node.target]
+    if isinstance(node, cst.AsName):
+        return [node.name]
+    return []

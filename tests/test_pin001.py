@@ -5042,3 +5042,36 @@ def pack(xs: list[torch.Tensor]):
     return d
 """
     assert rows(src, "PIN001", Settings()) == [], src
+
+
+@pytest.mark.parametrize("calls, reported", [
+    ('time_forward(shape, net, torch.device("cpu"))', False),   # the only call times the CPU
+    ('host = torch.device("cpu")\n    time_forward(shape, net, host)', False),
+    ('time_forward(shape, net, "cpu")', False),
+    ('time_forward(shape, net, torch.device("cpu"))\n    time_forward(shape, net, torch.device("cuda:0"))', True),
+    ('time_forward(shape, net, dev)', True),                     # a device nothing names: a GPU
+    ('host = torch.device("cpu")\n    host = dev\n    time_forward(shape, net, host)', True),
+])
+def test_a_device_every_call_in_the_module_names_as_the_cpu(calls, reported):
+    # ZCls's benchmark (survey 55 EE): the timing helper's only caller passes the CPU (the GPU call is
+    # commented out), so `x.to(device=dev, non_blocking=True)` moves nothing to a GPU.
+    src = f"""
+import time
+import torch
+
+
+def time_forward(shape, net, dev):
+    total = 0.0
+    for step in range(50):
+        x = torch.randn(shape)
+        t0 = time.time()
+        net(x.to(device=dev, non_blocking=True))  # the copy
+        total += time.time() - t0
+    return total / 50
+
+
+def run(shape, dev):
+    net = torch.nn.Conv2d(3, 8, 3).eval()
+    {calls}
+"""
+    assert (row_of(src, "# the copy") in rows(src, "PIN001", Settings())) is reported, src

@@ -5,9 +5,12 @@ one (``np.zeros(2 * k + 2)``) has no size, and the size thresholds cannot apply.
 module-level function is in its own module and each gives a parameter an integer the code spells out
 (a literal, a module constant, or the parameter's own default), the parameter is one of those
 integers (parallel-krylov's solver, whose only caller passes ``k=4``: an 80-byte coefficient vector,
-survey 54 DH). Only integers: a flag or a device a caller gives decides what the function does, and
-that is the calling context's business (findings at the call). A function the module refers to in
-any other way (passed as a value, rebound, decorated) may be called from anywhere: nothing is said.
+survey 54 DH). Besides integers, only the CPU as a device (``"cpu"``, ``torch.device("cpu")``, or a
+name the calling function binds once to one of them): a benchmark helper whose only call times the
+CPU (``time_forward(shape, net, torch.device("cpu"))``, ZCls, survey 55 EE) copies nothing to a GPU.
+Other flags and devices a caller gives decide what the function does, and that is the calling
+context's business (findings at the call). A function the module refers to in any other way (passed
+as a value, rebound, decorated) may be called from anywhere: nothing is said.
 
 Only the module itself is read, so a file's findings still depend on nothing but the files it imports
 (the cache's key, and the order-independence of a run); calls from other modules are not seen, which
@@ -20,7 +23,8 @@ from typing import Optional
 
 import libcst as cst
 
-from .domain import Const, Function, Value
+from ..walk import binding_targets, code_nodes, target_names
+from .domain import Const, DeviceSpec, Function, Value
 from .interproc import literal
 
 _MAX_SIZES = 8  # different integers a parameter may take and still be known (as a join keeps)
@@ -32,39 +36,41 @@ class ModuleCalls:
     def __init__(self, module: cst.Module) -> None:
         self.calls: dict = {}       # name -> [Call nodes whose callee is that bare name]
         self.other: set = set()     # names referred to other than as a call's callee
-        stack: list = [module]
+        self.caller: dict = {}      # Call node -> the function it is in (None: the module's body)
+        stack: list = [(module, None)]
         while stack:
-            node = stack.pop()
+            node, function = stack.pop()
             if isinstance(node, cst.Call) and isinstance(node.func, cst.Name):
                 self.calls.setdefault(node.func.value, []).append(node)
-                stack.extend(node.args)
+                self.caller[node] = function
+                stack.extend((arg, function) for arg in node.args)
                 continue
             if isinstance(node, cst.Name):
                 self.other.add(node.value)
                 continue
             if isinstance(node, cst.Attribute):
-                stack.append(node.value)  # `obj.solve` is no reference to a function `solve`
+                stack.append((node.value, function))  # `obj.solve` is no reference to a function `solve`
                 continue
             if isinstance(node, cst.Arg):
-                stack.append(node.value)  # `solve(k=4)`: `k` names a parameter, not a value
+                stack.append((node.value, function))  # `solve(k=4)`: `k` names a parameter, not a value
                 continue
             if isinstance(node, cst.FunctionDef):
-                stack.extend(node.decorators)
-                stack.append(node.params)
-                stack.append(node.body)
+                stack.extend((decorator, function) for decorator in node.decorators)
+                stack.append((node.params, function))
+                stack.append((node.body, node))
                 if node.returns is not None:
-                    stack.append(node.returns)
+                    stack.append((node.returns, function))
                 if node.decorators:
                     self.other.add(node.name.value)  # what runs is what the decorator made of it
                 continue
             if isinstance(node, cst.Param):
                 self.other.add(node.name.value)
                 if node.default is not None:
-                    stack.append(node.default)
+                    stack.append((node.default, function))
                 if node.annotation is not None:
-                    stack.append(node.annotation)
+                    stack.append((node.annotation, function))
                 continue
-            stack.extend(node.children)
+            stack.extend((child, function) for child in node.children)
 
 
 def module_calls(project, ctx) -> ModuleCalls:
@@ -99,6 +105,7 @@ def _caller_sizes(project, fn: Function) -> dict:
     positional = [*params.posonly_params, *params.params]
     named = {p.name.value: p for p in positional + list(params.kwonly_params)}
     sizes: dict = {}
+    cpu: dict = {}
     for call in calls:
         given = _given(call, positional, named)
         if given is None:
@@ -108,7 +115,36 @@ def _caller_sizes(project, fn: Function) -> dict:
             value = _integers(ctx, expr) if expr is not None else None
             seen = sizes.get(param_name, frozenset())
             sizes[param_name] = None if value is None or seen is None else seen | value
-    return {k: Const(v) for k, v in sizes.items() if v and len(v) <= _MAX_SIZES}
+            where = index.caller.get(call) if param_name in given else None
+            device = _the_cpu(ctx, expr, where) if expr is not None else None
+            seen_device = cpu.get(param_name, device)
+            cpu[param_name] = device if device is not None and device == seen_device else None
+    found = {k: Const(v) for k, v in sizes.items() if v and len(v) <= _MAX_SIZES}
+    if any(device is not None for device in cpu.values()):
+        # (a device the body rebinds, `if fmt == "mxfp8" and device == "cpu": device = "cuda"`, follows
+        # what else the call gives, which nothing here pins down: left to the calls' contexts)
+        rebound = {name for node in code_nodes(fn.node.body, into_definitions=False)
+                   for target in binding_targets(node) for name in target_names(target)}
+        found.update({k: device for k, device in cpu.items()
+                      if device is not None and k not in found and k not in rebound})
+    return found
+
+
+def _the_cpu(ctx, expr, function, depth: int = 0) -> Optional[Value]:
+    """The CPU as the call names it: ``"cpu"`` (a string), ``torch.device("cpu")`` (a device), or a name
+    the calling function binds once to one of them; None for anything else."""
+    if isinstance(expr, cst.SimpleString):
+        return Const.of("cpu") if literal(expr) == Const.of("cpu") else None
+    if isinstance(expr, cst.Call) and len(expr.args) == 1 and not expr.args[0].keyword and \
+            ctx.imports.qualify(expr.func) == "torch.device":
+        return DeviceSpec(False) if literal(expr.args[0].value) == Const.of("cpu") else None
+    if isinstance(expr, cst.Name) and isinstance(function, cst.FunctionDef) and depth == 0:
+        bound = [node for node in code_nodes(function.body, into_definitions=False)
+                 if any(expr.value in target_names(target) for target in binding_targets(node))]
+        if len(bound) == 1 and isinstance(bound[0], cst.Assign) and len(bound[0].targets) == 1 and \
+                isinstance(bound[0].targets[0].target, cst.Name):
+            return _the_cpu(ctx, bound[0].value, function, depth + 1)
+    return None
 
 
 def _given(call: cst.Call, positional: list, named: dict) -> Optional[dict]:

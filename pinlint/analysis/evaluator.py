@@ -1337,7 +1337,7 @@ def _counters(loop: cst.While, cache: dict) -> frozenset:
     its own statements, not under an ``if``) and binds nowhere else in the loop."""
     found = cache.get(loop)
     if found is None:
-        from ..walk import code_nodes, suite_body
+        from ..walk import binding_targets, code_nodes, suite_body
         stepped = set()
         for statement in suite_body(loop.body):
             if isinstance(statement, cst.SimpleStatementLine):
@@ -1348,16 +1348,7 @@ def _counters(loop: cst.While, cache: dict) -> frozenset:
                         stepped.add(small.target.value)
         bound: dict = {}
         for node in code_nodes(loop.body, into_definitions=False):
-            targets = []
-            if isinstance(node, cst.Assign):
-                targets = [t.target for t in node.targets]
-            elif isinstance(node, (cst.AugAssign, cst.AnnAssign)):
-                targets = [node.target]
-            elif isinstance(node, (cst.For, cst.CompFor)):
-                targets = [node.target]
-            elif isinstance(node, cst.NamedExpr):
-                targets = [node.target]
-            for target in targets:
+            for target in binding_targets(node):
                 for name in target_names(target):
                     bound[name] = bound.get(name, 0) + 1
         found = cache[loop] = frozenset(name for name in stepped if bound.get(name) == 1)

@@ -23,7 +23,7 @@ from typing import Optional
 
 import libcst as cst
 
-from ..walk import code_parts
+from ..walk import binding_targets, code_parts
 
 _KEEPS_SLOTS = frozenset({"append", "extend"})
 SLOTS = "$slots:"  # env key prefix: a list's value when such a loop started (per loop and name)
@@ -136,20 +136,8 @@ def _body_facts(body, index: str) -> tuple:
     stack = [body]
     while stack:
         node = stack.pop()
-        targets = []
-        if isinstance(node, cst.Assign):
-            targets = [t.target for t in node.targets]
-        elif isinstance(node, (cst.AnnAssign, cst.AugAssign)):
-            targets = [node.target]
-        elif isinstance(node, (cst.For, cst.CompFor)):
-            targets = [node.target]
-        elif isinstance(node, cst.NamedExpr):
-            targets = [node.target]
-        elif isinstance(node, cst.AsName):
-            targets = [node.name]
-        elif isinstance(node, cst.Del):
-            targets = [node.target]
-        elif isinstance(node, (cst.Global, cst.Nonlocal)):
+        targets = binding_targets(node)
+        if isinstance(node, (cst.Global, cst.Nonlocal)):
             bound.update(item.name.value for item in node.names)
         elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and \
                 isinstance(node.func.value, cst.Name) and node.func.attr.value not in _KEEPS_SLOTS:
