@@ -3399,3 +3399,38 @@ for epoch in range(50):
     refine(pts, True)  # the call
 """
     assert (row_of(src, "# the call") in rows(src, "PIN007")) is reported, src
+
+
+_FRAMES = """
+import numpy as np
+import torch
+
+
+class Frames(torch.utils.data.Dataset):
+    def __init__(self, paths):
+        self.paths = paths
+
+    def __len__(self):
+        return len(self.paths)
+
+    def __getitem__(self, i):
+        return torch.from_numpy(np.load(self.paths[i]).astype(np.float32))
+
+
+def run(paths, net, steps):
+    ds = Frames(paths)
+{body}
+"""
+
+
+@pytest.mark.parametrize("body, reported", [
+    ("    first = ds[0]\n    for _ in range(steps):\n        net(first.cuda())  # the copy", True),
+    ("    pool = [x for x in ds]\n    for s in range(steps):\n        net(pool[s % 4].cuda())  # the copy", True),
+    ("    for i in range(len(ds)):\n        net(ds[i].cuda())  # the copy", False),   # a new item each step
+    ("    for x in ds:\n        net(x.cuda())  # the copy", False),
+])
+def test_items_of_a_dataset_class_of_the_checked_code(body, reported):
+    # 4DGaussians' cameras (survey 55 EG): `__getitem__` of a project class, by index or by iterating
+    # it (Python's sequence protocol); items taken once and sent again are re-sent at pageable speed.
+    src = _FRAMES.format(body=body)
+    assert (row_of(src, "# the copy") in rows(src, "PIN007")) is reported, src

@@ -1030,6 +1030,11 @@ class Calls:
                         kept = isinstance(element, Host) and any(element == v for _, v in iterator.fields)
                         return Iteration(element, same=kept)
                 return iterator
+            getter = self.member(value, "__getitem__", node)
+            if isinstance(getter, Function):
+                # no `__iter__`: Python calls `__getitem__(0)`, `(1)`, ... (`[cam for cam in train_cams]` of
+                # a dataset of the checked code, 4DGaussians, survey 55 EG): another item each step
+                return Iteration(interproc.call(self.ev, getter, Args(((node, Scalar("int")),), {}, False), node, None))
         return value
 
     def enter_context(self, value: Value, node) -> Value:

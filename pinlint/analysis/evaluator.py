@@ -916,6 +916,15 @@ class Evaluator:
 
     def _subscript(self, base: Value, node: cst.Subscript, indexes: list) -> Value:
         all_slices = all(isinstance(e.slice, cst.Slice) for e in node.slice)
+        if isinstance(base, Instance) and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
+            getter = self.calls.member(base, "__getitem__", node)
+            from .domain import Function
+            if isinstance(getter, Function):
+                # `image, label = test_set[i]` of a dataset class of the checked code: its `__getitem__`
+                from . import interproc
+                from .effects import Args
+                return interproc.call(self, getter, Args(((node.slice[0].slice.value, indexes[0]),), {}, False),
+                                      node, None)
         if tabular.is_tabular(base):
             return tabular.subscript(base, node.slice, indexes)
         if base == LABELLED_DATASET and not all_slices:
@@ -1077,14 +1086,14 @@ class Evaluator:
             clause = clause.inner_for_in
         entered = False
         try:
-            first_iter = self.expr(clauses[0].iter)  # the first iterable runs once, outside the loop
+            first_iter = self._iterated(clauses[0].iter)  # the first iterable runs once, outside the loop
             self.inner_loops.append(node)
             entered = True
             steps = _known_steps(first_iter) if len(clauses) == 1 else None
             if steps is not None:
                 return self._comprehension_unrolled(node, clauses[0], steps)
             for index, clause in enumerate(clauses):
-                iter_value = first_iter if index == 0 else self.expr(clause.iter)
+                iter_value = first_iter if index == 0 else self._iterated(clause.iter)
                 if isinstance(iter_value, Host) and not iter_value.batch:
                     self.event(EventType.READ, clause.iter, iter_value)
                 assign(self, clause.target, _iteration_element(iter_value, node))
@@ -1114,6 +1123,12 @@ class Evaluator:
             if entered:
                 self.inner_loops.pop()
             self.state.env = saved_env
+
+    def _iterated(self, expr) -> Value:
+        """What a comprehension walks: an object of the checked code runs its `__iter__` (or `__getitem__`),
+        as a `for` statement's does."""
+        value = self.expr(expr)
+        return self.calls.iterate(value, expr) if isinstance(value, Instance) else value
 
     def _comprehension_unrolled(self, node, clause, steps: tuple) -> Value:
         """A comprehension over a container whose items are known one by one (``{k: send(v) for k, v in
