@@ -254,8 +254,11 @@ def _check_files(request: CheckRequest, config: Config, settings: Settings) -> O
         file_settings = replace(settings, select=settings.select - ignored) if ignored else settings
         work.append(Job(str(path), display_path(str(path)), file_settings, request.mode, request.unsafe_fixes))
     cache = None
-    if not request.no_cache and request.mode == LINT:
+    if not request.no_cache and request.mode in (LINT, ADD_NOQA):
         cache = Cache.open(config.root, Path(request.cache_dir) if request.cache_dir else None)
+    if request.mode == ADD_NOQA:
+        work = _with_unreported(work, request, cache)
+        cache = None
     results = run_jobs(work, request.jobs or default_workers(), cache)
     outcome = Outcome(errors=list(found.errors), warnings=list(found.warnings))
     for job, result in zip(work, results):
@@ -268,18 +271,33 @@ def _check_files(request: CheckRequest, config: Config, settings: Settings) -> O
         if result.fixed:
             outcome.fixed_codes += ((job.name, tuple(sorted(result.fixed.items()))),)
     if request.mode == LINT:
-        outcome.findings = _defer_to_loops(outcome.findings)
+        outcome.findings = _defer_to_loops(outcome.findings, [r for result in results for r in result.reached])
     outcome.findings.sort(key=lambda f: f.sort_key())
     return outcome
 
 
-def _defer_to_loops(findings: list) -> list:
+def _with_unreported(work: list, request: CheckRequest, cache) -> list:
+    """`--add-noqa` comments what a check of the same files reports: a PIN008 that the run drops for
+    another file's PIN002 (``_defer_to_loops``) gets none. A check first (from the cache where it can),
+    then the comments, only where such a PIN008 is found."""
+    from .runner import default_workers, run_jobs
+    linted = run_jobs([replace(job, mode=LINT) for job in work], request.jobs or default_workers(), cache)
+    findings = [f for result in linted for f in result.findings]
+    kept = set(map(id, _defer_to_loops(findings, [r for result in linted for r in result.reached])))
+    dropped: dict = {}
+    for f in findings:
+        if id(f) not in kept:
+            dropped.setdefault(os.path.normpath(f.filename), set()).add((f.code, f.location.row, f.location.column))
+    return [replace(job, unreported=tuple(sorted(dropped.get(os.path.normpath(job.name), ())))) for job in work]
+
+
+def _defer_to_loops(findings: list, reached_by_loops=()) -> list:
     """PIN008 at a pinning call that another file's loop reaches through its functions (a batch helper
     in `data.py` called from the training loop of `train.py`): that file's PIN002 at the loop reports
-    it, and PIN008 says the pinning is reached from no loop, so a run checking both files reports the
-    PIN002 only (a run given the helper's file alone cannot know its callers, and keeps the PIN008)."""
-    reached = {(os.path.normpath(name), row, column) for f in findings if f.code == "PIN002"
-               for name, row, column in f.origins}
+    it (or would: a `noqa` there silences the mistake, not the PIN008 in its place), and PIN008 says the
+    pinning is reached from no loop, so a run checking both files reports the PIN002 only (a run given
+    the helper's file alone cannot know its callers, and keeps the PIN008)."""
+    reached = {(os.path.normpath(name), row, column) for name, row, column in reached_by_loops}
     if not reached:
         return findings
     return [f for f in findings if not (f.code == "PIN008" and f.cell is None and

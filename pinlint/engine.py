@@ -34,6 +34,9 @@ class FileResult:
     skipped: bool = False             # the prefilter showed it cannot have a finding
     warning: Optional[str] = None     # a file pinlint could not analyse fully (reported, exit code unchanged)
     dependencies: tuple = ()          # (path, sha256) of the other files of the tree the findings rest on
+    # (filename, row, column) of the pinning calls in other functions that this file's PIN002 reports
+    # reach, suppressed ones too: a run drops PIN008 there (check_command._defer_to_loops)
+    reached: tuple = ()
     module: Optional[cst.Module] = None  # the parsed module the findings' fix plans refer to
     span: Optional[Callable] = None      # node -> ((row, col), (row, col)), for choosing fixes that fit
 
@@ -263,8 +266,11 @@ def _check_module(module: cst.Module, text: str, filename: str, settings: Settin
                 steps.append(Related(step.message, _filename(step.module, info, filename), start, end))
         return tuple(steps)
 
+    reached: set = set()
     for rule, report, span in _first_of_each_mistake(rules, facts, ctx, position, info):
         rows = (span.start.line, span.end.line)
+        if rule.code == "PIN002":
+            reached.update(origins_of(report))  # (a PIN002 suppressed here still reports the pinning)
         if not settings.ignore_noqa and suppressions.suppressed(rule.code, rows):
             continue
         here = (Location(span.start.line, span.start.column + 1), Location(span.end.line, span.end.column + 1))
@@ -274,8 +280,7 @@ def _check_module(module: cst.Module, text: str, filename: str, settings: Settin
             fix=_rendered(module, text, plan, settings.render_fixes, imports_done, info.locator), related=related_of(report), url=None,
             trace=trace_of(report, here), plan=plan,
             nbytes=max((s.nbytes for s in report.sites if s.nbytes), default=None),
-            direction=report.direction, pooled=any(s.pooled for s in report.sites),
-            origins=origins_of(report) if rule.code == "PIN002" else ())
+            direction=report.direction, pooled=any(s.pooled for s in report.sites))
         # One finding per code and place: a copy reached on two paths is still one mistake (but
         # two copies inside the functions one call reaches are two).
         where = (report.trace[-1].module.filename, report.trace[-1].module.position(report.trace[-1].node).start)\
@@ -287,6 +292,7 @@ def _check_module(module: cst.Module, text: str, filename: str, settings: Settin
             # on set order, so the trace shown varied between runs).
             findings[key] = finding
     result.module = module
+    result.reached = tuple(sorted(reached))
     result.dependencies = tuple((str(dep.info.path), dep.info.digest) for dep in project.dependencies(facts.context))
     result.span = lambda node: ((position(node).start.line, position(node).start.column),
                                 (position(node).end.line, position(node).end.column))

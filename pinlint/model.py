@@ -309,9 +309,6 @@ class Finding:
     nbytes: Optional[int] = field(default=None, compare=False, repr=False)   # the buffer's constant size
     direction: str = field(default="", compare=False, repr=False)
     pooled: bool = field(default=False, compare=False, repr=False)  # the buffer comes from a pooling allocator
-    # PIN002 through a call: where its pinning calls are, as (filename, row, column) of each; a run checking
-    # that file too reports no PIN008 there (``check_command._defer_to_loops``).
-    origins: tuple = field(default=(), compare=False, repr=False)
     cell: Optional[int] = None  # in a notebook: the cell (1-based, counting every cell) the rows refer to
     # The interprocedural path from the allocation to the finding: Related-like steps (message, filename,
     # location, end_location), rendered as JSON `trace` and SARIF `codeFlows`; empty when the evidence

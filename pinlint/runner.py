@@ -65,6 +65,9 @@ class Job:
     settings: Settings
     mode: str = LINT
     unsafe: bool = False
+    # --add-noqa: (code, row, column) of findings the run does not report for this file (PIN008 that a
+    # PIN002 of another file's loop reports: check_command._defer_to_loops), which need no comment
+    unreported: tuple = ()
 
 
 @dataclass
@@ -77,6 +80,7 @@ class JobResult:
     diff: str = ""
     fixed: dict = field(default_factory=dict)  # code -> findings the fixes resolved (for --show-fixes)
     dependencies: tuple = ()  # (path, sha256) of the other files the findings rest on (for the cache)
+    reached: tuple = ()       # pinning calls its PIN002 reach (engine.FileResult.reached)
 
 
 # ---------------------------------------------------------------------------- one file
@@ -114,7 +118,7 @@ def allow_deep_recursion() -> None:
 def _reported(result) -> JobResult:
     """A file's findings, error and warning as a job's result."""
     return JobResult(findings=result.findings, errors=[result.error] if result.error else [],
-                     warnings=[result.warning] if result.warning else [])
+                     warnings=[result.warning] if result.warning else [], reached=getattr(result, "reached", ()))
 
 
 def _portable(result: JobResult) -> JobResult:
@@ -126,16 +130,16 @@ def _portable(result: JobResult) -> JobResult:
 def _lint(job: Job, data: bytes, cache: Optional["Cache"]) -> JobResult:
     key = cache.key(data, job.settings) if cache is not None else None
     if key is not None:
-        hit = cache.get(key, job.name)
+        hit = cache.entry(key, job.name)
         if hit is not None:
-            return JobResult(findings=hit)
+            return JobResult(findings=hit[0], reached=hit[1])
     if not might_report(data, job.name):
         if key is not None:
             cache.put(key, [], ())
         return JobResult()
     result = lint_bytes(data, job.name, job.settings)
     if key is not None and result.error is None and result.warning is None:
-        cache.put(key, result.findings, result.dependencies)
+        cache.put(key, result.findings, result.dependencies, result.reached)
     return _reported(result)
 
 
@@ -235,7 +239,8 @@ def _add_noqa(job: Job, data: bytes) -> JobResult:
         source = read_source(data)
     except (SyntaxError, UnicodeDecodeError, LookupError):
         return JobResult(findings=result.findings)
-    text, added = add_noqa_text(source.text, result.findings)
+    findings = [f for f in result.findings if (f.code, f.location.row, f.location.column) not in job.unreported]
+    text, added = add_noqa_text(source.text, findings)
     if not added:
         return JobResult()
     if syntax_error(text) is not None:  # a guard: a comment never breaks a file
@@ -290,8 +295,8 @@ def _cached(job: Job, cache: "Cache") -> Optional[JobResult]:
         data = Path(job.path).read_bytes()
     except OSError:
         return None  # the job itself reports it
-    hit = cache.get(cache.key(data, job.settings), job.name)
-    return JobResult(findings=hit) if hit is not None else None
+    hit = cache.entry(cache.key(data, job.settings), job.name)
+    return JobResult(findings=hit[0], reached=hit[1]) if hit is not None else None
 
 
 def _run_all(jobs: list, workers: int, cache: Optional["Cache"]) -> list:
@@ -499,16 +504,23 @@ class Cache:
 
     def get(self, key: str, filename: str) -> Optional[list]:
         """The findings stored for this content, if every other file they rest on is unchanged."""
+        found = self.entry(key, filename)
+        return found[0] if found is not None else None
+
+    def entry(self, key: str, filename: str) -> Optional[tuple]:
+        """(findings, pinning calls its PIN002 reach) stored for this content, if every other file
+        they rest on is unchanged."""
         try:
             entry = json.loads((self.directory / key[:2] / key).read_text(encoding="utf-8"))
             for path, digest in entry["dependencies"]:
                 if _digest(path) != digest:
                     return None
-            return [_finding_from_json(item, filename) for item in entry["findings"]]
+            return ([_finding_from_json(item, filename) for item in entry["findings"]],
+                    tuple(tuple(r) for r in entry.get("reached", ())))
         except (OSError, ValueError, KeyError, TypeError):
             return None
 
-    def put(self, key: str, findings: list, dependencies: tuple = ()) -> None:
+    def put(self, key: str, findings: list, dependencies: tuple = (), reached: tuple = ()) -> None:
         from .report import finding_to_json
         folder = self.directory / key[:2]
         try:
@@ -517,7 +529,8 @@ class Cache:
             fd, temporary = tempfile.mkstemp(dir=folder, prefix=".tmp-")
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
                 json.dump({"findings": [_finding_extra(finding_to_json(f), f) for f in findings],
-                           "dependencies": [list(d) for d in dependencies]}, handle)
+                           "dependencies": [list(d) for d in dependencies],
+                           "reached": [list(r) for r in reached]}, handle)
             os.replace(temporary, folder / key)
         except OSError:
             pass  # a cache that cannot be written only costs speed
@@ -529,8 +542,7 @@ class Cache:
 
 
 def _finding_extra(data: dict, finding: Finding) -> dict:
-    data["_extra"] = {"nbytes": finding.nbytes, "direction": finding.direction, "pooled": finding.pooled,
-                      "origins": [list(o) for o in finding.origins]}
+    data["_extra"] = {"nbytes": finding.nbytes, "direction": finding.direction, "pooled": finding.pooled}
     return data
 
 
@@ -551,8 +563,7 @@ def _finding_from_json(data: dict, filename: str) -> Finding:
     return Finding(code=data["code"], message=data["message"], filename=filename, location=_location(data["location"]),
                    end_location=_location(data["end_location"]), fix=fix, related=related, url=data.get("url"),
                    trace=trace, cell=data.get("cell"),
-                   nbytes=extra.get("nbytes"), direction=extra.get("direction", ""), pooled=extra.get("pooled", False),
-                   origins=tuple(tuple(o) for o in extra.get("origins", ())))
+                   nbytes=extra.get("nbytes"), direction=extra.get("direction", ""), pooled=extra.get("pooled", False))
 
 
 def clean(root: Path) -> bool:

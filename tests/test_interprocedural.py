@@ -965,3 +965,16 @@ def test_pin008_in_a_helper_defers_to_the_loop_of_a_checked_caller_from_the_cach
     warm = run_in_process(monkeypatch, capsys, tmp_path, "check", "--format", "json", ".")
     for run in (cold, warm):
         assert [(f["filename"], f["code"]) for f in json.loads(run[1])] == [("train.py", "PIN002")], run
+
+
+def test_add_noqa_comments_what_the_run_reports_and_no_deferred_pin008(tmp_path, monkeypatch, capsys):
+    # The helper's PIN008 is dropped for the training loop's PIN002: `--add-noqa` comments the PIN002
+    # alone, and the check that follows is clean.
+    _write_project(tmp_path, PROJECTS["pin008-defers-to-a-loop-in-another-file"])
+    before = (tmp_path / "batches.py").read_text()
+    code, _, err = run_in_process(monkeypatch, capsys, tmp_path, "check", "--no-cache", "--add-noqa", ".")
+    assert code == 0, err
+    assert (tmp_path / "batches.py").read_text() == before
+    assert "# noqa: PIN002" in (tmp_path / "train.py").read_text()
+    assert json.loads(run_in_process(monkeypatch, capsys, tmp_path, "check", "--no-cache", "--format", "json",
+                                     ".")[1]) == []
