@@ -270,7 +270,7 @@ def _check_files(request: CheckRequest, config: Config, settings: Settings) -> O
         outcome.changed += result.changed
         if result.fixed:
             outcome.fixed_codes += ((job.name, tuple(sorted(result.fixed.items()))),)
-    if request.mode == LINT:
+    if request.mode != ADD_NOQA:
         outcome.findings = _defer_to_loops(outcome.findings, [r for result in results for r in result.reached])
     outcome.findings.sort(key=lambda f: f.sort_key())
     return outcome

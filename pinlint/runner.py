@@ -170,7 +170,8 @@ def _fix(job: Job, data: bytes) -> JobResult:
     outcome = _engine().fix_text(source.text, job.name, job.settings, job.unsafe)
     report = JobResult(findings=outcome.result.findings if outcome.result else [],
                        errors=[outcome.error] if outcome.error else [],
-                       warnings=[outcome.result.warning] if outcome.result and outcome.result.warning else [])
+                       warnings=[outcome.result.warning] if outcome.result and outcome.result.warning else [],
+                       reached=outcome.result.reached if outcome.result else ())
     if outcome.text == source.text:
         return report
     report.applied, report.changed, report.fixed = outcome.applied, 1, outcome.fixed
