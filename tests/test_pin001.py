@@ -5075,3 +5075,10 @@ def run(shape, dev):
     {calls}
 """
     assert (row_of(src, "# the copy") in rows(src, "PIN001", Settings())) is reported, src
+
+
+def test_a_buffer_registered_by_keywords_is_followed_too():
+    src = _BUFFER_MODULE.replace('self.register_buffer("marker", torch.zeros(1))',
+                                 'self.register_buffer(name="marker", tensor=torch.zeros(1))').format(
+        body="    acc = Stacker()\n    acc.add_all(frames, 0)  # the call")
+    assert row_of(src, "# the call") not in rows(src, "PIN001", Settings()), src

@@ -530,14 +530,12 @@ class Calls:
         if info is None or name not in {table[base] for base in info.library_classes() if base in table}:
             return False
         key = dotted(receiver_expr) if receiver_expr is not None else None
-        given = [value for _, value in args.positional]
-        if "tensor" in args.keywords:
-            given[1:] = [args.keywords["tensor"][1]]
-        label = given[0] if given else args.keywords.get("name", (None, None))[1]
-        if key is None or args.star or len(given) < 2 or not isinstance(label, Const) or \
+        label, tensor = (args.value(ArgSpec(pos=index, kw=keyword), None)
+                         for index, keyword in ((0, "name"), (1, "tensor")))
+        if key is None or args.star or tensor is None or not isinstance(label, Const) or \
                 not isinstance(label.single, str):
             return False
-        self.ev.store(f"{key}.{placement.BUFFER}{label.single}", given[1])
+        self.ev.store(f"{key}.{placement.BUFFER}{label.single}", tensor)
         return True
 
     def _placed_after(self, receiver: Instance, name: str, args: Args, receiver_expr) -> Instance:
