@@ -358,6 +358,15 @@ class ClassRef(Value):
 
 
 PLACEMENT = "<placement>"  # the field of an object of the checked code saying where a module is (placement.py)
+BUFFER = "<buffer>"        # prefix of the fields holding a module's registered buffers (placement.py)
+_READ_PLACEMENTS = ("made", "cpu")  # placements under which a buffer reads as what was registered
+
+
+def _unread_buffers(value: "Instance") -> bool:
+    """The object holds registered buffers and nothing says where it is: they read as unknown."""
+    placement = value.field(PLACEMENT)
+    return (placement is None or placement.single not in _READ_PLACEMENTS) and \
+        any(k.startswith(BUFFER) for k, _ in value.fields)
 
 
 @dataclass(frozen=True)
@@ -859,6 +868,11 @@ def interesting(value: Value) -> bool:
     if kind not in _COMPOSITES:
         return isinstance(value, _INTERESTING)
     cached = value.__dict__.get("_interesting")
+    if cached is None and kind is Instance and _unread_buffers(value):
+        # a module's registered buffers read as unknown where nothing says where it is (placement.py):
+        # they tell a callee nothing, and would make every method call on the module one of its own
+        cached = any(interesting(v) for k, v in value.fields if not k.startswith(BUFFER))
+        object.__setattr__(value, "_interesting", cached)
     if cached is None:
         cached = any(isinstance(item, _INTERESTING) or type(item) is Alternatives and interesting(item)
                      for item in _leaves(value))  # a field holding one of two loaders is interesting

@@ -21,9 +21,8 @@ from __future__ import annotations
 
 from typing import Optional
 
-from .domain import PLACEMENT, UNKNOWN, Alternatives, Const, DeviceSpec, Host, Instance, Items, Mapping, Seq, Value
+from .domain import BUFFER, PLACEMENT, UNKNOWN, Alternatives, Const, DeviceSpec, Host, Instance, Items, Mapping, Seq, Value
 
-BUFFER = "<buffer>"
 MADE = Const.of("made")
 ON_CPU = Const.of("cpu")
 MOVED = Const.of("moved")
