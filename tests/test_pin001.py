@@ -4840,6 +4840,7 @@ class Stacker(nn.Module):
     def __init__(self):
         super().__init__()
         self.register_buffer("marker", torch.zeros(1))
+        self.total = torch.zeros(8)  # a plain field: stays on the CPU whatever happens to the module
 
     def where(self):
         return self.marker.device
