@@ -15,7 +15,7 @@ import libcst as cst
 
 from ..imports import dotted
 from ..model import Event, EventType, Kind, PendingCopy, Site
-from .domain import (LABELLED_DATASET, LABELLED_ITEM, ANYTHING, module_stand_in, NDIM_UNKNOWN, ON_GPU, UNKNOWN, Alternatives, ClassRef, Const, Device, DeviceSpec, Host, Instance, Items, Iteration, Loader,
+from .domain import (LABELLED_DATASET, LABELLED_ITEM, ANYTHING, module_stand_in, NDIM_UNKNOWN, ON_GPU, UNKNOWN, Alternatives, ClassRef, Const, Device, DeviceSpec, Function, Host, Instance, Items, Iteration, Loader,
                      GpuFlag, LibraryRef, Mapping, ModuleRef, Scalar, Seq, Stream, Super, Tensor, Value, element_of, flatten, join,
                      is_none, mapping, ordered, scalar_kind, sites_of, upper_bound, varying_in, with_visits)
 from ..walk import code_parts, target_names
@@ -918,13 +918,10 @@ class Evaluator:
         all_slices = all(isinstance(e.slice, cst.Slice) for e in node.slice)
         if isinstance(base, Instance) and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
             getter = self.calls.member(base, "__getitem__", node)
-            from .domain import Function
             if isinstance(getter, Function):
                 # `image, label = test_set[i]` of a dataset class of the checked code: its `__getitem__`
-                from . import interproc
                 from .effects import Args
-                return interproc.call(self, getter, Args(((node.slice[0].slice.value, indexes[0]),), {}, False),
-                                      node, None)
+                return self.calls.call_value(getter, node, Args(((node.slice[0].slice.value, indexes[0]),), {}, False))
         if tabular.is_tabular(base):
             return tabular.subscript(base, node.slice, indexes)
         if base == LABELLED_DATASET and not all_slices:

@@ -243,8 +243,7 @@ def _rewraps(fn: Function, expression) -> bool:
         return False
     node = decorator.node
     if factory:
-        inner = [n for n in node.body.body if isinstance(n, cst.FunctionDef)] if isinstance(node.body, cst.IndentedBlock) \
-            else []
+        inner = _nested_functions(node)
         if len(inner) != 1:
             return False
         node = inner[0]
@@ -262,13 +261,17 @@ def _named_function(ctx, name: str) -> Optional[Value]:
     return found
 
 
+def _nested_functions(node: cst.FunctionDef) -> list:
+    """The functions a function's own body defines (a decorator's wrapper, a factory's decorator)."""
+    return [n for n in suite_body(node.body) if isinstance(n, cst.FunctionDef)]
+
+
 def _wrapper_rewraps(decorator: cst.FunctionDef) -> bool:
     params = decorator.params.params
     if len(params) != 1:
         return False
     wrapped = params[0].name.value
-    inner = [n for n in decorator.body.body if isinstance(n, cst.FunctionDef)] \
-        if isinstance(decorator.body, cst.IndentedBlock) else []
+    inner = _nested_functions(decorator)
     if len(inner) != 1:
         return False
     wrapper = inner[0]

@@ -35,12 +35,17 @@ _KEEPS_PLACE = frozenset({"train", "eval", "half", "float", "double", "bfloat16"
 
 def is_module(ev, value: Value) -> bool:
     """An object of a class of the checked code deriving from a library class whose objects keep
-    registered buffers (python.toml's ``buffer_registrars``)."""
+    registered buffers (python.toml's ``buffer_registrars``); asked for every escape, kept per class."""
     if not isinstance(value, Instance):
         return False
-    info = ev.module.project.class_info(value.klass)
-    table = ev.tables.python.get("buffer_registrars", {}) if info is not None else {}
-    return bool(table) and any(base in table for base in info.library_classes())
+    project = ev.module.project
+    found = project.module_classes.get(value.klass)
+    if found is None:
+        info = project.class_info(value.klass)
+        table = ev.tables.python.get("buffer_registrars", {}) if info is not None else {}
+        found = project.module_classes[value.klass] = bool(table) and \
+            any(base in table for base in info.library_classes())
+    return found
 
 
 def made(ev, value: Value) -> Value:
@@ -51,27 +56,35 @@ def made(ev, value: Value) -> Value:
     return value
 
 
-def unplaced(value: Value) -> Value:
-    """The same object, nothing known of where it is (nor of the objects it holds)."""
+def _each_object(value: Value, change) -> Value:
+    """``value`` with ``change`` applied to every object in it (through tuples, lists, dicts and
+    alternatives): the same value where nothing changed."""
     if isinstance(value, Instance):
-        fields = tuple((k, unplaced(v)) for k, v in value.fields if k != PLACEMENT)
-        return value if fields == value.fields else Instance(value.klass, fields)
+        return change(value)
     if isinstance(value, Items):
-        items = tuple(unplaced(v) for v in value.items)
+        items = tuple(_each_object(v, change) for v in value.items)
         return value if items == value.items else Items(items, value.names)
     if isinstance(value, Seq):
-        element = unplaced(value.element)
+        element = _each_object(value.element, change)
         return value if element == value.element else Seq(element)
     if isinstance(value, Mapping):
-        entries = tuple((k, unplaced(v)) for k, v in value.entries)
-        rest = unplaced(value.rest) if value.rest is not None else None
+        entries = tuple((k, _each_object(v, change)) for k, v in value.entries)
+        rest = _each_object(value.rest, change) if value.rest is not None else None
         if entries == value.entries and rest == value.rest:
             return value
         return Mapping(entries, rest, value.optional)
     if isinstance(value, Alternatives):
-        options = frozenset(unplaced(v) for v in value.options)
+        options = frozenset(_each_object(v, change) for v in value.options)
         return value if options == value.options else Alternatives(options)
     return value
+
+
+def unplaced(value: Value) -> Value:
+    """The same object, nothing known of where it is (nor of the objects it holds)."""
+    def strip(instance: Instance) -> Instance:
+        fields = tuple((k, unplaced(v)) for k, v in instance.fields if k != PLACEMENT)
+        return instance if fields == instance.fields else Instance(instance.klass, fields)
+    return _each_object(value, strip)
 
 
 def forget_everywhere(ev, values) -> None:
@@ -80,8 +93,19 @@ def forget_everywhere(ev, values) -> None:
     (``MOVED``: where to, unknown). Marked even where nothing was known of where it was, so that a
     caller reading back what a callee's analysis at large did to its object learns it too."""
     classes = set()
+
+    def note(instance: Instance) -> Instance:
+        if is_module(ev, instance):
+            classes.add(instance.klass)
+        return instance
+
+    def mark(instance: Instance) -> Instance:
+        if instance.klass in classes and instance.field(PLACEMENT) != MOVED:
+            return instance.with_fields({PLACEMENT: MOVED})
+        return instance
+
     for value in values:
-        _module_classes(ev, value, classes)
+        _each_object(value, note)
     if not classes:
         return
     from .state import MUTATED
@@ -89,52 +113,10 @@ def forget_everywhere(ev, values) -> None:
     for key, value in list(env.items()):
         if key.startswith("$"):
             continue
-        marked = _marked(value, classes)
+        marked = _each_object(value, mark)
         if marked is not value:
             env[key] = marked
             env[MUTATED + key.split(".")[0]] = Const.of(True)  # a caller's object, changed here
-
-
-def _module_classes(ev, value: Value, found: set) -> None:
-    if isinstance(value, Instance):
-        if is_module(ev, value):
-            found.add(value.klass)
-    elif isinstance(value, Items):
-        for item in value.items:
-            _module_classes(ev, item, found)
-    elif isinstance(value, Seq):
-        _module_classes(ev, value.element, found)
-    elif isinstance(value, Mapping):
-        for _, item in value.entries:
-            _module_classes(ev, item, found)
-        if value.rest is not None:
-            _module_classes(ev, value.rest, found)
-    elif isinstance(value, Alternatives):
-        for option in value.options:
-            _module_classes(ev, option, found)
-
-
-def _marked(value: Value, classes: set) -> Value:
-    if isinstance(value, Instance):
-        if value.klass in classes and value.field(PLACEMENT) != MOVED:
-            return value.with_fields({PLACEMENT: MOVED})
-        return value
-    if isinstance(value, Items):
-        items = tuple(_marked(v, classes) for v in value.items)
-        return value if items == value.items else Items(items, value.names)
-    if isinstance(value, Seq):
-        element = _marked(value.element, classes)
-        return value if element is value.element else Seq(element)
-    if isinstance(value, Mapping):
-        entries = tuple((k, _marked(v, classes)) for k, v in value.entries)
-        rest = _marked(value.rest, classes) if value.rest is not None else None
-        if entries == value.entries and rest is value.rest:
-            return value
-        return Mapping(entries, rest, value.optional)
-    if isinstance(value, Alternatives):
-        options = frozenset(_marked(v, classes) for v in value.options)
-        return value if options == value.options else Alternatives(options)
-    return value
 
 
 def joined(a: Optional[Value], b: Optional[Value]) -> Optional[Value]:
