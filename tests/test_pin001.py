@@ -5083,3 +5083,106 @@ def test_a_buffer_registered_by_keywords_is_followed_too():
                                  'self.register_buffer(name="marker", tensor=torch.zeros(1))').format(
         body="    acc = Stacker()\n    acc.add_all(frames, 0)  # the call")
     assert row_of(src, "# the call") not in rows(src, "PIN001", Settings()), src
+
+
+# ------------------------------------------------------------ DataLoader subclasses of the checked code
+_LOADER_DATASET = """
+import numpy as np
+import torch
+from torch.utils.data import Dataset, DataLoader
+from prefetch_generator import BackgroundGenerator
+
+class Clips(Dataset):
+    def __len__(self):
+        return 64
+    def __getitem__(self, i):
+        return torch.from_numpy(np.load("clip%d.npy" % i))
+"""
+
+
+@pytest.mark.parametrize("body, pinned", [
+    ("pass", False),
+    ("pass", True),
+    # the common "DataLoaderX": batches made in a background thread are the same tensors
+    ("def __iter__(self):\n        return BackgroundGenerator(super().__iter__())", False),
+    ("def __iter__(self):\n        return BackgroundGenerator(super().__iter__())", True),
+    ("def __iter__(self):\n        return super().__iter__()", False),
+])
+def test_dataloader_subclass_batches_are_the_loaders(body, pinned):
+    """A subclass of DataLoader that keeps the library's ``__init__`` is a DataLoader of the
+    arguments it is built with; its batches are pinned as those arguments say."""
+    src = _LOADER_DATASET + f"""
+class LoaderX(DataLoader):
+    {body}
+
+def train(dev):
+    loader = LoaderX(Clips(), batch_size=4, num_workers=2{", pin_memory=True" if pinned else ""})
+    for batch in loader:
+        batch.to(dev, non_blocking=True)
+"""
+    found = findings(src)
+    assert [f.code for f in found] == ([] if pinned else ["PIN001"])
+    if not pinned:
+        assert found[0].location.row == row_of(src, "batch.to(dev")
+        assert [r.location.row for r in found[0].related] == [row_of(src, "loader = LoaderX")]
+
+
+@pytest.mark.parametrize("pin, expected", [("False", ["PIN001"]), ("True", []), ("flag", [])])
+def test_dataloader_subclass_with_its_own_init_is_the_loader_super_init_makes(pin, expected):
+    src = _LOADER_DATASET + f"""
+flag = bool(int(input()))
+
+class LoaderX(DataLoader):
+    def __init__(self, dataset, batch_size):
+        super().__init__(dataset, batch_size=batch_size, num_workers=4, pin_memory={pin})
+
+    def __iter__(self):
+        return super().__iter__()
+
+def train(dev):
+    for batch in LoaderX(Clips(), 4):
+        batch.to(dev, non_blocking=True)
+"""
+    assert codes(src) == expected
+
+
+def test_dataloader_subclass_converted_batch_is_a_new_pageable_tensor():
+    """Pinned batches of a DataLoaderX, converted before the copy: PIN001 on the new tensor only."""
+    src = _LOADER_DATASET + """
+class LoaderX(DataLoader):
+    def __iter__(self):
+        return BackgroundGenerator(super().__iter__())
+
+def train(dev):
+    for batch in LoaderX(Clips(), batch_size=4, pin_memory=True):
+        batch.to(dev, non_blocking=True)
+        x = batch.float() / 255.0
+        x.to(dev, non_blocking=True)
+"""
+    assert rows(src, "PIN001") == [row_of(src, "x.to(dev")]
+
+
+def test_dataloader_subclass_forwarding_unknown_keywords_proves_nothing():
+    """``super().__init__(*args, **kwargs)``: pin_memory may be among them (the pinned call is quiet)."""
+    src = _LOADER_DATASET + """
+class LoaderX(DataLoader):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+
+def train(dev):
+    for batch in LoaderX(Clips(), batch_size=4, pin_memory=True):
+        batch.to(dev, non_blocking=True)
+"""
+    assert codes(src) == []
+
+
+def test_a_subclass_of_another_library_class_is_no_loader():
+    src = _LOADER_DATASET + """
+class Holder(torch.nn.Module):
+    pass
+
+def train(dev):
+    for batch in Holder():
+        batch.to(dev, non_blocking=True)
+"""
+    assert codes(src) == []

@@ -22,7 +22,7 @@ from ..imports import dotted
 from ..walk import code_nodes
 from ..model import EventType, Kind
 from . import effects, interproc, placement
-from .domain import (UNKNOWN, Alternatives, ClassRef, Const, Device, Function, Host, Instance, Items, Iteration, Loader, Mapping,
+from .domain import (LOADER_PART, UNKNOWN, Alternatives, ClassRef, Const, Device, Function, Host, Instance, Items, Iteration, Loader, Mapping,
                      LibraryRef, ModuleRef, Obj, RecordType, Scalar, Seq, Stream, Super, Tensor, Value, add_element, appended, element_of, iterated_as_views, join,
                      flatten, is_none, mapping, merged, numeric_const, ordered, rebuild, scalar_kind, unknown_host, varying_in)
 from .dtypes import common, item_size, range_length
@@ -425,6 +425,10 @@ class Calls:
             if isinstance(member, (Function, ClassRef)) or _callables(member) or self._called_object(member, node) or \
                     member in (_KERNEL, _LAYER):
                 return self.call_value(member, node, args, receiver_expr)
+            if isinstance(receiver, Super) and member is UNKNOWN and name in ("__init__", "__iter__"):
+                made = self._loader_base(receiver, name, node, args)
+                if made is not None:
+                    return made
             if isinstance(receiver, Instance) and member is UNKNOWN and placement.is_module(ev, receiver):
                 if self._registers_buffer(receiver, name, args, receiver_expr):
                     ev.escape(node, args.values(), into_object=True)
@@ -499,6 +503,22 @@ class Calls:
         if name not in ev.tables.python.get("copying_methods", ()):
             ev.escape(node, args.values(), handed=True)
         return gpu_result(args.values() + [receiver])
+
+    def _loader_base(self, receiver: Super, name: str, node, args: Args) -> Optional[Value]:
+        """``super().__init__(ds, batch_size=8, pin_memory=True)`` in a DataLoader subclass's own
+        ``__init__``: the object is that DataLoader (kept in its ``LOADER_PART`` field); then
+        ``super().__iter__()`` in its ``__iter__`` yields that loader's batches."""
+        ev = self.ev
+        if name == "__iter__":
+            kept = receiver.receiver.field(LOADER_PART) if isinstance(receiver.receiver, Instance) else None
+            return kept if isinstance(kept, Loader) else None
+        loader = interproc.library_loader(ev, ev.module.project.class_info(receiver.klass), node, args)
+        fn = ev.invocation.function
+        params = [*fn.node.params.posonly_params, *fn.node.params.params] if fn is not None else []
+        if loader is None or not params:
+            return None
+        ev.store(f"{params[0].name.value}.{LOADER_PART}", loader)
+        return Const.of(None)
 
     def _run_by_library_call(self, callee: Instance, node) -> Optional[Value]:
         """The method a library base class's ``__call__`` runs (python.toml's `call_runs`: calling a
@@ -1028,6 +1048,9 @@ class Calls:
                         kept = isinstance(element, Host) and any(element == v for _, v in iterator.fields)
                         return Iteration(element, same=kept)
                 return iterator
+            loader = value.field(LOADER_PART)
+            if isinstance(loader, Loader):
+                return loader  # a DataLoader subclass that keeps the library's `__iter__`
             getter = self.member(value, "__getitem__", node)
             if isinstance(getter, Function):
                 # no `__iter__`: Python calls `__getitem__(0)`, `(1)`, ... (`[cam for cam in train_cams]` of

@@ -359,6 +359,7 @@ class ClassRef(Value):
 
 PLACEMENT = "<placement>"  # the field of an object of the checked code saying where a module is (placement.py)
 BUFFER = "<buffer>"        # prefix of the fields holding a module's registered buffers (placement.py)
+LOADER_PART = "<loader>"   # the DataLoader an object of a DataLoader subclass of the checked code is (interproc.py)
 _READ_PLACEMENTS = ("made", "cpu")  # placements under which a buffer reads as what was registered
 
 

@@ -21,7 +21,7 @@ import libcst as cst
 from ..imports import dotted
 from ..model import Event, EventType, IssuedBy, Kind, PendingCopy, Site, TraceStep, first_site, scoped_registration, site_order
 from ..walk import class_body_small, code_nodes, code_parts, small_statements, suite_body, target_names
-from .domain import (ANYTHING, UNKNOWN, ClassRef, Const, Device, DeviceSpec, Function, GpuFlag, Host, Instance, Items, Loader, Mapping,
+from .domain import (ANYTHING, LOADER_PART, UNKNOWN, ClassRef, Const, Device, DeviceSpec, Function, GpuFlag, Host, Instance, Items, Loader, Mapping,
                      ModuleRef, Scalar, Seq, Stream, Super, Tensor, Value, interesting, leaves, map_sites, all_sites,
                      mapping, unknown_host, flatten)
 from . import placement
@@ -302,6 +302,9 @@ def construct(ev, cls: ClassRef, args, node: cst.Call) -> Value:
     instance = Instance(cls, ())
     init = info.lookup("__init__", record=False) if info is not None else None
     if init is None:
+        loader = library_loader(ev, info, node, args)
+        if loader is not None:
+            return instance.with_fields({LOADER_PART: loader})
         if info is not None and info.fields is not None:
             # A dataclass or NamedTuple: the constructor stores its arguments in the fields.
             values = dict(zip(info.fields, (v for _, v in args.positional)))
@@ -330,6 +333,20 @@ def construct(ev, cls: ClassRef, args, node: cst.Call) -> Value:
         return instance
     return placement.made(ev, _constant_fields(map_sites(after, rename), init.node, self_name, env,
                                                _forwarded_fields(project, init.owner, init.node, self_name)))
+
+
+def library_loader(ev, info, node: cst.Call, args) -> Optional[Value]:
+    """The DataLoader an object of a subclass of one (``class LoaderX(DataLoader)``, whose ``__init__``
+    is the library's, or whose own ``__init__`` calls ``super().__init__(...)``) is, made from the
+    arguments the library's ``__init__`` gets; None for a class with no DataLoader base."""
+    if info is None:
+        return None
+    for base in info.library_classes():
+        api = ev.tables.functions.get(base)
+        if api is not None and api.effect == "loader":
+            from .effects import apply
+            return apply(ev, api, node, None, args)
+    return None
 
 
 def _with_constant_fields(fn: Function, outcome: Outcome, env: dict) -> Outcome:
