@@ -98,7 +98,7 @@ EFFECTS: dict[str, EffectSchema] = {
         frozenset({"host", "device", "stream", "out", "blocking", "dst", "src", "kind_arg", "target_device",
                    "non_blocking", "async_flag", "copy_flag"}),
         {"direction": _one_of(*DIRECTIONS), "async": _one_of(*ASYNC_MODES), "staged": _is_bool,
-         "returns": _one_of("device", "host-dest"), "library": _is_str, "dest_kind_when_async": _one_of(*KINDS),
+         "returns": _one_of("device", "host-dest", "self"), "library": _is_str, "dest_kind_when_async": _one_of(*KINDS),
          "remembers_stream": _is_bool, "needs_device_side": _is_bool, "host_from_sequence": _is_bool,
          "device_receiver": _is_bool},
         "a host<->device copy"),

@@ -84,6 +84,20 @@ def test_code_after_raise_is_unreachable():
     assert codes(src) == []
 
 
+@pytest.mark.parametrize("stop, reached", [("assert False", False), ("assert 0, 'disabled'", False),
+                                           ("assert None", False), ("assert s is not None", True)])
+def test_code_after_an_assert_that_always_fails_is_unreachable(stop, reached):
+    """A function disabled by ``assert False`` at its top (kept for reference) runs nothing after it,
+    as mypy and pyright read it; an assert of a condition may pass."""
+    src = CUPY + ("def old_loop(batches):\n"
+                  "    print('disabled')\n"
+                  f"    {stop}\n"
+                  "    for b in batches:\n"
+                  "        h = cupyx.empty_pinned(1024, dtype=np.float32)\n"
+                  "        d.set(h, stream=s)\n")
+    assert codes(src) == (["PIN002"] if reached else [])
+
+
 def test_a_synchronize_in_finally_covers_the_read_after_the_try():
     src = CUPY + ("h = cupyx.empty_pinned(1024, dtype=np.float32)\n"
                   "try:\n"

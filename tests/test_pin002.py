@@ -997,6 +997,42 @@ def test_per_step_metadata_pinned_from_python_values_is_not_pin002():
     assert rows(copied, "PIN002") == [row_of(copied, "t = torch.tensor")]
 
 
+@pytest.mark.parametrize("data, reported", [
+    ("[parts[r].numel()]", False),         # the loop's values: per-step metadata, nothing to hoist
+    ("(len(ids), r)", False),
+    ("[total, len(parts)]", True),         # the same numbers every step: one tensor before the loop
+    ("[4, 8]", True),
+])
+def test_pinned_literal_of_the_loops_values_is_per_step_metadata(data, reported):
+    src = f"""
+    import torch
+    def send_counts(parts, world, device, total):
+        out = [None] * world
+        for r in range(world):
+            ids = parts[r]
+            out[r] = torch.tensor({data}, dtype=torch.int32, pin_memory=True).to(device, non_blocking=True)
+        return out
+    """
+    assert codes(src) == (["PIN002"] if reported else [])
+
+
+def test_pinned_buffer_filled_by_copy_and_stored_is_no_pin002():
+    """``copy_`` hands back its destination: a pinned buffer filled from the GPU and stored in a list
+    the function returns outlives the iteration (SALIENT++'s index downloads, survey 56 FH)."""
+    src = """
+    import torch
+    def download(per_rank, world, cutoff):
+        host = [None] * world
+        for r in range(world):
+            shifted = (per_rank[r] - cutoff.cuda()).long()
+            host[r] = torch.empty(shifted.numel(), dtype=torch.int64, pin_memory=True).copy_(shifted, non_blocking=True)
+        return host
+    """
+    assert codes(src) == []
+    dropped = src.replace("host[r] = torch.empty", "dropped = torch.empty")
+    assert codes(dropped) == ["PIN002"]
+
+
 @pytest.mark.parametrize("size, reported", [("n", False), ("sum(lengths)", False), ("1 << 20", True)])
 def test_a_helper_taking_a_pool_block_of_a_size_it_works_out_is_not_pin002_at_the_loop(size, reported):
     """A scheduler step builds index metadata in `torch.empty(sum(lengths), pin_memory=True)` and

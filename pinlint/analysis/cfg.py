@@ -192,7 +192,7 @@ class Builder:
         if isinstance(node, cst.Return):
             self.add("stmt", node)
             self.jump(self.exit, 0)
-        elif isinstance(node, cst.Raise):
+        elif isinstance(node, cst.Raise) or isinstance(node, cst.Assert) and _always_fails(node):
             self.add("stmt", node)
             target, depth = self.raise_target()
             self.jump(target, depth)
@@ -499,3 +499,13 @@ def comes_round(loop) -> bool:
     leaves = ends_by_leaving(orelse) if orelse else bool(attempt) and ends_by_leaving(attempt)
     # a `continue` outside the handlers goes round without an error
     return not leaves or has_own_continue(body[:-1]) or has_own_continue(attempt) or has_own_continue(orelse)
+
+
+def _always_fails(node: cst.Assert) -> bool:
+    """``assert False`` (or ``0``, ``None``): raises wherever it is reached, as mypy and pyright read
+    it (a function disabled by one at its top runs nothing after it). Under ``python -O`` it would
+    not, but code is not written to be run only that way."""
+    test = node.test
+    if isinstance(test, cst.Name):
+        return test.value in ("False", "None")
+    return isinstance(test, cst.Integer) and test.evaluated_value == 0

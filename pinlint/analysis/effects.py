@@ -1668,6 +1668,8 @@ def _copy(ev, api: Api, node, receiver, args: Args) -> Value:
         return Device(api.opt("library", api.library), remembered)
     if returns == "host-dest":
         return host
+    if returns == "self" and receiver is not None:
+        return receiver  # an in-place copy hands back its destination (`torch.empty(n).copy_(d)`)
     return UNKNOWN
 
 

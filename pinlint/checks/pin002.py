@@ -20,6 +20,22 @@ _NOT_SIZES = frozenset({"dtype", "device", "pin_memory", "mem_flags", "flags", "
                         "requires_grad", "alignment", "portable", "wc", "non_blocking"})
 
 
+def _literal_of_changing_values(node, loop) -> bool:
+    """``torch.tensor([n, len(ids)], pin_memory=True)``: the data is a list or tuple display, and one of
+    its elements reads a name the loop binds or changes."""
+    if not isinstance(node, cst.Call) or not node.args or node.args[0].keyword is not None or node.args[0].star:
+        return False
+    data = node.args[0].value
+    if not isinstance(data, (cst.List, cst.Tuple)) or not data.elements:
+        return False
+    changes = Changes()
+    if isinstance(loop, cst.For):
+        changes.target(loop.target)
+    collect_changes(changes, [loop.body])
+    changed = changes.bound | changes.mutated_names
+    return any(names_read(element.value) & changed for element in data.elements)
+
+
 def _size_steps_with(node, loop) -> bool:
     """Whether the allocation's size arguments read a name the loop steps (``stepped_names``): each
     iteration asks for a different size, so there is no one buffer to allocate before the loop."""
@@ -242,6 +258,12 @@ class PinnedAllocInLoop(Rule):
                     # block for a tensor of Python numbers, one per Python object, copied from its list;
                     # the same per-step metadata idiom as above, with one copy of a few bytes more (a
                     # literal of constants, the same each step, could be hoisted: it stays reported).
+                    continue
+                if event.loops and _literal_of_changing_values(event.node, event.loops[-1]) and \
+                        event.definitely(lambda s: s.fresh_pool_block and
+                                         all(o.from_values and o.python_numbers for o in s.origins())):
+                    # `torch.tensor([parts[r].numel()], pin_memory=True)` each step: the same idiom, of a
+                    # literal whose numbers the loop changes (there is no one tensor to make before it)
                     continue
                 if event.definitely(lambda s: all(o.variant == LOADER_BATCH for o in s.origins())):
                     # A helper handing on a loader's batch (`return next(self.loader_iter)`): the loader
