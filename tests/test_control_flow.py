@@ -245,3 +245,39 @@ def test_the_cfg_covers_every_statement_kind():
     kinds = {e.kind for b in graph.blocks for e in b.elements}
     assert {"stmt", "test", "iter", "bind", "enter", "exit", "handler", "case"} <= kinds
     assert sum(1 for b in graph.blocks if b.loop_head is not None) == 2
+
+
+@pytest.mark.parametrize("test", ["result is None", "not (result is not None)"])
+def test_a_fallback_arm_after_a_maybe_set_buffer_is_reachable(test):
+    """``result = None; if want: result = cp.zeros(n)``: the join keeps the array (a copy of None
+    would have failed), but the ``if result is None:`` fallback still runs when ``want`` is false
+    (spyde's Numba fallback when CuPy is off, survey 56 FE)."""
+    src = CUPY + f"""
+from numba import cuda
+
+def process(n, want):
+    stream = cuda.stream()
+    result = None
+    if want:
+        result = cp.zeros(n)
+    if {test}:
+        scale = np.zeros(n, np.float32)
+        return cuda.to_device(scale, stream=stream)
+    return result
+"""
+    assert rows(src, "PIN001") == [row_of(src, "cuda.to_device(scale")]
+
+
+def test_a_buffer_bound_on_every_path_is_not_none():
+    src = CUPY + """
+from numba import cuda
+
+def process(n, want):
+    stream = cuda.stream()
+    result = cp.ones(n) if want else cp.zeros(n)
+    if result is None:
+        scale = np.zeros(n, np.float32)
+        return cuda.to_device(scale, stream=stream)
+    return result
+"""
+    assert codes(src) == []

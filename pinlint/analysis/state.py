@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Optional
 
-from .domain import UNKNOWN, Const, Value, join, widen_join
+from .domain import UNKNOWN, Const, Device, Host, Items, Seq, Value, is_none, join, widen_join
 from ..model import PendingCopy
 
 STREAM = "$stream"     # the current stream (None: the default stream)
@@ -19,7 +19,8 @@ CAPTURING = "$capturing"  # Const True between a stream capture's begin and end:
 RETURN = "$return"     # the value returned on the paths that reach the exit
 ELEMENT_OF = "$element-of:"  # prefix: this name holds an element of that container expression (transfer.changed_element)
 BEFORE = "$before:"  # prefix: what an object's field held before this path first stored into it (State.join)
-MAYBE_NONE = "$maybe-none:"  # prefix: this name was bound by `next(it, None)` (None once the iterator is spent)
+MAYBE_NONE = "$maybe-none:"  # prefix: this name was bound by `next(it, None)` (None once the iterator is spent),
+                             # or joined from None and a buffer on two paths (the join keeps the buffer)
 KEY_OF = "$key-of:"  # prefix: this name is the variable of a loop over that dict's keys (see transfer._note_keys)
 MUTATED = "$mutated:"  # prefix: a parameter whose object the scope changed (appended to, stored into)
 GLOBAL = "$global:"    # prefix: a name the scope declares ``global``
@@ -70,6 +71,10 @@ class State:
                 mine = env[key]
                 if mine is not value and mine != value:
                     env[key] = combine(mine, value)
+                    if not key.startswith("$") and "." not in key and _none_and_buffer(mine, value):
+                        # `raw = None; if use_fft: raw = fft(x)`: the join keeps the array (a copy of
+                        # None would have failed), but `if raw is None:` may still be taken
+                        env[MAYBE_NONE + key] = Const.of(True)
             else:
                 before = other.env.get(BEFORE + key)
                 env[key] = value if before is None else combine(value, before)
@@ -130,6 +135,11 @@ class State:
         if not self.pending or not sites:
             return frozenset()
         return frozenset(p for p in self.pending if p.sites & sites and not p.captured)
+
+
+def _none_and_buffer(a: Value, b: Value) -> bool:
+    buffers = (Host, Seq, Device, Items)
+    return is_none(a) and isinstance(b, buffers) or is_none(b) and isinstance(a, buffers)
 
 
 def merge_pending(pending: frozenset) -> frozenset:
