@@ -5186,3 +5186,46 @@ def train(dev):
         batch.to(dev, non_blocking=True)
 """
     assert codes(src) == []
+
+
+_GPU_DATASET = """
+import numpy as np
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+class Embedded(Dataset):
+    def __init__(self, device):
+        self.device = device
+        self.enc = torch.nn.Linear(80, 256).to(device)
+    def __len__(self):
+        return 64
+    def __getitem__(self, i):
+        feats = torch.from_numpy(np.random.rand(50, 80).astype(np.float32)).to(self.device)
+        codes = torch.from_numpy(np.load("codes%d.npy" % i).astype(np.int64))
+        return {"emb": EMB, "codes": codes}
+
+def run(device="cuda"):
+    for batch in DataLoader(Embedded(device), batch_size=2):
+        e = batch["emb"].to(device, non_blocking=True)
+        c = batch["codes"].to(device, non_blocking=True)
+"""
+
+
+@pytest.mark.parametrize("emb", ["self.enc(feats).mean(dim=0)", "feats", "feats.cuda()"])
+def test_a_dataset_that_computes_on_the_gpu_gives_batches_that_may_be_there(emb):
+    """A dataset whose own methods move data to a device (a speaker encoder run in ``__getitem__``,
+    metavoice, survey 56 FC): a field nothing explains may be a CUDA tensor, so its copy is not
+    reported; its pageable field still is, but with no ``pin_memory=True`` fix, which would raise
+    on a batch holding a CUDA tensor."""
+    src = _GPU_DATASET.replace("EMB", emb)
+    found = findings(src)
+    assert [f.location.row for f in found if f.code == "PIN001"] == [row_of(src, "c = batch")]
+    assert all(f.fix is None for f in found)
+
+
+def test_a_dataset_that_only_converts_dtypes_keeps_its_batches_pageable():
+    src = _GPU_DATASET.replace(".to(self.device)", ".to(torch.float32)").replace(
+        "self.enc = torch.nn.Linear(80, 256).to(device)", "pass").replace("EMB", "feats")
+    found = findings(src)
+    assert [f.location.row for f in found if f.code == "PIN001"] == [row_of(src, "e = batch"), row_of(src, "c = batch")]
+    assert all(f.fix is not None for f in found)

@@ -18,7 +18,7 @@ from .. import tableschema
 from ..apitables import Api, ArgSpec
 from ..imports import dotted
 from ..model import EventType, Kind, first_site
-from ..walk import small_statements, suite_body
+from ..walk import code_nodes, small_statements, suite_body
 from .domain import (LABELLED_DATASET, LABELLED_ITEM, ANYTHING, all_sites, map_sites, numeric_const, NDIM_UNKNOWN, ON_GPU, UNKNOWN, Const, Context, Device, DeviceSpec, Host, Items, Iteration, LibraryRef, Loader, Obj, Scalar, Seq, Stream,
                      Tensor, Value, element_of, flatten, join, unknown_host, Function, Instance, Mapping, rebuild,
                      true_in_gpu_runs, interesting, map_hosts, ClassRef, ModuleRef, Alternatives, ordered)
@@ -1311,6 +1311,12 @@ def _default_collated(ev, node, args: Args, site, api: Api) -> Optional[Value]:
     finally:
         ev.state, ev.emit = state, emit
     item = items.element if isinstance(items, Seq) else None
+    moves = _dataset_moves_to_a_device(ev, args)
+    on_device = moves or _device_fields(item)
+    if on_device and site.fix is not None:
+        # `pin_memory=True` would raise on a batch holding a CUDA tensor ("cannot pin
+        # 'torch.cuda.FloatTensor'"): no fix for any field of this loader
+        site = replace(site, fix=None)
     generic = Host(frozenset([site]), "torch", batch=True)
     sized = []
 
@@ -1335,8 +1341,17 @@ def _default_collated(ev, node, args: Args, site, api: Api) -> Optional[Value]:
                 # a size nothing here gives, of an element type it may give
                 return stacked(dtype=dtype) if dtype is not None else generic
             return stacked(nbytes=count * nbytes, dtype=dtype)
+        if isinstance(value, Device):
+            sized.append(site)
+            return Device("torch")  # an item the dataset made on the GPU: stacked there
+        if isinstance(value, Tensor):
+            sized.append(site)  # a tensor whose device nothing tells: the batch's field may be on the GPU
+            return replace(generic, maybe_unknown=True)
         number = isinstance(value, Scalar) or isinstance(value, Const) and len(value.values) == 1 and \
             isinstance(value.single, (int, float)) and not isinstance(value.single, bool)
+        if not number and moves and not isinstance(value, Host):
+            sized.append(site)  # a dataset that moves data to a device: what nothing explains may be there
+            return replace(generic, maybe_unknown=True)
         if not number:
             return generic
         # a Python number: one int64 or float64 element per item
@@ -1354,6 +1369,63 @@ def _default_collated(ev, node, args: Args, site, api: Api) -> Optional[Value]:
     else:
         return None
     return batch if sized else None
+
+
+_MOVES: dict = {}
+
+
+def _dataset_moves_to_a_device(ev, args: Args) -> bool:
+    """Whether the loader's dataset is an object of the checked code whose class moves data to a
+    device in its own methods (``x.cuda()``, ``x.to(self.device)``, ``x.to(device="cuda")``; not a
+    ``.to(torch.float32)``): its items' fields that nothing explains may then be CUDA tensors
+    (metavoice's speaker embedding, computed on the GPU in ``__getitem__``, survey 56 FC)."""
+    dataset = args.positional[0][1] if args.positional else \
+        (args.keywords["dataset"][1] if "dataset" in args.keywords else UNKNOWN)
+    if not isinstance(dataset, Instance):
+        return False
+    info = ev.module.project.class_info(dataset.klass)
+    if info is None:
+        return False
+    for owner in info.mro():
+        found = _MOVES.get(owner.cls.node)
+        if found is None:
+            found = _MOVES[owner.cls.node] = any(_device_move(node) for node in code_nodes(owner.cls.node))
+        if found:
+            return True
+    return False
+
+
+def _device_move(node) -> bool:
+    if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)):
+        return False
+    name = node.func.attr.value
+    if name == "cuda":
+        return True
+    if name != "to":
+        return False
+    for arg in node.args:
+        if arg.keyword is not None and arg.keyword.value == "device":
+            return True
+        if arg.keyword is None and not arg.star:
+            text = dotted(arg.value) or (arg.value.value if isinstance(arg.value, cst.SimpleString) else "")
+            return "device" in text or "cuda" in text
+    return False
+
+
+def _device_fields(item) -> bool:
+    """Whether a dataset item holds a tensor on the GPU, or one whose device nothing tells (the
+    output of a model the dataset runs on its device)."""
+    todo, seen = [item], 0
+    while todo and seen < 64:
+        value = todo.pop()
+        seen += 1
+        if isinstance(value, (Device, Tensor)):
+            return True
+        if isinstance(value, Items):
+            todo.extend(value.items)
+        elif isinstance(value, Mapping):
+            todo.extend(v for _, v in value.entries)
+    return False
 
 
 def _hands_items_through(args: Args) -> bool:
