@@ -1825,3 +1825,41 @@ final = np.empty((64, 512, 512), np.float32)
 for k in range(4):
     r.run(final)
 ''')
+
+# ------------------------------------------------------------------ namespace packages
+# A folder without `__init__.py` (PEP 420) whose module reaches a sibling folder's module with `..`:
+# Python resolves it from the root on sys.path, and so does the analysis (lidar-slam-detection's
+# TensorRT wrapper, survey 56 FD).
+project("namespace-relative-import-pycuda", app__detector_DOT_py='''
+import numpy as np
+from app.backends.wrapped import Wrapped
+
+class Detector:
+    def __init__(self):
+        self.backend = Wrapped()
+
+    def process(self, frame):
+        x = np.expand_dims(frame, axis=0).astype(np.float32)
+        return self.backend.run([x])  # expect: PIN001
+''', app__engine_DOT_py='''
+import pycuda.driver as drv
+import pycuda.gpuarray as gpuarray
+
+class Engine:
+    def __init__(self):
+        self.stream = drv.Stream()
+
+    def run(self, arrays):
+        outs = [gpuarray.to_gpu_async(a, stream=self.stream) for a in arrays]  # via: PIN001
+        self.stream.synchronize()
+        return outs
+''', app__backends__wrapped_DOT_py='''
+from ..engine import Engine
+
+class Wrapped:
+    def __init__(self):
+        self.engine = Engine()
+
+    def run(self, arrays):
+        return self.engine.run(arrays)
+''')

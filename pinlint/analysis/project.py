@@ -148,7 +148,8 @@ class ModuleContext:
         self.tables = project.tables
         self.name = name
         self.is_package = is_package
-        self.imports = _imports_of(info.module, name, is_package)
+        self.folders = project.folders_from_root(info.path)
+        self.imports = _imports_of(info.module, name, is_package, self.folders)
         self._defs: Optional[dict] = None
         self._single: Optional[set] = None
         self._star_sources: Optional[tuple] = None
@@ -234,7 +235,7 @@ class ModuleContext:
                 if isinstance(node, cst.SimpleStatementLine):
                     for small in node.body:
                         if isinstance(small, cst.ImportFrom) and isinstance(small.names, cst.ImportStar):
-                            base = _absolute_from(small, self.name, self.is_package)
+                            base = _absolute_from(small, self.name, self.is_package, self.folders)
                             if base:
                                 found.append(base)
             self._star_sources = tuple(found)
@@ -251,7 +252,7 @@ class ModuleContext:
                 else:
                     pairs.append((module.split(".")[0], module.split(".")[0]))
         elif isinstance(node, cst.ImportFrom) and not isinstance(node.names, cst.ImportStar):
-            base = _absolute_from(node, self.name, self.is_package)
+            base = _absolute_from(node, self.name, self.is_package, self.folders)
             if base is None:
                 return pairs
             for alias in node.names:
@@ -461,6 +462,17 @@ class Project:
                 break
             folder = folder.parent
         return ".".join(parts) or None, is_package
+
+    def folders_from_root(self, path: Optional[Path]) -> tuple:
+        """The folders from the checked tree's root down to a file's (``("app", "backends")``): where
+        a relative import leaves the file's package (folders without ``__init__.py``, PEP 420
+        namespace packages), Python resolves it through them when the root is on ``sys.path``."""
+        if path is None or self.root is None:
+            return ()
+        try:
+            return path.parent.relative_to(self.root).parts
+        except ValueError:
+            return ()
 
     def load(self, name: str, importer: ModuleContext) -> Optional[ModuleContext]:
         """The module of the checked tree an import names, or None (a library, or not in the tree)."""
@@ -1067,18 +1079,30 @@ def _folded(env: dict, name: str, value: Value, depth: int) -> Value:
     return value.with_fields(updates) if updates else value
 
 
-def _imports_of(module: cst.Module, name: Optional[str], is_package: bool) -> ImportMap:
+def _package_of(name: Optional[str], is_package: bool, levels: int, folders: tuple) -> Optional[list]:
+    """The package a relative import of ``levels`` dots starts from: the module's own package, or,
+    where that is too shallow (a folder without ``__init__.py`` above it), the folders from the
+    tree's root down to the file; None where neither reaches that far."""
+    package = (name.split(".") if is_package else name.split(".")[:-1]) if name is not None else []
+    if levels - 1 <= len(package) and name is not None:
+        return package
+    if folders and levels - 1 <= len(folders) and not is_package:
+        return list(folders)
+    return None
+
+
+def _imports_of(module: cst.Module, name: Optional[str], is_package: bool, folders: tuple = ()) -> ImportMap:
     """The import map, with relative imports made absolute from the module's own dotted name."""
     imports = collect_imports(module)
     if name is None:
         return imports
-    package = name.split(".") if is_package else name.split(".")[:-1]
     from ..walk import small_statements
     for small in small_statements(module.body, into_definitions=True):
         if not isinstance(small, cst.ImportFrom) or not small.relative or isinstance(small.names, cst.ImportStar):
             continue
         levels = len(small.relative)
-        if levels - 1 > len(package):
+        package = _package_of(name, is_package, levels, folders)
+        if package is None:
             continue
         base = package[:len(package) - (levels - 1)]
         if small.module is not None:
@@ -1092,16 +1116,16 @@ def _imports_of(module: cst.Module, name: Optional[str], is_package: bool) -> Im
     return imports
 
 
-def _absolute_from(node: cst.ImportFrom, name: Optional[str], is_package: bool) -> Optional[str]:
+def _absolute_from(node: cst.ImportFrom, name: Optional[str], is_package: bool, folders: tuple = ()) -> Optional[str]:
     """The module a ``from ... import`` names, absolute (None: a relative import outside any package)."""
     module = dotted(node.module) if node.module is not None else ""
     if not node.relative:
         return module
     if name is None:
         return None
-    package = name.split(".") if is_package else name.split(".")[:-1]
     levels = len(node.relative)
-    if levels - 1 > len(package):
+    package = _package_of(name, is_package, levels, folders)
+    if package is None:
         return None
     base = package[:len(package) - (levels - 1)]
     return ".".join(base + ([module] if module else []))
