@@ -21,7 +21,16 @@ import libcst as cst
 
 from .walk import child_blocks, small_statements
 
-_AMBIGUOUS = object()
+class _Ambiguous:
+    """A name that imports bind to several modules; ``targets`` are their qualified names."""
+
+    __slots__ = ("targets",)
+
+    def __init__(self, targets: frozenset) -> None:
+        self.targets = targets
+
+
+_SETTLED = _Ambiguous(frozenset())  # an ambiguous name the resolver could not settle (asked once)
 
 
 @lru_cache(maxsize=1 << 16)
@@ -66,6 +75,9 @@ class ImportMap:
         # uses of the name (Name nodes) -> what its own import binds, and the module's own binding.
         self._in_function: dict = {}
         self._outside: dict[str, str] = {}
+        # Settles a name bound to several modules at the module's top level, once, when it is looked
+        # up (set by the analysis: the one of them the checked tree holds, see ModuleContext).
+        self.resolver = None
 
     def bind(self, name: str, target: str) -> None:
         previous = self._bindings.get(name)
@@ -74,11 +86,20 @@ class ImportMap:
         elif self._fallbacks and isinstance(previous, str) and gpu_of_fallback(previous, target):
             self._bindings[name] = gpu_of_fallback(previous, target)
         else:
-            self._bindings[name] = _AMBIGUOUS
+            earlier = previous.targets if isinstance(previous, _Ambiguous) else frozenset([previous])
+            self._bindings[name] = _Ambiguous(earlier | {target})
 
     def lookup(self, name: str) -> Optional[str]:
         target = self._bindings.get(name)
-        return target if isinstance(target, str) else None
+        if isinstance(target, str):
+            return target
+        if target is None or target is _SETTLED:
+            return None
+        chosen = None
+        if self.resolver is not None and not self._in_function and name not in self._outside:
+            chosen = self.resolver(target.targets)
+        self._bindings[name] = chosen if chosen is not None else _SETTLED
+        return chosen
 
     def qualify(self, node: cst.BaseExpression) -> Optional[str]:
         """Qualified name of a Name/Attribute chain whose root is an imported name."""
@@ -136,7 +157,7 @@ def collect_imports(module: cst.Module) -> ImportMap:
             _bind_import(imports, small)
         elif isinstance(small, cst.ImportFrom):
             _bind_import_from(imports, small)
-    if any(target is _AMBIGUOUS for target in imports._bindings.values()):
+    if any(isinstance(target, _Ambiguous) for target in imports._bindings.values()):
         _scope_ambiguous(imports, module)
     return imports
 
@@ -145,7 +166,7 @@ def _scope_ambiguous(imports: ImportMap, module: cst.Module) -> None:
     """Names bound to several modules: where each function's own imports agree, the function's uses
     of the name are that module; where the module's own imports (outside functions) agree, so are
     the uses outside the functions that import the name themselves."""
-    ambiguous = {name for name, target in imports._bindings.items() if target is _AMBIGUOUS}
+    ambiguous = {name for name, target in imports._bindings.items() if isinstance(target, _Ambiguous)}
     outside = ImportMap(fallbacks=True)
     functions: list = []   # (def node, its own ImportMap), outer functions before inner ones
 

@@ -76,7 +76,7 @@ EFFECTS: dict[str, EffectSchema] = {
                    "pad", "pad_of", "joined"}),
         {"kind": _one_of(*KINDS), "pooled": _is_bool, "pooled_when_pinned": _is_bool, "fix": _is_str,
          "pin_kw": _is_str, "device_kw": _is_str, "reads": _is_bool, "pointer": _is_bool, "returns": _RETURNS_TUPLE,
-         "uninitialized": _is_bool, "shape_varargs": _is_bool, "legacy_data": _is_bool, "shape_last": _is_bool, "range_args": _is_bool, "range_float_dtype": _is_str,
+         "uninitialized": _is_bool, "shape_varargs": _is_bool, "legacy_data": _is_bool, "tensor_alias": _is_bool, "shape_last": _is_bool, "range_args": _is_bool, "range_float_dtype": _is_str,
          "size": _is_size,
          "scalar_items": _is_bool, "copies_data": _is_bool, "grows": _is_bool, "square": _is_bool,
          "same_if_pinned": _is_bool, "cross": _is_bool, "python_numbers": _is_bool,

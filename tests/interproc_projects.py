@@ -1863,3 +1863,56 @@ class Wrapped:
     def run(self, arrays):
         return self.engine.run(arrays)
 ''')
+
+# ------------------------------------------------------------------ imports under if / try
+# One name imported from two modules in the two arms of an `if` (an open-source build and an internal
+# one): the module the checked tree holds is the code it explains (FBGEMM's benchmark helper, survey 56 FF).
+project("helper-imported-under-if-torch", run_bench_DOT_py='''
+import os
+import torch
+
+if getattr(os, "in_repo_build", False):
+    from timing_utils import time_fn
+else:
+    from internal.tools.timing_utils import time_fn
+
+def main(batch=8192, width=1000):
+    pieces = [torch.randint(0, 100, (width,)) for _ in range(batch)]
+
+    def upload_all(parts):
+        return torch.cat(parts, 0).to("cuda", non_blocking=True).sum()  # via: PIN001
+
+    time_fn(upload_all, (pieces,), iters=50)  # expect: PIN001
+''', timing_utils_DOT_py='''
+def time_fn(fn, args, iters=100):
+    for _ in range(iters):
+        result = fn(*args)
+    return result
+''')
+
+# Both modules in the tree: which one runs is not known, and nothing is said.
+project("helper-imported-under-if-both-in-tree-torch", run_bench_DOT_py='''
+import os
+import torch
+
+if getattr(os, "in_repo_build", False):
+    from timing_utils import time_fn
+else:
+    from other_timing import time_fn
+
+def main(batch=8192, width=1000):
+    pieces = [torch.randint(0, 100, (width,)) for _ in range(batch)]
+
+    def upload_all(parts):
+        return torch.cat(parts, 0).to("cuda", non_blocking=True).sum()
+
+    time_fn(upload_all, (pieces,), iters=50)
+''', timing_utils_DOT_py='''
+def time_fn(fn, args, iters=100):
+    for _ in range(iters):
+        result = fn(*args)
+    return result
+''', other_timing_DOT_py='''
+def time_fn(fn, args, iters=100):
+    return None
+''')

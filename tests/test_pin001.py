@@ -5229,3 +5229,58 @@ def test_a_dataset_that_only_converts_dtypes_keeps_its_batches_pageable():
     found = findings(src)
     assert [f.location.row for f in found if f.code == "PIN001"] == [row_of(src, "e = batch"), row_of(src, "c = batch")]
     assert all(f.fix is not None for f in found)
+
+
+@pytest.mark.parametrize("made, expected", [
+    ("torch.zeros([64, 1024], pin_memory=True)", []),                 # an alias of pinned memory
+    ("torch.zeros([64, 1024])", ["PIN001"]),                          # an alias of pageable memory
+    ("np.zeros([64, 1024], np.float32)", ["PIN001"]),                 # a new tensor of the array's data
+])
+def test_torch_Tensor_of_a_tensor_is_an_alias(made, expected):
+    """``torch.Tensor(t)`` of a tensor returns ``t.alias()`` (no new memory); of anything else it
+    makes a new pageable tensor (Sparse-KVCache's pinned codes, survey 56 FA)."""
+    src = f"""
+    import numpy as np
+    import torch
+    def upload(device):
+        host = {made}
+        return torch.Tensor(host).to(device, non_blocking=True)
+    """
+    assert codes(src) == expected
+
+
+@pytest.mark.parametrize("device, reported", [('"cpu"', False), ('torch.device("cpu")', False),
+                                              ('"cuda"', True), ("None", True)])
+def test_a_constructor_normalizing_its_device_follows_the_one_it_is_given(device, reported):
+    """``if device is None: ... elif isinstance(device, torch.device): ... else: torch.device(device)``:
+    a string is no ``torch.device``, a device object is never None; so a module built on the CPU
+    keeps its marker buffer there and its inputs are never copied (FBGEMM's inference tables, survey
+    56 FF: 17 false PIN001)."""
+    src = f"""
+    import torch
+
+    def move_inputs(ids, marker):
+        non_blocking = marker.device.type != "cpu"
+        if ids.device != marker.device:
+            ids = ids.to(marker.device, non_blocking=non_blocking)
+        return ids
+
+    class Table(torch.nn.Module):
+        def __init__(self, rows, device=None):
+            super().__init__()
+            if device is None:
+                self.where = torch.device(torch.cuda.current_device())
+            elif isinstance(device, torch.device):
+                self.where = device
+            else:
+                self.where = torch.device(device)
+            self.register_buffer("marker", torch.tensor([0], device=self.where, dtype=torch.int64))
+
+        def forward(self, ids):
+            return move_inputs(ids, self.marker).sum()
+
+    table = Table(1000, device={device})
+    ids = torch.randint(0, 1000, (1 << 20,))
+    out = table(ids.int())
+    """
+    assert codes(src) == (["PIN001"] if reported else [])

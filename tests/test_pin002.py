@@ -2886,3 +2886,80 @@ class GridCase(BaseCase, unittest.TestCase):
             self.assertTrue(out.any())
 """
     assert (row_of(src, "# the call") in rows(src, "PIN002")) is reported, src
+
+
+@pytest.mark.parametrize("kept", ["host[0]", "keep(host[0])", "torch.as_tensor(host[i])"])
+def test_a_kept_row_of_a_pinned_tensor_keeps_it_alive(kept):
+    """``t[0]`` of a torch tensor is a view (a row, or a 0-d tensor) whatever its dimensions: storing
+    it keeps the pinned block (4K4D's per-frame pinned cache, survey 56 FD)."""
+    src = f"""
+    import torch
+    from torch import nn
+    def keep(t):
+        return nn.Parameter(torch.as_tensor(t), requires_grad=False)
+    class FrameCache(nn.Module):
+        def __init__(self, n):
+            super().__init__()
+            self.store = [None for _ in range(n)]
+        def fill(self, frames):
+            for i in range(len(self.store)):
+                host = frames[i].cpu().pin_memory()
+                self.store[i] = {kept}
+    """
+    assert codes(src) == []
+    assert codes(src.replace(f"self.store[i] = {kept}", "print(host[0])")) == ["PIN002"]
+
+
+def test_a_non_blocking_download_a_helper_returns_is_no_pinned_allocation_of_the_code():
+    """``t.to("cpu", non_blocking=True)`` makes its own pinned destination (PyTorch's host pool),
+    in a helper as inline (mini-sglang's overlap scheduler, survey 56 FA: 3 false PIN002)."""
+    src = """
+    import torch
+    def fetch(x):
+        return (x * 2).to("cpu", non_blocking=True)
+    def with_helper(n):
+        x = torch.randn(1024, device="cuda")
+        for _ in range(n):
+            y = fetch(x)
+            torch.cuda.synchronize()
+            print(y.sum())
+    def inline(n):
+        x = torch.randn(1024, device="cuda")
+        for _ in range(n):
+            y = (x * 2).to("cpu", non_blocking=True)
+            torch.cuda.synchronize()
+            print(y.sum())
+    """
+    assert codes(src) == []
+    pinned = src.replace('return (x * 2).to("cpu", non_blocking=True)', 'return (x * 2).cpu().pin_memory()')
+    assert rows(pinned, "PIN002") == [row_of(pinned, "y = fetch(x)")]
+
+
+@pytest.mark.parametrize("skip, reported", [
+    ('if name == "pinned": continue', False),      # the only pinning entry is skipped
+    ('if name != "pinned": continue', True),       # only the pinning entry runs
+    ('if name in ("pinned",): continue', False),
+    ('if name == "other": continue', True),
+    ("pass", True),
+])
+def test_a_test_of_a_loops_key_says_which_entry_its_value_is(skip, reported):
+    """``for name, alloc in allocators.items(): if name == "pinned": continue`` (a benchmark skipping
+    its baseline, survey 56 FG): past the test, ``alloc`` is one of the other entries."""
+    src = f"""
+    import torch
+    def pinned(shape):
+        return torch.zeros(shape, pin_memory=True)
+    def plain(shape):
+        return torch.zeros(shape)
+    def measure(alloc, shape, rounds=5):
+        for _ in range(rounds):
+            buf = alloc(shape)
+            buf.to("cuda")
+            torch.cuda.synchronize()
+    def main():
+        allocators = {{"pinned": pinned, "other": plain}}
+        for name, alloc in allocators.items():
+            {skip}
+            measure(alloc, (1024, 1024, 256))
+    """
+    assert codes(src) == (["PIN002"] if reported else [])

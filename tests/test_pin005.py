@@ -1023,3 +1023,25 @@ rows = to_host_rows(torch.randn(8, 1024, device="cuda"))
 """
     assert (rows(src, "PIN005") == [row_of(src, "# the use")]) is reported, src
     assert reported or rows(src, "PIN005") == [], src
+
+
+@pytest.mark.parametrize("use, reported", [
+    ("keys.gather(-1, idx)", True),            # a CPU tensor's method reads the tensors it is given
+    ("torch.gather(keys, -1, idx)", True),
+    ("keys.gather(-1, idx.clone())", True),    # the clone reads it
+    ("keys.sum()", False),                     # reads nothing the copy writes
+])
+def test_a_cpu_tensors_method_reads_its_tensor_arguments(use, reported):
+    """A non-blocking download's destination handed to a CPU tensor's own method before any
+    synchronize (SparQ's top-k indices, survey 56 FA)."""
+    src = f"""
+    import numpy as np
+    import torch
+    def score(query_gpu):
+        keys = torch.from_numpy(np.load("keys.npy"))
+        idx = query_gpu.topk(16, dim=-1).indices.to("cpu", non_blocking=True)
+        out = {use}
+        torch.cuda.synchronize()
+        return out, idx
+    """
+    assert codes(src) == (["PIN005"] if reported else [])

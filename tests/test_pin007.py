@@ -3434,3 +3434,44 @@ def test_items_of_a_dataset_class_of_the_checked_code(body, reported):
     # it (Python's sequence protocol); items taken once and sent again are re-sent at pageable speed.
     src = _FRAMES.format(body=body)
     assert (row_of(src, "# the copy") in rows(src, "PIN007")) is reported, src
+
+
+@pytest.mark.parametrize("loop, part, reported", [
+    ("for start in range(0, n, chunk):", "host[start:start + chunk]", False),
+    ("for k in range(1, n // chunk + 1):", "host[k * chunk - chunk:k * chunk]", False),
+    ("for k in range(n):", "host[0:chunk]", True),        # the same part every time
+])
+def test_a_moving_window_of_a_loaded_table_is_another_part_each_time(loop, part, reported):
+    """What ``torch.load`` restored is handled as a batch (a tensor, or a container of them); a slice
+    whose bounds move with the loop is another part on each iteration, as for a tensor the code made
+    (krasis's expert weights, survey 56 FA)."""
+    src = f"""
+    import torch
+    def upload(n, chunk):
+        dev = torch.empty((chunk, 4096), device="cuda")
+        host = torch.load("experts.pt", map_location="cpu")
+        {loop}
+            dev.copy_({part})
+    """
+    assert codes(src) == (["PIN007"] if reported else [])
+
+
+@pytest.mark.parametrize("device, reported", [('"cuda"', True), ('"cuda:0"', True), ('torch.device("cuda")', True),
+                                              ('"cpu"', False)])
+def test_a_device_named_by_a_string_decides_the_callees_copies(device, reported):
+    """A device written as a string in the call (the usual spelling in inference scripts) is the
+    device the callee moves its buffer to, as a device object is (survey 56 FC)."""
+    src = f"""
+    import numpy as np
+    import torch
+    def render(device):
+        noise = np.random.rand(2, 1_000_000).astype(np.float32)
+        outs = []
+        for step in range(50):
+            x = torch.from_numpy(noise).to(device)
+            outs.append(float(x.mean()) * step)
+        return outs
+    def main():
+        render({device})
+    """
+    assert codes(src) == (["PIN007"] if reported else [])

@@ -22,7 +22,7 @@ from ..imports import dotted
 from ..walk import code_nodes
 from ..model import EventType, Kind
 from . import effects, interproc, placement
-from .domain import (LOADER_PART, UNKNOWN, Alternatives, ClassRef, Const, Device, Function, Host, Instance, Items, Iteration, Loader, Mapping,
+from .domain import (LOADER_PART, UNKNOWN, Alternatives, ClassRef, Const, Device, DeviceSpec, Function, Host, Instance, Items, Iteration, Loader, Mapping,
                      LibraryRef, ModuleRef, Obj, RecordType, Scalar, Seq, Stream, Super, Tensor, Value, add_element, appended, element_of, iterated_as_views, join,
                      flatten, is_none, mapping, merged, numeric_const, ordered, rebuild, scalar_kind, unknown_host, varying_in)
 from .dtypes import common, item_size, range_length
@@ -831,7 +831,8 @@ class Calls:
         answers = set()
         for class_node in nodes:
             kind = self.class_kind(class_node)
-            answer = instance_of(value, kind) if kind is not None else \
+            device = self._device_object(value, class_node)
+            answer = device if device is not None else instance_of(value, kind) if kind is not None else \
                 self._container_of(value, class_node) if isinstance(value, (Items, Seq, Mapping)) else \
                 self._library_object_of(value, class_node) if isinstance(value, (Loader, Host, Device, Stream)) else \
                 self._object_of(value, class_node)
@@ -839,6 +840,19 @@ class Calls:
                 return UNKNOWN
             answers.add(answer)
         return Const.of(True in answers)
+
+    def _device_object(self, value: Value, class_node) -> Optional[bool]:
+        """``isinstance(device, torch.device)``: False of a device written as a string (or None), True
+        of a device object, where the class named is torch's (a constructor normalizing its ``device``
+        argument, FBGEMM's embedding tables built with ``device="cpu"``, survey 56 FF); else None."""
+        if not isinstance(class_node, (cst.Name, cst.Attribute)) or \
+                self.ev.module.imports.qualify(class_node) != "torch.device":
+            return None
+        if isinstance(value, DeviceSpec):
+            return True
+        if isinstance(value, Const) and value.values and all(v is None or isinstance(v, str) for v in value.values):
+            return False
+        return None
 
     def subclass_check(self, value: Value, class_node) -> Value:
         """``issubclass(kind, torch.Tensor)`` where ``kind`` is a class the tables know (MONAI's

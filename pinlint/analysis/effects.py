@@ -281,6 +281,11 @@ def _alloc(ev, api: Api, node, receiver, args: Args) -> Value:
             return UNKNOWN
         if receiver.sites and all(s.kind.is_pinned for s in receiver.sites):
             return receiver
+    if api.opt("tensor_alias") and len(args.positional) == 1 and not args.star and not args.keywords:
+        given = args.positional[0][1]
+        if isinstance(given, Host) and given.library == "torch" or isinstance(given, (Device, Tensor)) and \
+                getattr(given, "library", "torch") == "torch":
+            return given  # `torch.Tensor(t)` of a tensor: an alias of t
     into = api.arg("into")
     if into is not None and args.present(into) and args.value(into) != Const.of(None):
         # `cv2.resize(img, size, dst=buf)`: it writes into the array it is given and returns it.

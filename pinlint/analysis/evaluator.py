@@ -20,7 +20,7 @@ from .domain import (LABELLED_DATASET, LABELLED_ITEM, ANYTHING, module_stand_in,
                      is_none, mapping, ordered, scalar_kind, sites_of, upper_bound, varying_in, with_visits)
 from ..walk import code_parts, target_names
 from .dtypes import element_total, elementwise_bound, elementwise_size, fold, named_dtype, python_number_operands, range_length, transposed
-from .state import CAPTURING, DOTTED, ELEMENT_OF, KEY_OF, MAYBE_NONE, State, iter_key, put
+from .state import CAPTURING, DOTTED, ELEMENT_OF, KEY_OF, MAYBE_NONE, PAIR_OF, PAIRED, State, iter_key, put
 from . import placement, tabular
 
 _TRANSPOSING = frozenset({"T", "mT", "transpose", "swapaxes", "permute", "moveaxis", "rollaxis", "flip", "flipud",
@@ -94,6 +94,10 @@ class Evaluator:
             env.pop(ELEMENT_OF + key, None)
             env.pop(KEY_OF + key, None)
             env.pop(MAYBE_NONE + key, None)
+            env.pop(PAIR_OF + key, None)
+            paired = env.pop(PAIRED + key, None)
+            if paired is not None:
+                env.pop(PAIR_OF + paired.single, None)  # the value rebound: the key tells nothing of it now
         put(env, key, value)
 
     def store(self, key: str, value: Value) -> None:
@@ -931,7 +935,13 @@ class Evaluator:
                 len(indexes) > 1 and any(_picks(element, value) for element, value in zip(node.slice, indexes))
             if base.batch and not advanced:
                 # a batch's field is one of the batch's tensors; `batch[:, :, :2]` a view of one
-                return replace(base, sliced=True) if _leaves_out_inner(node.slice, indexes) else base
+                view = replace(base, sliced=True) if _leaves_out_inner(node.slice, indexes) else base
+                if all_slices:
+                    # `table[start:start + chunk]` of what `torch.load` restored: another part of it (or
+                    # of the list it is) on each iteration of a loop moving the bounds (krasis, survey 56 FA)
+                    for loop in self._moving_bounds(node):
+                        view = varying_in(view, loop)
+                return view
             if all_slices or all(isinstance(e.slice, cst.Slice) or isinstance(e.slice.value, (cst.Ellipsis,)) or
                                  v == Const.of(None)  # None, np.newaxis
                                  for e, v in zip(node.slice, indexes)) and \
@@ -999,6 +1009,19 @@ class Evaluator:
                 return row
             if len(indexes) == 1 and isinstance(indexes[0], Const) and isinstance(indexes[0].single, str):
                 return replace(base, ndim=NDIM_UNKNOWN)  # h["x"]: a field of a structured array (or an npz member)
+            if len(node.slice) == 1 and base.library == "torch" and base.dimensions() is None and \
+                    not base.pointer and base.sites and all(s.kind.is_pinned for s in base.sites) and \
+                    (_integer(indexes[0]) or isinstance(indexes[0], Scalar) and indexes[0].kind == "int"):
+                # t[0] of a pinned tensor of dimensions nothing tells: a row or a 0-d tensor, a view of t's
+                # memory either way (torch never hands back a copy for an integer index), so storing it
+                # keeps t alive (4K4D's per-frame pinned cache, survey 56 FD). (Of a pageable one it stays
+                # unknown: a 0-d element of a few bytes is no transfer worth a finding.) Counted as a
+                # read, as an element taken out is: its value is what the code is after
+                self.event(EventType.READ, node, base)
+                view = replace(base, ndim=NDIM_UNKNOWN)
+                for loop in self._stepping(node.slice[0].slice.value):
+                    view = varying_in(view, loop)
+                return view
             if base.pointer and len(indexes) == 1 and indexes[0] == Const.of(0):
                 # ctypes.cast(ptr, POINTER(c_float * n))[0]: the memory it points to (read, as it is
                 # for a pointer to one float, which nothing here tells apart).
@@ -1442,8 +1465,8 @@ def _compare(operator, left: Value, right: Value) -> Value:
         # cpu against cuda differ, cpu against cpu are the same; two CUDA devices may be different ones.
         return Const.of((left.cuda == right.cuda) == isinstance(operator, cst.Equal))
     if isinstance(operator, (cst.Is, cst.IsNot)) and isinstance(right, Const) and right.is_exactly(None) and \
-            isinstance(left, (Host, Device, Tensor, Instance, Items, Seq, Mapping, Stream)):
-        return Const.of(isinstance(operator, cst.IsNot))  # a buffer or an object is not None
+            isinstance(left, (Host, Device, Tensor, Instance, Items, Seq, Mapping, Stream, DeviceSpec)):
+        return Const.of(isinstance(operator, cst.IsNot))  # a buffer, a device or an object is not None
     return UNKNOWN
 
 

@@ -13,6 +13,7 @@ the callee allocated renamed to the call ("allocated by `make()`"), since every 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 from typing import Optional
 
@@ -507,6 +508,8 @@ def _invoke(ev, fn: Function, env: dict, node) -> Optional[Outcome]:
         contextual = True
     if not contextual and _sizes_what_it_returns(fn, env, baseline):
         contextual = True
+    if not contextual and _names_a_device(fn, env, baseline):
+        contextual = True  # `render("cuda")` into `x.to(device)`: with the device named, the copy is one
     if not contextual and _looks_up_numbers(env, baseline):
         contextual = True
     if not contextual and any(isinstance(env.get(name), Instance) for name in _returned_parameters(fn)):
@@ -718,6 +721,42 @@ def _leaves_an_undecided_device(outcome: Outcome) -> bool:
 
     return any(isinstance(value, Instance) and any(undecided(v) for _, v in value.fields)
                for _, value in outcome.params)
+
+
+_DEVICE_NAME = re.compile(r"(cuda|cpu)(:\d+)?\Z")
+_DEVICE_PARAMS: dict = {}
+
+
+def _names_a_device(fn: Function, env: dict, baseline: Optional[Outcome]) -> bool:
+    """A device written as a string (``"cuda"``, ``"cuda:0"``, ``"cpu"``) given to a parameter the
+    callee moves data to (``x.to(device)``, ``device=device``): analysed with it, a blocking copy
+    there is an upload (or none at all), as with ``torch.device("cuda")``, which is a device object
+    and shares no analysis anyway. One analysis per device string and callee."""
+    if baseline is None or _does_nothing(baseline):
+        return False
+    named = [name for name, v in env.items() if isinstance(v, Const) and isinstance(v.single, str) and
+             _DEVICE_NAME.match(v.single)]
+    return bool(named) and bool(set(named) & _device_parameters(fn))
+
+
+def _device_parameters(fn: Function) -> frozenset:
+    """The names the function's body moves data to: ``.to(name)``, ``.to(device=name)``, ``.cuda(name)``,
+    or passes as ``device=name``."""
+    found = _DEVICE_PARAMS.get(fn.node)
+    if found is None:
+        names = set()
+        for node in code_nodes(fn.node.body):
+            if not isinstance(node, cst.Call):
+                continue
+            method = node.func.attr.value if isinstance(node.func, cst.Attribute) else None
+            for index, arg in enumerate(node.args):
+                if not isinstance(arg.value, cst.Name):
+                    continue
+                if arg.keyword is not None and arg.keyword.value == "device" or \
+                        arg.keyword is None and index == 0 and method in ("to", "cuda"):
+                    names.add(arg.value.value)
+        found = _DEVICE_PARAMS[fn.node] = frozenset(names)
+    return found
 
 
 def _names_a_module_it_loads(fn: Function, env: dict) -> bool:

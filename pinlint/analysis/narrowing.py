@@ -20,7 +20,7 @@ import libcst as cst
 
 from ..imports import dotted
 from ..model import Kind
-from .domain import UNKNOWN, Const, Device, DeviceSpec, Host, Tensor, Unknown, Value, unknown_host
+from .domain import UNKNOWN, Const, Device, DeviceSpec, Host, Items, Tensor, Unknown, Value, join, unknown_host
 from .effects import device_of
 from .interproc import kind_value
 
@@ -55,6 +55,9 @@ def narrowed(ev, state, conditions: tuple):
             continue
         key = dotted(target)
         if key is None:
+            continue
+        if isinstance(fact, tuple) and fact[0] == "value":
+            ev.bind(key, fact[1])  # what a test of a loop's key says its value is (`_pair_facts`)
             continue
         if fact == "placed on the cpu":
             _placed_on_the_cpu(ev, key)
@@ -101,6 +104,8 @@ def _facts(test, truth: bool, tables, ev=None) -> Iterator[tuple]:
         yield from _device_name_facts(test, truth, tables)
         if ev is not None and _event_query_done(ev, test, truth):
             yield test, "event done"
+        if ev is not None:
+            yield from _pair_facts(ev, test, truth)
     elif isinstance(test, cst.Call) and isinstance(test.func, cst.Name) and test.func.value == "isinstance" \
             and len(test.args) == 2 and truth:
         yield test.args[0].value, ("class", test.args[1].value)
@@ -179,6 +184,49 @@ def _known(ev, expr) -> Optional[bool]:
         elif not isinstance(node, (cst.Name, cst.SimpleString)):
             return None
     return truthiness(ev.expr(expr))
+
+
+def _pair_facts(ev, test: cst.Comparison, truth: bool) -> Iterator[tuple]:
+    """``name == "base"`` (``!=``, ``in``, ``not in`` a tuple of constants) of the key of ``for name, fn
+    in table.items():`` over a dict of known entries: in the arm, ``fn`` is the entry (or one of the
+    entries) whose key passes the test, and ``name`` one of those keys (a benchmark skipping its
+    baseline allocator, survey 56 FG)."""
+    from .state import PAIR_OF
+    left = test.left
+    if not isinstance(left, cst.Name):
+        return
+    marker = ev.state.env.get(PAIR_OF + left.value)
+    if not isinstance(marker, Items):
+        return
+    operator = test.comparisons[0].operator
+    compared = ev.expr(test.comparisons[0].comparator) if not isinstance(operator, (cst.In, cst.NotIn)) else None
+    if isinstance(operator, (cst.Equal, cst.NotEqual, cst.Is, cst.IsNot)):
+        if not (isinstance(compared, Const) and compared.single is not None):
+            return
+        wanted = {compared.single}
+        inside = isinstance(operator, (cst.Equal, cst.Is))
+    elif isinstance(operator, (cst.In, cst.NotIn)):
+        group = test.comparisons[0].comparator
+        if not isinstance(group, (cst.Tuple, cst.List, cst.Set)):
+            return
+        values = [ev.expr(e.value) for e in group.elements]
+        if not all(isinstance(v, Const) and v.single is not None for v in values):
+            return
+        wanted = {v.single for v in values}
+        inside = isinstance(operator, cst.In)
+    else:
+        return
+    if not truth:
+        inside = not inside
+    mapping = marker.items[1]
+    kept = [(k, v) for k, v in mapping.entries if (k in wanted) == inside]
+    if not kept or len(kept) == len(mapping.entries):
+        return
+    value = kept[0][1]
+    for _, other in kept[1:]:
+        value = join(value, other)
+    yield cst.Name(marker.items[0].single), ("value", value)
+    yield left, ("value", Const(frozenset(k for k, _ in kept)))
 
 
 def _device_name_facts(test: cst.Comparison, truth: bool, tables) -> Iterator[tuple]:

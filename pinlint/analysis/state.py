@@ -22,6 +22,9 @@ BEFORE = "$before:"  # prefix: what an object's field held before this path firs
 MAYBE_NONE = "$maybe-none:"  # prefix: this name was bound by `next(it, None)` (None once the iterator is spent),
                              # or joined from None and a buffer on two paths (the join keeps the buffer)
 KEY_OF = "$key-of:"  # prefix: this name is the variable of a loop over that dict's keys (see transfer._note_keys)
+PAIR_OF = "$pair-of:"  # prefix: this name is the key variable of `for k, v in d.items()` over a dict of known
+                      # entries: Items((name of v, the dict)); a test of k then says which entry v is (narrowing)
+PAIRED = "$paired:"    # prefix: this name is the value variable of such a loop: Const(name of k)
 MUTATED = "$mutated:"  # prefix: a parameter whose object the scope changed (appended to, stored into)
 GLOBAL = "$global:"    # prefix: a name the scope declares ``global``
 REBOUND = "$rebound:"  # prefix: what the scope last bound to that global on this path (Outcome.rebound)

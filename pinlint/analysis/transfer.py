@@ -20,7 +20,7 @@ from ..walk import code_nodes, has_own_continue, suite_body
 from .placement import unplaced
 from .domain import (with_visits, UNKNOWN, Const, Context, Obj, Function, Device, Host, Instance, Items, Mapping, Seq, Stream, Tensor, Value,
                      add_element, element_of, iterated_as_views, join, merged, rebuild, varying_in)
-from .state import BEFORE, ELEMENT_OF, GLOBAL, KEY_OF, MAYBE_NONE, MUTATED, REBOUND, RETURN, STREAM, iter_key, put
+from .state import BEFORE, ELEMENT_OF, GLOBAL, KEY_OF, MAYBE_NONE, MUTATED, PAIR_OF, PAIRED, REBOUND, RETURN, STREAM, iter_key, put
 
 
 def run_element(ev, element) -> None:
@@ -630,6 +630,25 @@ def _bind(ev, element) -> None:
     keys = ev.state.env.get(KEY_OF + iter_key(loop))
     if keys is not None and isinstance(element.node, cst.Name):
         ev.state.env[KEY_OF + element.node.value] = keys
+    _note_pairs(ev, element.node, loop)
+
+
+def _note_pairs(ev, target, loop) -> None:
+    """``for name, fn in table.items():`` of a dict whose entries are all known: a test of ``name``
+    (``if name == "base": continue``) says which entries ``fn`` can be past it (narrowing)."""
+    if not (isinstance(target, cst.Tuple) and len(target.elements) == 2 and
+            all(isinstance(e.value, cst.Name) for e in target.elements)):
+        return
+    iterable = loop.iter
+    if not (isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Attribute) and
+            iterable.func.attr.value == "items" and not iterable.args):
+        return
+    name = dotted(iterable.func.value)
+    found = ev.lookup(name) if name is not None else None
+    if isinstance(found, Mapping) and found.entries and found.rest is None and not found.optional:
+        key, value = (e.value.value for e in target.elements)
+        ev.state.env[PAIR_OF + key] = Items((Const.of(value), found))
+        ev.state.env[PAIRED + value] = Const.of(key)
 
 
 # `for inp in inputs: inp.host = frame.astype(np.float32)`: every element of `inputs` has its field

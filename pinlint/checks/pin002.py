@@ -265,6 +265,11 @@ class PinnedAllocInLoop(Rule):
                     # `torch.tensor([parts[r].numel()], pin_memory=True)` each step: the same idiom, of a
                     # literal whose numbers the loop changes (there is no one tensor to make before it)
                     continue
+                if event.definitely(lambda s: all(o.variant == "dest" for o in s.origins())):
+                    # `t.to("cpu", non_blocking=True)` returned by a helper: the library made the pinned
+                    # destination of its own copy (from its host pool), as it does for the same call
+                    # written in the loop, which is no allocation of the code's either
+                    continue
                 if event.definitely(lambda s: all(o.variant == LOADER_BATCH for o in s.origins())):
                     # A helper handing on a loader's batch (`return next(self.loader_iter)`): the loader
                     # pinned it in its own thread, as for `for batch in loader`; no pinning of this call's
