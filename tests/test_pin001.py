@@ -5284,3 +5284,23 @@ def test_a_constructor_normalizing_its_device_follows_the_one_it_is_given(device
     out = table(ids.int())
     """
     assert codes(src) == (["PIN001"] if reported else [])
+
+
+@pytest.mark.parametrize("wrap", ["iter(itertools.cycle(loader))", "itertools.cycle(loader)",
+                                  "iter(itertools.islice(loader, 10))"])
+def test_itertools_around_a_loader_hand_out_its_batches(wrap):
+    """``iter(itertools.cycle(loader))`` then ``next(...)`` each step (metavoice's fine-tuning loop,
+    survey 56 FC): the loader's batches, pageable without ``pin_memory=True``."""
+    src = f"""
+    import itertools
+    import torch
+    from torch.utils.data import DataLoader
+    def train(ds, dev, steps):
+        loader = DataLoader(ds, batch_size=8)
+        stream = {wrap}
+        for _ in range(steps):
+            batch = next(stream)
+            batch.to(dev, non_blocking=True)
+    """
+    assert rows(src, "PIN001") == [row_of(src, "batch.to(dev")]
+    assert codes(src.replace("batch_size=8", "batch_size=8, pin_memory=True")) == []
