@@ -72,6 +72,7 @@ class Site:
     values: Optional[tuple] = field(default=None, repr=False)  # the numbers of a literal 1-D array
                                                                # (`ghosts = np.array([2, 2, 2, 2])`)
     copies_data: bool = False  # it copies a host buffer into the new memory (``t.pin_memory()``, ``torch.tensor(h)``)
+    leading_ones: int = 0  # leading dimensions of size 1 its shape spells out (``torch.empty([1, n, h, d])``)
     module: object = field(default=None, compare=False)  # the ModuleInfo holding ``node``
 
     def __hash__(self) -> int:

@@ -5304,3 +5304,23 @@ def test_itertools_around_a_loader_hand_out_its_batches(wrap):
     """
     assert rows(src, "PIN001") == [row_of(src, "batch.to(dev")]
     assert codes(src.replace("batch_size=8", "batch_size=8, pin_memory=True")) == []
+
+
+@pytest.mark.parametrize("shape, view, reported", [
+    ("[1, 32768, 8, 128]", "h[:, :n]", False),        # the leading dimension is one: the first n rows
+    ("(1, 1, 32768, 128)", "h[:, :, :n]", False),
+    ("1, 32768, 128", "h[:, :n]", False),             # torch.empty(1, L, D)
+    ("[2, 32768, 8, 128]", "h[:, :n]", True),         # two blocks with a gap between them
+    ("[1, 32768, 8, 128]", "h[:, :, :4]", True),      # a gap inside each row
+    ("[1, 32768, 8, 128]", "h.view(32768, 1024)[:, :n]", True),   # reshaped: the allocation's ones are gone
+])
+def test_a_slice_over_leading_dimensions_of_one_is_dense(shape, view, reported):
+    """``kv[:, :n]`` of a ``[1, max_len, heads, dim]`` pinned cache is its first n rows, one dense
+    block, copied as it is (Sparse-KVCache's offloaded keys, survey 56 FA)."""
+    src = f"""
+import torch
+h = torch.empty({shape}, dtype=torch.float16, pin_memory=True)
+def fetch(n):
+    return {view}.cuda(non_blocking=True)
+"""
+    assert ("PIN001" in codes(src)) == reported

@@ -2963,3 +2963,16 @@ def test_a_test_of_a_loops_key_says_which_entry_its_value_is(skip, reported):
             measure(alloc, (1024, 1024, 256))
     """
     assert codes(src) == (["PIN002"] if reported else [])
+
+
+@pytest.mark.parametrize("made", ["[torch.tensor([i, n], pin_memory=True) for i in range(n)]",
+                                  "{i: torch.tensor([i], pin_memory=True) for i in range(n)}",
+                                  "sum(torch.tensor([i], pin_memory=True).sum() for i in range(n))"])
+def test_a_pinned_literal_in_a_comprehension_is_checked_without_error(made):
+    """A comprehension is a loop too (the list-display check once read a `for` statement's body)."""
+    src = f"""
+    import torch
+    def make(n):
+        return {made}
+    """
+    codes(src)  # analysed without an internal error

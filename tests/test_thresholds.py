@@ -426,13 +426,20 @@ def test_scans_and_arithmetic_of_python_numbers_stay_small(made, reported):
     ("torch.cat([torch.from_numpy(counts), torch.from_numpy(counts)])", False),
     ("torch.from_numpy(counts).repeat_interleave(n)", True),   # as many elements as the code asks for
     ("torch.tile(torch.from_numpy(counts), (n,))", True),
+    # a few numbers more (FBGEMM's offsets, survey 56 FF), not a large tensor beside them
+    ("torch.cat([torch.zeros(1, dtype=torch.int64), torch.from_numpy(counts).cumsum(0)])", False),
+    ("torch.cat([torch.zeros(1 << 20, dtype=torch.int64), torch.from_numpy(counts)])", True),
+    ("torch.cat([torch.zeros(k, dtype=torch.int64), torch.from_numpy(counts)])", True),
+    # a reduction along an axis: no more numbers than it had
+    ("torch.from_numpy(np.array([[len(r), 1] for r in requests])).sum(dim=1)", False),
+    ("torch.from_numpy(np.load('table.npy')).sum(dim=1)", True),
 ])
 def test_only_calls_that_keep_the_count_keep_a_tensor_of_python_numbers_small(made, reported):
     src = f"""
         import numpy as np
         import torch
 
-        def step(requests, device, n):
+        def step(requests, device, n, k):
             counts = np.array([len(r) for r in requests], dtype=np.int64)
             last = {made}
             return last.to(device, non_blocking=True)  # copy

@@ -368,13 +368,33 @@ def _alloc(ev, api: Api, node, receiver, args: Args) -> Value:
                    or isinstance(_legacy_data(api, args), (Items, Seq)) and _python_numbers(_legacy_data(api, args), True)
                    or _copies_python_numbers(_legacy_data(api, args) if api.arg("data") is None else
                                              args.value(api.arg("data")))
-                   or _sized_by_a_list_of_numbers(api, args))
+                   or _sized_by_a_list_of_numbers(api, args),
+                   leading_ones=_leading_ones(api, args))
     if unplaced:
         return Tensor(made=site)
     value = Host(frozenset([site]), flavour, pointer=bool(api.opt("pointer", api.opt("returns") == "err-tuple")),
                  maybe_unknown=placed_elsewhere)
     ev.event(EventType.ALLOC, node, value, api=site.api)
     return _err_tuple(api, value)
+
+
+def _leading_ones(api: Api, args: Args) -> int:
+    """How many leading dimensions of size 1 the shape spells out (``torch.empty([1, max_len, h, d])``,
+    ``np.zeros((1, 1, n))``, ``torch.empty(1, n)``): a slice spanning them is still one dense block."""
+    spec = api.arg("shape")
+    if args.star or spec is None and not api.opt("shape_varargs") or _legacy_data(api, args) is not None:
+        return 0
+    if api.opt("shape_varargs") and (spec is None or spec.kw not in args.keywords) and len(args.positional) > 1:
+        dims = [v for _, v in args.positional]
+    else:
+        shape = args.value(spec) if spec is not None else None
+        dims = list(shape.items) if isinstance(shape, Items) else []
+    count = 0
+    for dim in dims[:-1]:  # (a shape of ones only is one block whatever is sliced)
+        if dim != Const.of(1):
+            break
+        count += 1
+    return count
 
 
 def _literal_values(value: Value) -> Optional[tuple]:
@@ -398,6 +418,12 @@ def _of_python_numbers(api: Api, receiver, args: Args) -> bool:
     for source in (receiver, _joined_elements(like)):
         if isinstance(source, Host) and source.sites and all(s.python_numbers for s in source.sites):
             return True
+    parts = like.items if isinstance(like, Items) else ()
+    if parts and all(isinstance(p, Host) and p.sites and not p.maybe_unknown for p in parts) and \
+            any(all(s.python_numbers for s in p.sites) for p in parts) and \
+            all(s.python_numbers or s.nbytes is not None and s.nbytes <= _FEW_BYTES for p in parts for s in p.sites):
+        # `torch.cat([torch.zeros(1), counts.cumsum(0)])`: a few numbers more (FBGEMM's offsets, survey 56 FF)
+        return True
     # `np.cumsum(counts)` of the list of Python numbers itself (point-transformer's chunk offsets, survey 52)
     if api.arg("like") is not None and isinstance(like, (Items, Seq)) and _python_numbers(like):
         return True
@@ -406,11 +432,14 @@ def _of_python_numbers(api: Api, receiver, args: Args) -> bool:
     # `np.append(1.0, alphas[:-1])`, `np.concatenate([a, b])` of such arrays (and numbers): one too
     joined = _joined_value(api, args)
     items = joined.items if isinstance(joined, Items) else ()
-    hosts = [i for i in items if isinstance(i, Host)]
-    return bool(hosts) and all(
+    return any(isinstance(i, Host) and i.sites and all(s.python_numbers for s in i.sites) for i in items) and all(
         isinstance(i, Scalar) or numeric_const(i) is not None or
-        isinstance(i, Host) and i.sites and not i.maybe_unknown and all(s.python_numbers for s in i.sites)
+        isinstance(i, Host) and i.sites and not i.maybe_unknown and
+        all(s.python_numbers or s.nbytes is not None and s.nbytes <= _FEW_BYTES for s in i.sites)
         for i in items)
+
+
+_FEW_BYTES = 1024  # a tensor of a size the code fixes this small (`torch.zeros(1)`) adds a few numbers
 
 
 def _copies_python_numbers(data: Optional[Value]) -> bool:
@@ -1932,7 +1961,11 @@ def _read(ev, api: Api, node, receiver, args: Args) -> Value:
                 value.sites and not value.maybe_unknown:
             # `np.nanmean(table, axis=0)`, `t.sum(dim=1)`: a new array of the remaining axes, pageable
             # whatever the table's memory (its size is not followed)
-            site = ev.site(node, Kind.PAGEABLE, value.library, display(ev, api.name, value.library))
+            # A reduction of a tensor of Python numbers is one too, and no larger (FBGEMM's per-rank
+            # batch sizes summed per feature, survey 56 FF)
+            numbers = all(s.python_numbers for s in value.sites)
+            site = ev.site(node, Kind.PAGEABLE, value.library, display(ev, api.name, value.library),
+                           python_numbers=numbers)
             return Host(frozenset([site]), value.library)
     return UNKNOWN
 

@@ -731,6 +731,10 @@ class Evaluator:
                 return ON_GPU
             if compared is UNKNOWN and _elementwise_comparison(operator, operands[0], operands[1]):
                 return self._mask(node, operands)
+            if compared is UNKNOWN and _a_string_compared(operator, operands[0], operands[1]):
+                # `self.on_gpu = backend == "gpu"`: a bool, one of two; an `if` testing it (or its
+                # negation) knows which in each arm (narrowing), also in the methods it calls
+                return _EITHER_BOOL
             return compared
         return UNKNOWN
 
@@ -946,7 +950,7 @@ class Evaluator:
                                  v == Const.of(None)  # None, np.newaxis
                                  for e, v in zip(node.slice, indexes)) and \
                     any(isinstance(e.slice, cst.Index) for e in node.slice):
-                sliced = base.sliced or _leaves_out_inner(node.slice, indexes)
+                sliced = base.sliced or _leaves_out_inner(node.slice, indexes, _ones(base))
                 if not all_slices:
                     # h[:, None], h[..., :]: a view
                     return replace(base, contiguous=None, ndim=NDIM_UNKNOWN, sliced=sliced)
@@ -1251,13 +1255,25 @@ def _picks(element: cst.SubscriptElement, value: Value) -> bool:
         isinstance(value, Items) and not isinstance(element.slice.value, cst.Tuple)
 
 
-def _leaves_out_inner(elements, indexes) -> bool:
+def _ones(base: Host) -> int:
+    """Leading dimensions of size 1 every allocation of ``base`` has, where ``base`` is laid out as
+    allocated (no reshape, transpose or slice since)."""
+    if base.ndim is not None or base.contiguous is not True or base.sliced or not base.sites:
+        return 0
+    return min(s.leading_ones for s in base.sites)
+
+
+def _leaves_out_inner(elements, indexes, ones: int = 0) -> bool:
     """Whether basic indexing leaves out part of a dimension after one it spans: `t[:, :2]`,
     `t[:, 0]`, `t[..., :2]`, `t[1:3, ::2]` are not dense (rows with gaps between them); `t[2]`,
-    `t[0, :5]`, `t[:8, :]` are. A full `:` leaves nothing out; a leading integer picks one block."""
+    `t[0, :5]`, `t[:8, :]` are. A full `:` leaves nothing out; a leading integer picks one block;
+    so does a `:` over one of the ``ones`` leading dimensions of size 1 (`kv[:, :n]` of a
+    `[1, max_len, heads, dim]` cache is its first n rows)."""
     spanned = False
-    for element, value in zip(elements, indexes):
+    for position, (element, value) in enumerate(zip(elements, indexes)):
         part = element.slice
+        if position < ones and isinstance(part, cst.Slice) and part.step is None:
+            continue  # a dimension of one: all of it or none
         if isinstance(part, cst.Slice):
             if spanned and (part.lower is not None or part.upper is not None or part.step is not None):
                 return True
@@ -1423,6 +1439,20 @@ def last_stored_item(ev, node: cst.Subscript, base: Value) -> Optional[Value]:
     if len(keys) > 2 and keys[2] not in env:
         return None
     return env.get(keys[0])
+
+
+_EITHER_BOOL = Const(frozenset([True, False]))
+
+
+def _a_string_compared(operator, left: Value, right: Value) -> bool:
+    """``backend == "gpu"`` of a value nothing explains: Python compares a string for equality with
+    anything but an array (an array would compare its elements: a known one is a mask) and gives a bool."""
+    if not isinstance(operator, (cst.Equal, cst.NotEqual)):
+        return False
+    for one, other in ((left, right), (right, left)):
+        if isinstance(one, Const) and isinstance(one.single, str) and other is UNKNOWN:
+            return True
+    return False
 
 
 def _number(value) -> bool:

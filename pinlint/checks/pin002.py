@@ -29,9 +29,16 @@ def _literal_of_changing_values(node, loop) -> bool:
     if not isinstance(data, (cst.List, cst.Tuple)) or not data.elements:
         return False
     changes = Changes()
-    if isinstance(loop, cst.For):
-        changes.target(loop.target)
-    collect_changes(changes, [loop.body])
+    if isinstance(loop, (cst.For, cst.While)):
+        if isinstance(loop, cst.For):
+            changes.target(loop.target)
+        collect_changes(changes, [loop.body])
+    else:
+        # a comprehension: its `for` targets change on each element
+        clause = getattr(loop, "for_in", None)
+        while isinstance(clause, cst.CompFor):
+            changes.target(clause.target)
+            clause = clause.inner_for_in
     changed = changes.bound | changes.mutated_names
     return any(names_read(element.value) & changed for element in data.elements)
 
