@@ -22,7 +22,7 @@ import libcst as cst
 from ..imports import dotted
 from ..model import Event, EventType, IssuedBy, Kind, PendingCopy, Site, TraceStep, first_site, scoped_registration, site_order
 from ..walk import class_body_small, code_nodes, code_parts, small_statements, suite_body, target_names
-from .domain import (ANYTHING, LOADER_PART, UNKNOWN, ClassRef, Const, Device, DeviceSpec, Function, GpuFlag, Host, Instance, Items, Loader, Mapping,
+from .domain import (ANYTHING, EITHER_BOOL, LOADER_PART, UNKNOWN, ClassRef, Const, Device, DeviceSpec, Function, GpuFlag, Host, Instance, Items, Loader, Mapping,
                      ModuleRef, Scalar, Seq, Stream, Super, Tensor, Value, interesting, leaves, map_sites, all_sites,
                      mapping, unknown_host, flatten)
 from . import placement
@@ -794,16 +794,20 @@ def _body_names(fn: Function) -> frozenset:
 def _decides_a_test(fn: Function, env: dict) -> bool:
     """A constant argument that an if of the callee tests (``return_seg=False``): analysing the
     callee with it leaves the arms it rules out aside."""
-    from .domain import ANYTHING
     tested = tested_names(fn.node, fn.module.project.tested_names) | _tested_by_base_init(fn)
-    if any(isinstance(v, Const) and ANYTHING not in v.values and name in tested for name, v in env.items()):
+    if any(_decisive(v) and name in tested for name, v in env.items()):
         return True
     # `if not self.train:` in a method of an object built with `train=True` (a dataset's evaluation-only
     # return, HierSpeech++'s loader, survey 52 BC): the object's constant field decides it
     receiver = _self_name(fn.node) if fn.klass is not None and fn.kind == "method" else None
     obj = env.get(receiver) if receiver else None
     return isinstance(obj, Instance) and receiver in tested and \
-        any(isinstance(v, Const) and ANYTHING not in v.values and name in tested for name, v in obj.fields)
+        any(_decisive(v) and name in tested for name, v in obj.fields)
+
+
+def _decisive(value) -> bool:
+    """A constant that may rule out an arm: not "anything", and not a bool that is either."""
+    return isinstance(value, Const) and ANYTHING not in value.values and value != EITHER_BOOL
 
 
 _TESTED_BY_BASE: dict = {}
