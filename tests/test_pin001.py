@@ -5211,16 +5211,31 @@ def run(device="cuda"):
 """
 
 
+@pytest.mark.parametrize("positional", [False, True])
 @pytest.mark.parametrize("emb", ["self.enc(feats).mean(dim=0)", "feats", "feats.cuda()"])
-def test_a_dataset_that_computes_on_the_gpu_gives_batches_that_may_be_there(emb):
+def test_a_dataset_that_computes_on_the_gpu_gives_batches_that_may_be_there(emb, positional):
     """A dataset whose own methods move data to a device (a speaker encoder run in ``__getitem__``,
     metavoice, survey 56 FC): a field nothing explains may be a CUDA tensor, so its copy is not
     reported; its pageable field still is, but with no ``pin_memory=True`` fix, which would raise
     on a batch holding a CUDA tensor."""
     src = _GPU_DATASET.replace("EMB", emb)
+    if positional:  # `DataLoader(ds, 2)`: the batch size given by position
+        src = src.replace("batch_size=2", "2")
     found = findings(src)
     assert [f.location.row for f in found if f.code == "PIN001"] == [row_of(src, "c = batch")]
     assert all(f.fix is None for f in found)
+
+
+@pytest.mark.parametrize("loader", ["DataLoader(Embedded(device), 2, shuffle=True)",
+                                    "DataLoader(Embedded(device), batch_size=2, sampler=None, batch_sampler=sampler)"])
+def test_a_dataset_that_moves_data_gives_no_fix_whatever_the_loader_says_of_its_batches(loader):
+    """Where the batch is not worked out field by field (a batch sampler), a dataset that moves data to
+    a device still makes its batches maybe-on-the-GPU, with no fix."""
+    src = _GPU_DATASET.replace("EMB", "feats").replace("DataLoader(Embedded(device), batch_size=2)", loader)
+    src = src.replace("def run(device=\"cuda\"):", "def run(device=\"cuda\", sampler=None):")
+    found = findings(src)
+    assert all(f.fix is None for f in found)
+    assert row_of(src, "e = batch") not in [f.location.row for f in found]
 
 
 def test_a_dataset_that_only_converts_dtypes_keeps_its_batches_pageable():

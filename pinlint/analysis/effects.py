@@ -1304,7 +1304,11 @@ def _loader(ev, api: Api, node, receiver, args: Args) -> Value:
         # `pin_memory=args.pin_memory` of a setting nothing here gives: its batches are pinned or not,
         # the loader's own tensors either way (`batch["ids"].pin_memory()` may copy nothing)
         kind, unsure = Kind.PAGEABLE, True
-    site = ev.site(node, kind, "torch", api.name, fix=api.opt("fix") if kind is Kind.PAGEABLE and not unsure else None,
+    # A dataset that moves data to a device in its own methods may hand out CUDA tensors: pinning such a
+    # batch raises, so no `pin_memory=True` fix, and a field nothing here explains may be on the GPU
+    moves = _dataset_moves_to_a_device(ev, args)
+    site = ev.site(node, kind, "torch", api.name,
+                   fix=api.opt("fix") if kind is Kind.PAGEABLE and not unsure and not moves else None,
                    fresh_each_iteration=True, variant=LOADER_BATCH)
     collate = args.keywords.get(api.opt("collate_kw")) if api.opt("collate_kw") else None
     if collate is not None and collate[1] == Const.of(None):
@@ -1314,6 +1318,8 @@ def _loader(ev, api: Api, node, receiver, args: Args) -> Value:
     batch = _collated(ev, node, collate[1], site, args) if collate is not None else None
     if collate is None:
         batch = _default_collated(ev, node, args, site, api)
+    if moves and batch is None:
+        batch = Host(frozenset([site]), "torch", batch=True, maybe_unknown=True)
     if unsure:
         # pinned or not: what its fields are still says what converting one makes (`ids.long()` of an
         # int16 field is a new pageable tensor either way)
@@ -1330,9 +1336,10 @@ def _default_collated(ev, node, args: Args, site, api: Api) -> Optional[Value]:
     loader's ``batch_size`` is a constant: each field a tensor of ``batch_size`` items, of the item's
     size, in the loader's memory (SBGM's `{"img": ..., "label": torch.tensor(season)}`: a 16-element
     label, not a batch of images, survey 50 AL). None where the item says nothing that sizes a field."""
-    if args.star or args.unsure("batch_size") or len(args.positional) > 1 or "batch_sampler" in args.keywords:
+    if args.star or args.unsure("batch_size") or len(args.positional) > 2 or "batch_sampler" in args.keywords:
         return None
-    given = args.keywords.get("batch_size")
+    # `DataLoader(ds, 8)`: the batch size is the second positional argument
+    given = args.keywords.get("batch_size") or (args.positional[1] if len(args.positional) == 2 else None)
     count = 1 if given is None else given[1].single if isinstance(given[1], Const) else None
     if given is not None and given[1] == Const.of(None):
         return None  # no batching: the items as they are (`_hands_items_through`) or unknown
@@ -1346,8 +1353,7 @@ def _default_collated(ev, node, args: Args, site, api: Api) -> Optional[Value]:
         ev.state, ev.emit = state, emit
     item = items.element if isinstance(items, Seq) else None
     moves = _dataset_moves_to_a_device(ev, args)
-    on_device = moves or _device_fields(item)
-    if on_device and site.fix is not None:
+    if _device_fields(item) and site.fix is not None:
         # `pin_memory=True` would raise on a batch holding a CUDA tensor ("cannot pin
         # 'torch.cuda.FloatTensor'"): no fix for any field of this loader
         site = replace(site, fix=None)
