@@ -79,7 +79,6 @@ def narrowed(ev, state, conditions: tuple):
     return arm
 
 
-
 def _facts(test, truth: bool, tables, ev=None) -> Iterator[tuple]:
     if isinstance(test, (cst.Name, cst.Attribute)) and ev is not None:
         # `if not acc.on_gpu:` of a flag known to be a bool, one of two: the arm's
