@@ -3475,34 +3475,3 @@ def test_a_device_named_by_a_string_decides_the_callees_copies(device, reported)
         render({device})
     """
     assert codes(src) == (["PIN007"] if reported else [])
-
-
-@pytest.mark.parametrize("guard, reported", [("if not acc.on_gpu:", False), ("if acc.on_gpu:", True),
-                                             ("if True:", True)])
-def test_a_flag_tested_around_a_loop_decides_the_methods_it_calls(guard, reported):
-    """``self.on_gpu = backend == "gpu"`` is a bool: under ``if not acc.on_gpu:`` the method's own
-    ``if self.on_gpu:`` copy never runs (spyde's CPU branch, survey 56 FE)."""
-    src = f"""
-    import numpy as np
-    import cupy as cp
-    class Acc:
-        def __init__(self, data, backend):
-            self.data = data
-            self.on_gpu = backend == "gpu"
-            self.total = np.zeros(data.shape[1:], dtype=np.int64)
-        def add(self):
-            if self.on_gpu:
-                d = cp.empty(self.data.shape, dtype=self.data.dtype)
-                d.set(self.data)
-            else:
-                self.total += self.data.sum(axis=0)
-    def run(path, backend, reps):
-        data = np.load(path)
-        acc = Acc(data, backend)
-        {guard}
-            for _ in range(reps):
-                acc.add()
-        return acc.total
-    """
-    assert codes(src) == (["PIN007"] if reported else [])
-

@@ -357,7 +357,6 @@ class ClassRef(Value):
     name: str = ""
 
 
-EITHER_BOOL = Const(frozenset([True, False]))  # a bool, one of two (`backend == "gpu"` of a value nothing explains)
 PLACEMENT = "<placement>"  # the field of an object of the checked code saying where a module is (placement.py)
 BUFFER = "<buffer>"        # prefix of the fields holding a module's registered buffers (placement.py)
 LOADER_PART = "<loader>"   # the DataLoader an object of a DataLoader subclass of the checked code is (interproc.py)

@@ -1384,9 +1384,6 @@ def _default_collated(ev, node, args: Args, site, api: Api) -> Optional[Value]:
         if isinstance(value, Device):
             sized.append(site)
             return Device("torch")  # an item the dataset made on the GPU: stacked there
-        if isinstance(value, Tensor):
-            sized.append(site)  # a tensor whose device nothing tells: the batch's field may be on the GPU
-            return replace(generic, maybe_unknown=True)
         number = isinstance(value, Scalar) or isinstance(value, Const) and len(value.values) == 1 and \
             isinstance(value.single, (int, float)) and not isinstance(value.single, bool)
         if not number and moves and not isinstance(value, Host):
@@ -1445,11 +1442,19 @@ def _device_move(node) -> bool:
         return False
     for arg in node.args:
         if arg.keyword is not None and arg.keyword.value == "device":
-            return True
+            return not _names_the_cpu(arg.value)
         if arg.keyword is None and not arg.star:
             text = dotted(arg.value) or (arg.value.value if isinstance(arg.value, cst.SimpleString) else "")
             return "device" in text or "cuda" in text
     return False
+
+
+def _names_the_cpu(expr) -> bool:
+    """``"cpu"`` or ``torch.device("cpu")`` written out."""
+    if isinstance(expr, cst.SimpleString):
+        return expr.evaluated_value == "cpu"
+    return isinstance(expr, cst.Call) and len(expr.args) == 1 and isinstance(expr.args[0].value, cst.SimpleString) \
+        and expr.args[0].value.evaluated_value == "cpu"
 
 
 def _device_fields(item) -> bool:

@@ -15,7 +15,7 @@ import libcst as cst
 
 from ..imports import dotted
 from ..model import Event, EventType, Kind, PendingCopy, Site
-from .domain import (EITHER_BOOL, LABELLED_DATASET, LABELLED_ITEM, ANYTHING, module_stand_in, NDIM_UNKNOWN, ON_GPU, UNKNOWN, Alternatives, ClassRef, Const, Device, DeviceSpec, Function, Host, Instance, Items, Iteration, Loader,
+from .domain import (LABELLED_DATASET, LABELLED_ITEM, ANYTHING, module_stand_in, NDIM_UNKNOWN, ON_GPU, UNKNOWN, Alternatives, ClassRef, Const, Device, DeviceSpec, Function, Host, Instance, Items, Iteration, Loader,
                      GpuFlag, LibraryRef, Mapping, ModuleRef, Scalar, Seq, Stream, Super, Tensor, Value, element_of, flatten, join,
                      is_none, mapping, ordered, scalar_kind, sites_of, upper_bound, varying_in, with_visits)
 from ..walk import code_parts, target_names
@@ -731,10 +731,6 @@ class Evaluator:
                 return ON_GPU
             if compared is UNKNOWN and _elementwise_comparison(operator, operands[0], operands[1]):
                 return self._mask(node, operands)
-            if compared is UNKNOWN and _a_string_compared(operator, operands[0], operands[1]):
-                # `self.on_gpu = backend == "gpu"`: a bool, one of two; an `if` testing it (or its
-                # negation) knows which in each arm (narrowing), also in the methods it calls
-                return EITHER_BOOL
             return compared
         return UNKNOWN
 
@@ -1440,17 +1436,6 @@ def last_stored_item(ev, node: cst.Subscript, base: Value) -> Optional[Value]:
         return None
     return env.get(keys[0])
 
-
-
-def _a_string_compared(operator, left: Value, right: Value) -> bool:
-    """``backend == "gpu"`` of a value nothing explains: Python compares a string for equality with
-    anything but an array (an array would compare its elements: a known one is a mask) and gives a bool."""
-    if not isinstance(operator, (cst.Equal, cst.NotEqual)):
-        return False
-    for one, other in ((left, right), (right, left)):
-        if isinstance(one, Const) and isinstance(one.single, str) and other is UNKNOWN:
-            return True
-    return False
 
 
 def _number(value) -> bool:

@@ -22,7 +22,7 @@ import libcst as cst
 from ..imports import dotted
 from ..model import Event, EventType, IssuedBy, Kind, PendingCopy, Site, TraceStep, first_site, scoped_registration, site_order
 from ..walk import class_body_small, code_nodes, code_parts, small_statements, suite_body, target_names
-from .domain import (ANYTHING, EITHER_BOOL, LOADER_PART, UNKNOWN, ClassRef, Const, Device, DeviceSpec, Function, GpuFlag, Host, Instance, Items, Loader, Mapping,
+from .domain import (ANYTHING, LOADER_PART, UNKNOWN, ClassRef, Const, Device, DeviceSpec, Function, GpuFlag, Host, Instance, Items, Loader, Mapping,
                      ModuleRef, Scalar, Seq, Stream, Super, Tensor, Value, interesting, leaves, map_sites, all_sites,
                      mapping, unknown_host, flatten)
 from . import placement
@@ -806,8 +806,8 @@ def _decides_a_test(fn: Function, env: dict) -> bool:
 
 
 def _decisive(value) -> bool:
-    """A constant that may rule out an arm: not "anything", and not a bool that is either."""
-    return isinstance(value, Const) and ANYTHING not in value.values and value != EITHER_BOOL
+    """A constant that may rule out an arm: not "anything"."""
+    return isinstance(value, Const) and ANYTHING not in value.values
 
 
 _TESTED_BY_BASE: dict = {}

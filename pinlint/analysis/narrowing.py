@@ -20,7 +20,7 @@ import libcst as cst
 
 from ..imports import dotted
 from ..model import Kind
-from .domain import EITHER_BOOL, UNKNOWN, Const, Device, DeviceSpec, Host, Items, Tensor, Unknown, Value, join, unknown_host
+from .domain import UNKNOWN, Const, Device, DeviceSpec, Host, Items, Tensor, Unknown, Value, join, unknown_host
 from .effects import device_of
 from .interproc import kind_value
 
@@ -80,11 +80,6 @@ def narrowed(ev, state, conditions: tuple):
 
 
 def _facts(test, truth: bool, tables, ev=None) -> Iterator[tuple]:
-    if isinstance(test, (cst.Name, cst.Attribute)) and ev is not None:
-        # `if not acc.on_gpu:` of a flag known to be a bool, one of two: the arm's
-        key = dotted(test)
-        if key is not None and ev.state.env.get(key, ev.expr(test) if "." in key else None) == EITHER_BOOL:
-            yield test, ("value", Const.of(truth))
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         yield from _facts(test.expression, not truth, tables, ev)
     elif isinstance(test, cst.BooleanOperation):
