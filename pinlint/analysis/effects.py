@@ -381,14 +381,10 @@ def _alloc(ev, api: Api, node, receiver, args: Args) -> Value:
 def _leading_ones(api: Api, args: Args) -> int:
     """How many leading dimensions of size 1 the shape spells out (``torch.empty([1, max_len, h, d])``,
     ``np.zeros((1, 1, n))``, ``torch.empty(1, n)``): a slice spanning them is still one dense block."""
-    spec = api.arg("shape")
-    if args.star or spec is None and not api.opt("shape_varargs") or _legacy_data(api, args) is not None:
+    if args.star or api.arg("shape") is None and not api.opt("shape_varargs") or _legacy_data(api, args) is not None:
         return 0
-    if api.opt("shape_varargs") and (spec is None or spec.kw not in args.keywords) and len(args.positional) > 1:
-        dims = [v for _, v in args.positional]
-    else:
-        shape = args.value(spec) if spec is not None else None
-        dims = list(shape.items) if isinstance(shape, Items) else []
+    shape = _written_shape(api, args)
+    dims = list(shape.items) if isinstance(shape, Items) else []
     count = 0
     for dim in dims[:-1]:  # (a shape of ones only is one block whatever is sliced)
         if dim != Const.of(1):
@@ -553,10 +549,26 @@ def _shape_info_of(ev, api: Api, receiver: Optional[Value], args: Args) -> tuple
     if legacy is not None:
         # `torch.LongTensor(lengths)`: the data's elements, of the constructor's type
         return _data_shape(ev, legacy, dtype, scalar_items=True)
+    shape = _written_shape(api, args)
+    if shape is None:
+        return None, dtype, None  # np.random.randn(*shape) of a shape nothing here lays out
+    ndim = len(shape.items) if isinstance(shape, Items) else (1 if isinstance(shape, (Const, Scalar)) else None)
+    count = element_count(shape)
+    size = item_size(dtype, ev.tables)
+    widest = size or (widest_item(args.value(dtype_spec), ev.tables) if dtype_spec is not None and
+                      args.present(dtype_spec) else None)  # one of several dtypes (a parametrized test's)
+    return (count * size if count is not None and size else None), dtype, ndim, \
+        size_bound(count if count is not None else element_bound(shape), widest)
+
+
+def _written_shape(api: Api, args: Args) -> Optional[Value]:
+    """The shape an allocation is given, as the call writes it (an Items of dimensions, one number, or
+    unknown); None where a spread (`randn(*shape)`) hides it. For an API with a shape argument."""
+    shape_spec = api.arg("shape")
     shape = args.value(shape_spec, Const.of(shape_spec.default) if shape_spec is not None and
                        shape_spec.default is not None else UNKNOWN)
     if api.opt("shape_varargs") and args.star:
-        return None, dtype, None  # np.random.randn(*shape) of a shape nothing here lays out
+        return None
     if api.opt("shape_last") and shape_spec.kw not in args.keywords:
         # torch.randint(high, size) and (low, high, size): the size is the last positional argument.
         shape = args.positional[-1][1] if len(args.positional) >= 2 and not args.star else UNKNOWN
@@ -567,13 +579,7 @@ def _shape_info_of(ev, api: Api, receiver: Optional[Value], args: Args) -> tuple
         # np.eye(n) is n by n; np.eye(n, m) n by m (M=None: square)
         columns = args.value(api.arg("columns"), Const.of(None)) if api.arg("columns") is not None else Const.of(None)
         shape = Items((shape, shape if columns == Const.of(None) else columns))
-    ndim = len(shape.items) if isinstance(shape, Items) else (1 if isinstance(shape, (Const, Scalar)) else None)
-    count = element_count(shape)
-    size = item_size(dtype, ev.tables)
-    widest = size or (widest_item(args.value(dtype_spec), ev.tables) if dtype_spec is not None and
-                      args.present(dtype_spec) else None)  # one of several dtypes (a parametrized test's)
-    return (count * size if count is not None and size else None), dtype, ndim, \
-        size_bound(count if count is not None else element_bound(shape), widest)
+    return shape
 
 
 def _padded(source: Value, width: Value) -> tuple:
@@ -1317,7 +1323,7 @@ def _loader(ev, api: Api, node, receiver, args: Args) -> Value:
         return Loader(site, _items_as_they_are(ev, node, args))
     batch = _collated(ev, node, collate[1], site, args) if collate is not None else None
     if collate is None:
-        batch = _default_collated(ev, node, args, site, api)
+        batch = _default_collated(ev, node, args, site, api, moves)
     if moves and batch is None:
         batch = Host(frozenset([site]), "torch", batch=True, maybe_unknown=True)
     if unsure:
@@ -1330,7 +1336,7 @@ def _loader(ev, api: Api, node, receiver, args: Args) -> Value:
     return Loader(site, batch)
 
 
-def _default_collated(ev, node, args: Args, site, api: Api) -> Optional[Value]:
+def _default_collated(ev, node, args: Args, site, api: Api, moves: bool) -> Optional[Value]:
     """A batch of the default collate function, field by field, where the dataset of the checked
     code says what an item holds (a dict or tuple of tensors, arrays and Python numbers) and the
     loader's ``batch_size`` is a constant: each field a tensor of ``batch_size`` items, of the item's
@@ -1352,7 +1358,6 @@ def _default_collated(ev, node, args: Args, site, api: Api) -> Optional[Value]:
     finally:
         ev.state, ev.emit = state, emit
     item = items.element if isinstance(items, Seq) else None
-    moves = _dataset_moves_to_a_device(ev, args)
     if _device_fields(item) and site.fix is not None:
         # `pin_memory=True` would raise on a batch holding a CUDA tensor ("cannot pin
         # 'torch.cuda.FloatTensor'"): no fix for any field of this loader
@@ -1408,7 +1413,10 @@ def _default_collated(ev, node, args: Args, site, api: Api) -> Optional[Value]:
     return batch if sized else None
 
 
-_MOVES: dict = {}
+def _dataset_argument(args: Args) -> Value:
+    """The dataset a ``DataLoader(...)`` call is given (first positional, or ``dataset=``)."""
+    return args.positional[0][1] if args.positional else \
+        (args.keywords["dataset"][1] if "dataset" in args.keywords else UNKNOWN)
 
 
 def _dataset_moves_to_a_device(ev, args: Args) -> bool:
@@ -1416,17 +1424,17 @@ def _dataset_moves_to_a_device(ev, args: Args) -> bool:
     device in its own methods (``x.cuda()``, ``x.to(self.device)``, ``x.to(device="cuda")``; not a
     ``.to(torch.float32)``): its items' fields that nothing explains may then be CUDA tensors
     (metavoice's speaker embedding, computed on the GPU in ``__getitem__``, survey 56 FC)."""
-    dataset = args.positional[0][1] if args.positional else \
-        (args.keywords["dataset"][1] if "dataset" in args.keywords else UNKNOWN)
+    dataset = _dataset_argument(args)
     if not isinstance(dataset, Instance):
         return False
-    info = ev.module.project.class_info(dataset.klass)
+    project = ev.module.project
+    info = project.class_info(dataset.klass)
     if info is None:
         return False
     for owner in info.mro():
-        found = _MOVES.get(owner.cls.node)
+        found = project.moving_classes.get(owner.cls.node)
         if found is None:
-            found = _MOVES[owner.cls.node] = any(_device_move(node) for node in code_nodes(owner.cls.node))
+            found = project.moving_classes[owner.cls.node] = any(_device_move(node) for node in code_nodes(owner.cls.node))
         if found:
             return True
     return False
@@ -1499,8 +1507,7 @@ def _dataset_items(ev, node, args: Args) -> Value:
     """What the collate function is given: the items of a dataset of the checked code (its
     ``__getitem__``'s value) or of a library dataset the tables describe (``labelled-dataset``),
     one at a time with ``batch_size=None``, else a list of them."""
-    dataset = args.positional[0][1] if args.positional else \
-        (args.keywords["dataset"][1] if "dataset" in args.keywords else UNKNOWN)
+    dataset = _dataset_argument(args)
     if isinstance(dataset, Alternatives):
         # one loader built over each of several datasets (VideoMamba's image and video sets, survey 52
         # BI): an item of any of them

@@ -724,7 +724,6 @@ def _leaves_an_undecided_device(outcome: Outcome) -> bool:
 
 
 _DEVICE_NAME = re.compile(r"(cuda|cpu)(:\d+)?\Z")
-_DEVICE_PARAMS: dict = {}
 
 
 def _names_a_device(fn: Function, env: dict, baseline: Optional[Outcome]) -> bool:
@@ -742,7 +741,8 @@ def _names_a_device(fn: Function, env: dict, baseline: Optional[Outcome]) -> boo
 def _device_parameters(fn: Function) -> frozenset:
     """The names the function's body moves data to: ``.to(name)``, ``.to(device=name)``, ``.cuda(name)``,
     or passes as ``device=name``."""
-    found = _DEVICE_PARAMS.get(fn.node)
+    cache = fn.module.project.device_parameters
+    found = cache.get(fn.node)
     if found is None:
         names = set()
         for node in code_nodes(fn.node.body):
@@ -755,7 +755,7 @@ def _device_parameters(fn: Function) -> frozenset:
                 if arg.keyword is not None and arg.keyword.value == "device" or \
                         arg.keyword is None and index == 0 and method in ("to", "cuda"):
                     names.add(arg.value.value)
-        found = _DEVICE_PARAMS[fn.node] = frozenset(names)
+        found = cache[fn.node] = frozenset(names)
     return found
 
 

@@ -385,6 +385,8 @@ class Project:
         self.module_calls: dict = {}       # ModuleContext -> its calls of bare names (callers.py)
         self.caller_sizes: dict = {}       # function node -> integers its module's calls give it (callers.py)
         self.while_counters: dict = {}     # while loop node -> the names it steps on every pass (evaluator)
+        self.device_parameters: dict = {}  # function node -> names its body moves data to (interproc)
+        self.moving_classes: dict = {}     # class node -> whether its methods move data to a device (effects)
         self.module_classes: dict = {}     # ClassRef -> whether its objects keep registered buffers (placement)
         self.walked_parameters: dict = {}  # function node -> parameters a for loop of its body walks (interproc)
         self.called_methods: dict = {}   # function node -> {receiver as written (`p`, `self.f`): names of methods called on it}

@@ -595,15 +595,28 @@ def _note_keys(ev, loop, iterable) -> None:
     the body is the entry of that key as the loop found it, though the body replaces the entries
     one by one (``d[key] = d[key].cuda(non_blocking=True)``, PointNeXt): a key comes once, so what
     the loop stored under the earlier keys is never what it reads."""
-    container = iterable.func.value if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Attribute) \
-        and iterable.func.attr.value == "keys" and not iterable.args else iterable
+    container = _dict_of_method(iterable, "keys") or iterable
     name = dotted(container)
-    found = ev.lookup(name) if name is not None else None
+    found = _known_entries(ev, name)
     marker = KEY_OF + iter_key(loop)
-    if isinstance(found, Mapping) and found.entries and found.rest is None:
+    if found is not None:
         ev.state.env[marker] = Items((Const.of(name), found, Const.of(loop)))
     else:
         ev.state.env.pop(marker, None)
+
+
+def _dict_of_method(call, method: str):
+    """``d`` of ``d.keys()`` / ``d.items()`` (the method named), else None."""
+    if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value == method \
+            and not call.args:
+        return call.func.value
+    return None
+
+
+def _known_entries(ev, name: Optional[str]) -> Optional[Mapping]:
+    """The dict ``name`` holds where every entry is known (no key nothing here gives)."""
+    found = ev.lookup(name) if name is not None else None
+    return found if isinstance(found, Mapping) and found.entries and found.rest is None else None
 
 
 def keyed_entry(ev, node: cst.Subscript) -> Optional[Value]:
@@ -639,13 +652,9 @@ def _note_pairs(ev, target, loop) -> None:
     if not (isinstance(target, cst.Tuple) and len(target.elements) == 2 and
             all(isinstance(e.value, cst.Name) for e in target.elements)):
         return
-    iterable = loop.iter
-    if not (isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Attribute) and
-            iterable.func.attr.value == "items" and not iterable.args):
-        return
-    name = dotted(iterable.func.value)
-    found = ev.lookup(name) if name is not None else None
-    if isinstance(found, Mapping) and found.entries and found.rest is None and not found.optional:
+    container = _dict_of_method(loop.iter, "items")
+    found = _known_entries(ev, dotted(container)) if container is not None else None
+    if found is not None and not found.optional:
         key, value = (e.value.value for e in target.elements)
         ev.state.env[PAIR_OF + key] = Items((Const.of(value), found))
         ev.state.env[PAIRED + value] = Const.of(key)

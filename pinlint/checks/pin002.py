@@ -8,7 +8,7 @@ import libcst as cst
 
 from ..analysis import FileFacts
 from ..analysis.effects import LOADER_BATCH
-from ..analysis.invariance import Changes, arithmetic_names, collect_changes, names_read, stepped_names
+from ..analysis.invariance import Changes, arithmetic_names, collect_changes, loop_changes, names_read, stepped_names
 from ..model import EventType, first_site, scoped_registration, site_order
 from ..walk import code_nodes, code_parts, target_names
 from ..fixers import hoist_allocation
@@ -28,13 +28,11 @@ def _literal_of_changing_values(node, loop) -> bool:
     data = node.args[0].value
     if not isinstance(data, (cst.List, cst.Tuple)) or not data.elements:
         return False
-    changes = Changes()
     if isinstance(loop, (cst.For, cst.While)):
-        if isinstance(loop, cst.For):
-            changes.target(loop.target)
-        collect_changes(changes, [loop.body])
+        changes = loop_changes(loop)
     else:
         # a comprehension: its `for` targets change on each element
+        changes = Changes()
         clause = getattr(loop, "for_in", None)
         while isinstance(clause, cst.CompFor):
             changes.target(clause.target)
