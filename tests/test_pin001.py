@@ -5162,15 +5162,38 @@ def train(dev):
     assert rows(src, "PIN001") == [row_of(src, "x.to(dev")]
 
 
-def test_dataloader_subclass_forwarding_unknown_keywords_proves_nothing():
-    """``super().__init__(*args, **kwargs)``: pin_memory may be among them (the pinned call is quiet)."""
+@pytest.mark.parametrize("signature, forward", [
+    ("*args, **kwargs", "*args, **kwargs"),
+    ("dataset, **kwargs", "dataset, **kwargs"),
+    ("dataset, batch_size, **kwargs", "dataset, batch_size=batch_size, **kwargs"),
+])
+@pytest.mark.parametrize("pinned", [False, True])
+def test_dataloader_subclass_forwarding_its_arguments_is_the_loader_each_construction_makes(
+        signature, forward, pinned):
+    """``super().__init__(*args, **kwargs)``: the loader is made of what each construction gives, so
+    ``pin_memory=True`` there pins the batches and its absence leaves them pageable (the usual
+    DataLoader subclass; before, the forwarded mapping was unknown and both were quiet)."""
+    src = _LOADER_DATASET + f"""
+class LoaderX(DataLoader):
+    def __init__(self, {signature}):
+        super().__init__({forward})
+
+def train(dev):
+    for batch in LoaderX(Clips(), batch_size=4{", pin_memory=True" if pinned else ""}):
+        batch.to(dev, non_blocking=True)
+"""
+    assert codes(src) == ([] if pinned else ["PIN001"])
+
+
+def test_dataloader_subclass_forwarding_an_unknown_mapping_proves_nothing():
+    """A construction that itself passes ``**options`` of unknown keys may pass ``pin_memory=True``."""
     src = _LOADER_DATASET + """
 class LoaderX(DataLoader):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
 
-def train(dev):
-    for batch in LoaderX(Clips(), batch_size=4, pin_memory=True):
+def train(dev, options):
+    for batch in LoaderX(Clips(), batch_size=4, **options):
         batch.to(dev, non_blocking=True)
 """
     assert codes(src) == []

@@ -510,6 +510,8 @@ def _invoke(ev, fn: Function, env: dict, node) -> Optional[Outcome]:
         contextual = True
     if not contextual and _names_a_device(fn, env, baseline):
         contextual = True  # `render("cuda")` into `x.to(device)`: with the device named, the copy is one
+    if not contextual and _makes_a_library_loader(ev, fn):
+        contextual = True  # `super().__init__(dataset, **kwargs)`: the loader is made of what the call gives
     if not contextual and _looks_up_numbers(env, baseline):
         contextual = True
     if not contextual and any(isinstance(env.get(name), Instance) for name in _returned_parameters(fn)):
@@ -736,6 +738,23 @@ def _names_a_device(fn: Function, env: dict, baseline: Optional[Outcome]) -> boo
     named = [name for name, v in env.items() if isinstance(v, Const) and isinstance(v.single, str) and
              _DEVICE_NAME.match(v.single)]
     return bool(named) and bool(set(named) & _device_parameters(fn))
+
+
+def _makes_a_library_loader(ev, fn: Function) -> bool:
+    """The ``__init__`` of a DataLoader subclass of the checked code: the library's loader it makes
+    (``super().__init__(dataset, *args, **kwargs)``) takes its batch size, collate function and
+    ``pin_memory`` from what each construction gives, which the analysis for callers at large leaves
+    unknown (a mapping of unknown keys). One analysis per construction."""
+    if fn.klass is None or fn.node.name.value != "__init__":
+        return False
+    info = ev.module.project.class_info(fn.klass)
+    if info is None:
+        return False
+    for base in info.library_classes():
+        api = ev.tables.functions.get(base)
+        if api is not None and api.effect == "loader":
+            return True
+    return False
 
 
 def _device_parameters(fn: Function) -> frozenset:
