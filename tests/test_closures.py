@@ -165,3 +165,65 @@ def test_a_lambda_kept_in_a_name_reads_its_variables_when_it_runs():
             f()
         """)
     assert rows(src, "PIN001") == []
+
+
+_FACTORY = """
+import numpy as np
+import torch
+
+
+def make_preprocessor(device):
+    return lambda frame: {body}
+
+
+def run():
+    prep = make_preprocessor(torch.device("cuda"))
+    frame = np.random.rand(4, 84, 84)
+    for _ in range(100):
+        state = prep(frame)
+        print(state.shape)
+"""
+
+
+@pytest.mark.parametrize("body, where", [
+    # a new pageable tensor it makes itself, copied asynchronously: its own finding, as in a `def`
+    ("torch.tensor(frame).float().to(device, non_blocking=True)", "return lambda"),
+    # what it is given: the call that passes the pageable frame, where the evidence meets
+    ("torch.from_numpy(frame).to(device, non_blocking=True)", "state = prep(frame)"),
+    ("torch.tensor(frame, pin_memory=True).to(device, non_blocking=True)", None),
+    ("torch.tensor(frame).to(device)", None),
+])
+def test_a_returned_lambda_is_analysed_as_a_function_of_its_own(body, where):
+    """A factory returns a lambda that is called per step (ReAgent's observation preprocessor, survey
+    56 FB): the copy of memory the lambda allocates is reported in the lambda, as for a nested ``def``
+    (the calls' analyses leave a callee's own buffers to it, and a lambda had no analysis of its own)."""
+    src = _FACTORY.format(body=body)
+    assert rows(src, "PIN001") == ([row_of(src, where)] if where else [])
+
+
+def test_two_lambdas_of_one_function_each_report_their_own_copy_and_their_fix_is_not_safe():
+    """Both are ``f.<locals>.<lambda>``: a fix cannot look the scope of a site up by that name, so it is
+    offered as unsafe, never safe on the other lambda's facts."""
+    src = """
+import torch
+
+
+def f(dev):
+    a = lambda x: torch.tensor(x).to(dev, non_blocking=True)
+    b = lambda y: torch.tensor(y * 2).to(dev, non_blocking=True)
+    return a, b
+"""
+    found = helpers.findings(src)
+    assert sorted(f.location.row for f in found if f.code == "PIN001") == [row_of(src, "a = lambda"),
+                                                                           row_of(src, "b = lambda")]
+    assert all(f.fix is None or f.fix.applicability != "safe" for f in found)
+
+
+def test_a_module_level_lambda_that_only_names_other_things_is_not_analysed_alone():
+    src = """
+import torch
+
+key = lambda item: len(item)
+pick = lambda d, dev: d.to(dev, non_blocking=True)
+"""
+    assert codes(src) == []

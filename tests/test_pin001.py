@@ -5362,3 +5362,37 @@ def fetch(n):
     return {view}.cuda(non_blocking=True)
 """
     assert ("PIN001" in codes(src)) == reported
+
+
+@pytest.mark.parametrize("imports, base, reported", [
+    ("from transformers import PreTrainedModel", "PreTrainedModel", True),
+    ("import transformers", "transformers.modeling_utils.PreTrainedModel", True),
+    ("import pytorch_lightning as pl", "pl.LightningModule", True),
+    ("import lightning as L", "L.LightningModule", True),
+    ("from torch import nn", "nn.Sequential", True),
+    ("from somewhere import Model", "Model", False),  # nothing says calling it runs `forward`
+])
+def test_calling_a_model_built_on_a_library_module_class_runs_its_forward(imports, base, reported):
+    """A Hugging Face or Lightning model is a ``torch.nn.Module`` (python.toml's `library_class_bases`):
+    ``model(x)`` runs the subclass's ``forward``, and ``model.to("cuda")`` hands the model back
+    (survey 57 GD: bionemo's AMPLIFY keeps a pageable rotary table it uploads in ``forward``)."""
+    src = f"""
+import torch
+{imports}
+
+
+class Encoder({base}):
+    def __init__(self):
+        super().__init__()
+        self.table = torch.randn(4096, 64)
+
+    def forward(self, ids):
+        self.table = self.table.to(ids.device, non_blocking=True)
+        return self.table[: ids.shape[1]]
+
+
+def run():
+    model = Encoder().to("cuda")
+    return model(torch.zeros(1, 16, dtype=torch.long, device="cuda"))
+"""
+    assert rows(src, "PIN001") == ([row_of(src, "return model(")] if reported else [])

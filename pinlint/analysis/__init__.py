@@ -29,6 +29,7 @@ from .dtypes import canonical_dtype
 from .facts import FileFacts, ScopeFacts
 from .inert import Screen
 from .interproc import function_value
+from ..walk import LAMBDA_STAND_IN
 from .project import MAX_SOLVES, SOLVES_PER_FUNCTION, ModuleContext, ModuleInfo, Project
 
 
@@ -47,20 +48,35 @@ def analyze(module: cst.Module, tables: Optional[Tables] = None, imports=None, p
     scopes = [ScopeFacts("<module>", module, list(project.module_scope(ctx).events))]
     screen = Screen(ctx) if project.screen else None
     for fn in functions:
-        if screen is not None and screen.skippable(fn):
+        if screen is not None and (screen.skippable(fn) or fn.node.name.value == LAMBDA_STAND_IN and
+                                   not screen.lambda_relevant(fn)):
             # Names nothing that can make an event: no finding of its own (``inert``), and its
             # analysis in a caller's context is made when that caller's needs it.
             scopes.append(ScopeFacts(fn.name, fn.node, []))
             continue
         outcome = project.baseline(fn)
         scopes.append(ScopeFacts(fn.name, fn.node, list(outcome.events) if outcome is not None else []))
+    _unique_lambda_scopes(scopes)
     # Kept by the project as graphs are built: merging every graph here made each file's check cost
     # grow with the number of functions analysed before it.
     return FileFacts(module, scopes, project, ctx, project.loop_branch_depth)
 
 
+def _unique_lambda_scopes(scopes: list) -> None:
+    """Two lambdas of one function share its name (``f.<locals>.<lambda>``), and so do the sites
+    allocated in them: a fix looking up the scope of such a site by name could read the other
+    lambda's uses. Their scopes are renamed so that no site finds them (a fix there is unsafe)."""
+    counts: dict = {}
+    for scope in scopes:
+        counts[scope.name] = counts.get(scope.name, 0) + 1
+    for index, scope in enumerate(scopes):
+        if counts[scope.name] > 1 and scope.name.endswith("<lambda>"):
+            scope.name = f"{scope.name}#{index}"
+
+
 def functions_of(ctx: ModuleContext) -> Iterator[Function]:
     """Every function of a module, methods and nested functions included, depth first."""
+    yield from _lambdas_in_block(ctx, ctx.info.module.body, "<module>")
     yield from _functions_in_block(ctx, ctx.info.module.body, "<module>", "")
 
 
@@ -70,6 +86,7 @@ def _functions_in_block(ctx: ModuleContext, body, scope: str, class_prefix: str)
         if isinstance(node, cst.FunctionDef):
             fn = ctx.function_value(node, scope)
             yield fn
+            yield from _lambdas_in_block(ctx, suite_body(node.body), fn.name)
             yield from _functions_in_block(ctx, suite_body(node.body), fn.name, "")
         elif isinstance(node, cst.ClassDef):
             prefix = (f"{scope}.<locals>." if scope != "<module>" else "") + class_prefix
@@ -80,6 +97,7 @@ def _functions_in_block(ctx: ModuleContext, body, scope: str, class_prefix: str)
                     continue
                 fn = function_value(member)
                 yield fn
+                yield from _lambdas_in_block(ctx, suite_body(member.node.body), fn.name)
                 yield from _functions_in_block(ctx, suite_body(member.node.body), fn.name, "")
                 if member.kind == "property" and member.setter is not None:
                     # `@x.setter def x(self, v)`: a body of its own (ChI-SOM's codebook upload, survey 34)
@@ -92,6 +110,26 @@ def _functions_in_block(ctx: ModuleContext, body, scope: str, class_prefix: str)
         elif not isinstance(node, cst.SimpleStatementLine):
             for block in child_blocks(node):
                 yield from _functions_in_block(ctx, block, scope, class_prefix)
+
+
+def _lambdas_in_block(ctx: ModuleContext, body, scope: str) -> Iterator[Function]:
+    """The lambdas written in a body (not in its nested definitions) that call something: each is a
+    function of its own, analysed as a nested ``def`` is, with what it captures unknown (a lambda
+    returned by a factory and called per step, ``lambda f: torch.tensor(f).to(dev, non_blocking=True)``,
+    copies memory it makes itself: its calls' analyses leave that to it, as they do for a ``def``)."""
+    from ..walk import code_parts
+    from .evaluator import _calls_something
+    todo = [node for node in reversed(body) if not isinstance(node, (cst.FunctionDef, cst.ClassDef))]
+    while todo:
+        item = todo.pop()
+        kind = type(item)
+        if kind is cst.FunctionDef or kind is cst.ClassDef:
+            continue
+        if kind is cst.Lambda:
+            if _calls_something(item.body):
+                yield ctx.lambda_value(item, scope)
+            continue  # a lambda in a lambda sees the outer one's parameters: left to its calls
+        todo.extend(reversed(code_parts(item)))
 
 
 __all__ = ["FileFacts", "ModuleContext", "ModuleInfo", "Project", "ScopeFacts", "analyze", "canonical_dtype",

@@ -260,6 +260,11 @@ class Screen:
         return not self.relevant(*self.class_scan(klass)) and \
             not self.relevant(*self._scan(fn.node, allow_super=True))
 
+    def lambda_relevant(self, fn) -> bool:
+        """Whether a lambda analysed on its own (``analyze``) names anything that can make an event.
+        What it captures is unknown there, so unlike a nested ``def`` it is screened."""
+        return self.relevant(*self._scan(fn.node, allow_super=False))
+
     def _top_classes(self) -> frozenset:
         if self._classes is None:
             self._classes = frozenset(node for entries in self._module_bindings().values()

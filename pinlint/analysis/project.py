@@ -101,8 +101,13 @@ class ClassInfo:
     _mro: Optional[list] = field(default=None, repr=False)
 
     def library_classes(self) -> frozenset:
-        """The library classes it derives from, through its bases of the checked code too."""
-        return frozenset(base for info in self.mro() for base in info.library_bases)
+        """The library classes it derives from, through its bases of the checked code too, and the
+        library classes those derive from where the tables say (``transformers.PreTrainedModel`` is a
+        ``torch.nn.Module``: calling the model runs its ``forward``)."""
+        found = frozenset(base for info in self.mro() for base in info.library_bases)
+        implied = self.project.tables.python.get("library_class_bases", {}) if self.project is not None else {}
+        more = [parent for base in found for parent in implied.get(base, ())]
+        return found | frozenset(more) if more else found
 
     def only_checked_code(self) -> bool:
         """Every class it derives from is a class of the checked code (or ``object``): its objects are
@@ -1014,7 +1019,8 @@ class Project:
                 continue
             foreign = foreign or not (isinstance(base.value, cst.Name) and base.value.value == "object")
             qualified = ctx.imports.qualify(base.value) if isinstance(base.value, (cst.Name, cst.Attribute)) else None
-            if qualified and self.tables.library_of(qualified) is not None:
+            if qualified and (self.tables.library_of(qualified) is not None or
+                              qualified in self.tables.python.get("library_class_bases", {})):
                 library_bases.append(qualified)
             if _is_record_base(ctx, base.value):
                 fields = fields or []
