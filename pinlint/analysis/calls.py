@@ -21,7 +21,7 @@ from ..apitables import ArgSpec
 from ..imports import dotted
 from ..walk import code_nodes
 from ..model import EventType, Kind
-from . import effects, interproc, placement
+from . import doubles, effects, interproc, placement
 from .domain import (LOADER_PART, UNKNOWN, Alternatives, ClassRef, Const, Device, DeviceSpec, Function, Host, Instance, Items, Iteration, Loader, Mapping,
                      LibraryRef, ModuleRef, Obj, RecordType, Scalar, Seq, Stream, Super, Tensor, Value, add_element, appended, element_of, iterated_as_views, join,
                      flatten, is_none, mapping, merged, numeric_const, ordered, rebuild, scalar_kind, unknown_host, varying_in)
@@ -161,6 +161,10 @@ class Calls:
         if ev.is_import_path(func):
             return self._qualified_call(node, func)
         if isinstance(func, cst.Attribute):
+            if _fixture_rooted(func):
+                names = doubles.fixture_patched_names(node)
+                if names:
+                    doubles.with_names(ev.state.env, names)  # `mocker.patch.object(enc, "encode")`
             receiver = ev.expr(func.value)
             return self.method_call(receiver, func.attr.value, node, func.value)
         if isinstance(func, cst.Name) and func.value in _BUILTINS and ev.lookup(func.value) is None and \
@@ -1291,6 +1295,14 @@ def _callables(value: Value) -> bool:
 def _has_call(value: Value) -> bool:
     info = value.klass.module.project.class_info(value.klass) if isinstance(value, Instance) else None
     return info is not None and info.lookup("__call__", record=False) is not None
+
+
+def _fixture_rooted(func: cst.Attribute) -> bool:
+    """``mocker.…`` or ``monkeypatch.…``: a call of one of pytest's patching fixtures (doubles.py)."""
+    root = func.value
+    while isinstance(root, cst.Attribute):
+        root = root.value
+    return isinstance(root, cst.Name) and root.value in ("mocker", "monkeypatch")
 
 
 def _spelled_out(value: Value) -> bool:

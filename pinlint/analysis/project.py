@@ -720,6 +720,11 @@ class Project:
         evaluator = Evaluator(ctx, scope, invocation)
         state = State(dict(env), pending)
         state.env[STREAM] = stream
+        if isinstance(node, cst.FunctionDef) and node.decorators:
+            from .doubles import decorated_patches, with_names
+            patched = decorated_patches(ctx, node)
+            if patched:
+                with_names(state.env, patched)  # `@patch.object(Encoder, "encode")` on a test
         events, exit_state = solve(self.graph(node), evaluator, state)
         self.last_yielded = evaluator.yielded
         return events, exit_state

@@ -17,6 +17,7 @@ import libcst as cst
 from ..imports import dotted
 from ..model import EventType
 from ..walk import code_nodes, has_own_continue, suite_body
+from . import doubles
 from .placement import unplaced
 from .domain import (with_visits, UNKNOWN, Const, Context, Obj, Function, Device, Host, Instance, Items, Mapping, Seq, Stream, Tensor, Value,
                      add_element, element_of, iterated_as_views, join, merged, rebuild, varying_in)
@@ -754,6 +755,8 @@ def _enter(ev, element) -> None:
     env = ev.state.env
     value = ev.expr(item.item)
     prefix = f"$with:{id(with_node)}:{index}:"
+    if isinstance(item.item, cst.Call):
+        _enter_double(ev, item.item, prefix)
     if isinstance(value, Stream):
         value = Context(stream=value)
     if isinstance(value, Context):
@@ -773,11 +776,38 @@ def _enter(ev, element) -> None:
         assign(ev, item.asname.name, entered)
 
 
+def _enter_double(ev, call: cst.Call, prefix: str) -> None:
+    """``with patch.object(obj, "encode"):`` / ``with pytest.raises(E):``: recorded for the block
+    (doubles.py), with what held before, which the exit puts back."""
+    env = ev.state.env
+    names = doubles.patched_names(ev.module, call)
+    if names:
+        env[prefix + "patched"] = env.get(doubles.PATCHED, _NOTHING)
+        doubles.with_names(env, names)
+    elif doubles.expects_failure(ev.module, call):
+        env[prefix + "raising"] = env.get(doubles.RAISING, _NOTHING)
+        env[doubles.RAISING] = Const.of(True)
+
+
+_NOTHING = Const.of("$unset")
+
+
+def _exit_double(env: dict, prefix: str) -> None:
+    for saved, key in ((prefix + "patched", doubles.PATCHED), (prefix + "raising", doubles.RAISING)):
+        if saved in env:
+            before = env.pop(saved)
+            if before == _NOTHING:
+                env.pop(key, None)
+            else:
+                env[key] = before
+
+
 def _exit(ev, element) -> None:
     with_node = element.node
     env = ev.state.env
     for index in reversed(range(len(with_node.items))):
         prefix = f"$with:{id(with_node)}:{index}:"
+        _exit_double(env, prefix)
         context = env.pop(prefix + "context", None)
         if not isinstance(context, Context):
             continue  # entered on one path only, or joined with something else: nothing to undo
