@@ -70,9 +70,19 @@ def _async_uses_are_synchronized(site: Site, fx: FixContext) -> bool:
     return not scope.unsynchronized_uses(site)
 
 
+def _pinned_anew_for_each_copy(site: Site, copy: Event) -> bool:
+    """The buffer is allocated inside a loop that also runs the copy: a new one each time round."""
+    return bool(site.loops) and site.loops[-1] in copy.loops
+
+
 def pin_allocation(site: Site, copy: Event, fx: FixContext) -> Optional[Plan]:
     call = site.node
     if not isinstance(call, cst.Call) or site.fix is None:
+        return None
+    if _pinned_anew_for_each_copy(site, copy):
+        # Allocated in the loop that copies it: pinned there, it would be a pinned allocation per
+        # iteration (PIN002's finding; a raw twin page-locks new memory for each copy, which costs
+        # more than the pageable copy it speeds up, PIN008's figures). Hoisting it is the user's call.
         return None
     safe = _async_uses_are_synchronized(site, fx)
     applicability = SAFE if safe else UNSAFE

@@ -59,6 +59,40 @@ def test_safe_mode_leaves_unsafe_fixes_alone():
     assert outcome.result.findings[0].fix.applicability == "unsafe"
 
 
+_PER_COPY = """
+import numpy as np
+{imports}
+
+
+def run(frames, d_in, stream, n):
+    {setup}
+    for f in frames:
+        h = np.empty(f.size, dtype=np.float32)
+        h[:] = f.ravel()
+        {copy}
+        stream.synchronize()
+"""
+
+
+@pytest.mark.parametrize("imports, setup, copy", [
+    ("import pycuda.autoinit\nimport pycuda.driver as drv", "pass", "drv.memcpy_htod_async(d_in, h, stream)"),
+    ("from numba import cuda", "stream = cuda.stream()", "cuda.to_device(h, stream=stream)"),
+    ("import cupy as cp\nimport cupyx", "stream = cp.cuda.Stream(non_blocking=True); d_in = cp.empty(n)",
+     "d_in.set(h, stream=stream)"),
+])
+def test_a_buffer_allocated_anew_for_each_copy_gets_no_pinning_fix(imports, setup, copy):
+    """PIN001's fix of an allocation in the loop that copies it (survey 57 GA: the fix pinned a frame
+    buffer made per batch) would make a pinned allocation per iteration, PIN002's finding (and a raw
+    twin page-locks new memory for each copy): none is offered, even unsafe."""
+    text = _PER_COPY.format(imports=imports, setup=setup, copy=copy)
+    settings = Settings(pin001_min_bytes=0)
+    assert [f.code for f in lint_text(text, "t.py", settings).findings] == ["PIN001"]
+    assert fix_text(text, "t.py", settings, unsafe=True).text == text
+    hoisted = text.replace("    for f in frames:\n        h = np.empty(f.size, dtype=np.float32)",
+                           "    h = np.empty(n, dtype=np.float32)\n    for f in frames:")
+    assert fix_text(hoisted, "t.py", settings, unsafe=True).text != hoisted  # made once: pinned by the fix
+
+
 # ------------------------------------------------------------------ properties over every known program
 def _programs():
     for path in fixture_files():
