@@ -473,8 +473,9 @@ def _relocate(finding: Finding, program: Program) -> Finding:
         at_cell, at_row = program.locate(int(match.group(2)))
         return f"{match.group(1)}cell {at_cell + 1} line {at_row}"
 
-    # "at line 12" and a trace's "via `f` (line 12)": lines of the joined program, said in cells.
-    message = re.sub(r"(at |\()line (\d+)", cell_line, finding.message)
+    # "at line 12", a SyntaxError's "on line 12" and a trace's "via `f` (line 12)": lines of the joined
+    # program, said in cells.
+    message = re.sub(r"(at |on |\()line (\d+)", cell_line, finding.message)
     return replace(finding, message=message, location=Location(row, finding.location.column),
                    end_location=Location(end_row, finding.end_location.column), related=related, trace=trace,
                    cell=cell + 1, fix=fix)

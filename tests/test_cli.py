@@ -550,3 +550,16 @@ def test_pathologically_nested_file_does_not_crash_the_run(tmp_path):
     proc = pinlint(tmp_path, "check", ".", timeout=60)
     assert proc.returncode in (1, 2), proc.returncode
     assert ("b_bad.py", "PIN001") in [(l["path"], l["code"]) for l in lines_of(proc.stdout)]
+
+
+def test_python_m_pinlint_in_a_project_with_a_module_named_like_the_standard_library(tmp_path):
+    """``python -m pinlint`` puts the working folder first on the module path; a project's own
+    ``typing.py`` (darts has one) shadowed the standard library and the run died in a traceback
+    (survey 57 GE). pinlint never imports the code it checks."""
+    (tmp_path / "typing.py").write_text("raise RuntimeError('the project module ran')\n", encoding="utf-8")
+    (tmp_path / "enum.py").write_text("raise RuntimeError('the project module ran')\n", encoding="utf-8")
+    (tmp_path / "up.py").write_text("import numpy as np\nimport cupy as cp\n\n"
+                                    "def f(n):\n    h = np.empty(n)\n    s = cp.cuda.Stream(non_blocking=True)\n"
+                                    "    d = cp.empty(n)\n    d.set(h, stream=s)\n", encoding="utf-8")
+    done = pinlint(tmp_path, "check", "--no-cache", "up.py")
+    assert done.returncode == 1 and "PIN001" in done.stdout

@@ -353,6 +353,16 @@ def test_placeholder_cells_are_pin000_each_and_the_other_cells_are_checked():
 
 
 
+def test_a_syntax_error_names_its_line_in_its_cell():
+    # survey 57 GE: "expected an indented block after 'with' statement on line 19" named the line of
+    # the joined notebook, while the finding's row is the cell's.
+    data = _code_cells("import torch\n\nx = torch.zeros(4)\n", "def f(a):\n    return a * 2\n",
+                       "# sketch\nwith torch.no_grad():\n\n...\n")
+    (finding,) = notebooks.check_notebook(data, "nb.ipynb", Settings()).findings
+    assert (finding.code, finding.cell, finding.location.row) == ("PIN000", 3, 4)
+    assert finding.message.endswith("after 'with' statement on cell 3 line 2"), finding.message
+
+
 def test_a_cell_vs_code_marks_as_another_language_is_not_python():
     # ms-swift's example notebooks (survey 55 EF): shell commands in cells VS Code marks `shellscript`.
     cells = [{"cell_type": "code", "metadata": {"vscode": {"languageId": "shellscript"}}, "outputs": [],
