@@ -5396,3 +5396,34 @@ def run():
     return model(torch.zeros(1, 16, dtype=torch.long, device="cuda"))
 """
     assert rows(src, "PIN001") == ([row_of(src, "return model(")] if reported else [])
+
+
+@pytest.mark.parametrize("address, reported", [
+    ("frame.ctypes.data", True),
+    ("ctypes.addressof(ctypes.c_char.from_buffer(frame))", True),
+    ("ctypes.addressof((ctypes.c_char * SIZE).from_buffer(frame))", True),
+    ('frame.__array_interface__["data"][0]', True),
+    ("frame.ctypes.data_as(ctypes.c_void_p).value", True),
+    ("ctypes.c_void_p(frame.ctypes.data).value", True),
+    ("ctypes.c_size_t(SIZE).value", False),   # a number, not the buffer's address
+    ('frame.__array_interface__["shape"][0]', False),
+])
+def test_the_address_of_a_pageable_buffer_in_a_raw_async_copy(address, reported):
+    """The spellings of a NumPy buffer's address that code filling buffers from sockets and database
+    streams gives ``memcpyAsync`` (survey 57 GE): each is the buffer, so its copy is PIN001."""
+    src = f"""
+import ctypes
+
+import cupy as cp
+import numpy as np
+
+SIZE = 64 << 20
+
+
+def upload(dst):
+    st = cp.cuda.Stream(non_blocking=True)
+    frame = np.empty(SIZE, dtype=np.uint8)
+    cp.cuda.runtime.memcpyAsync(dst.data.ptr, {address}, SIZE, cp.cuda.runtime.memcpyHostToDevice, st.ptr)
+    st.synchronize()
+"""
+    assert rows(src, "PIN001") == ([row_of(src, "memcpyAsync(")] if reported else [])

@@ -337,6 +337,11 @@ class Evaluator:
             dtypes = {s.dtype for s in base.sites}
             return Const.of("dtype:" + dtypes.pop()) if len(dtypes) == 1 and None not in dtypes else \
                 Const.of(_UNKNOWN_DTYPE)
+        if isinstance(base, Host) and attr == "value" and base.pointer:
+            return base  # `ctypes.c_void_p(h.ctypes.data).value`, `h.ctypes.data_as(c_void_p).value`: the address
+        if isinstance(base, Host) and attr == "__array_interface__":
+            # `h.__array_interface__["data"][0]`: the address of the buffer (and a read-only flag)
+            return mapping({"data": Items((replace(base, pointer=True), Scalar("bool")))}, UNKNOWN)
         if isinstance(base, Host) and attr in self.tables.view_attributes:
             if attr in ("ctypes", "ptr"):
                 return replace(base, pointer=True)  # h.ctypes.data, mem.ptr: addresses
