@@ -5427,3 +5427,37 @@ def upload(dst):
     st.synchronize()
 """
     assert rows(src, "PIN001") == ([row_of(src, "memcpyAsync(")] if reported else [])
+
+
+@pytest.mark.parametrize("annotation, reported", [
+    (": Optional[List[int]] = None", True),
+    (": list | None = None", True),
+    (" = None", True),
+    (": List[int] = [3]", False),   # a list, never None: the other arm runs
+])
+def test_a_parameter_annotated_with_numbers_may_still_be_left_at_none(annotation, reported):
+    """``split_dims: Optional[List[int]] = None`` stored on the object: a construction that leaves it
+    at None takes the ``is None`` arm (survey 57 GB: the annotation made ``self.split_dims is None``
+    false, and the upload in that arm was lost)."""
+    src = f"""
+from typing import List, Optional
+
+import torch
+
+
+class Adapter:
+    def __init__(self, name, split_dims{annotation}):
+        self.name = name
+        self.split_dims = split_dims
+
+    def fold(self, sd, device):
+        if self.split_dims is None:
+            return sd["lora_down.weight"].to(device, non_blocking=True)
+        return None
+
+
+def main(path):
+    weights = torch.load(path, map_location="cpu")
+    Adapter("x").fold(weights, torch.device("cuda"))
+"""
+    assert rows(src, "PIN001") == ([row_of(src, 'Adapter("x").fold')] if reported else [])

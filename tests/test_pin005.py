@@ -1045,3 +1045,24 @@ def test_a_cpu_tensors_method_reads_its_tensor_arguments(use, reported):
         return out, idx
     """
     assert codes(src) == (["PIN005"] if reported else [])
+
+
+@pytest.mark.parametrize("read, reported", [
+    ("Image.fromarray(pixels.numpy()).save('preview.png')", True),
+    ("torch.cuda.synchronize()\n    Image.fromarray(pixels.numpy()).save('preview.png')", False),
+    ("Image.open('preview.png')", False),
+])
+def test_an_image_made_from_the_destination_reads_it(read, reported):
+    """ComfyUI's latent preview (survey 57 GB): ``Image.fromarray`` copies (or maps) the pixels of the
+    pinned destination of a non-blocking download that may still be in flight."""
+    src = f"""
+import torch
+from PIL import Image
+
+
+def preview():
+    x = torch.rand(512, 512, 3, device="cuda")
+    pixels = x.mul(255).to(device="cpu", dtype=torch.uint8, non_blocking=True)
+    {read}
+"""
+    assert codes(src) == (["PIN005"] if reported else [])

@@ -668,6 +668,13 @@ def join(a: Value, b: Value) -> Value:
     return UNKNOWN
 
 
+def holds_memory(value: Value) -> bool:
+    """A buffer or device array, or a container holding one (not a list of numbers or names)."""
+    if isinstance(value, (Host, Device)):
+        return True
+    return any(isinstance(v, (Host, Device)) for v in flatten([value]))
+
+
 def _torch_elsewhere(value: Value) -> bool:
     return isinstance(value, Tensor) or isinstance(value, Device) and value.library == "torch"
 

@@ -23,7 +23,7 @@ from ..imports import dotted
 from ..model import Event, EventType, IssuedBy, Kind, PendingCopy, Site, TraceStep, first_site, scoped_registration, site_order
 from ..walk import class_body_small, code_nodes, code_parts, small_statements, suite_body, target_names
 from . import doubles
-from .domain import (ANYTHING, LOADER_PART, UNKNOWN, ClassRef, Const, Device, DeviceSpec, Function, GpuFlag, Host, Instance, Items, Loader, Mapping,
+from .domain import (ANYTHING, LOADER_PART, holds_memory, UNKNOWN, ClassRef, Const, Device, DeviceSpec, Function, GpuFlag, Host, Instance, Items, Loader, Mapping,
                      ModuleRef, Scalar, Seq, Stream, Super, Tensor, Value, interesting, leaves, map_sites, all_sites,
                      mapping, unknown_host, flatten)
 from . import placement
@@ -1234,9 +1234,13 @@ def context_free_env(project, fn: Function, with_receiver: bool = True) -> dict:
         if param.annotation is not None:
             value = annotation_value(fn.module, param.annotation.annotation)
         default = param.default
-        if value is UNKNOWN and default is not None:
+        if default is not None and (value is UNKNOWN or not holds_memory(value)):
+            # (an annotation of numbers or names, `split_dims: Optional[List[int]] = None`, says
+            # nothing of a default the caller may leave: None stays possible; one of buffers keeps
+            # the buffer, as `h = None` then `h = np.empty(n)` does, survey 57 GB)
             constant = literal(default)
-            if constant in (Const.of(None), Const.of(False), Const.of(0)):
+            if constant in (Const.of(None), Const.of(False), Const.of(0)) and \
+                    (value is UNKNOWN or constant == Const.of(None)):
                 value = Const(frozenset([constant.single, ANYTHING]))
         env[name] = value
     if fn.klass is not None and ordered and fn.kind in ("method", "property") and with_receiver:
