@@ -5461,3 +5461,34 @@ def main(path):
     Adapter("x").fold(weights, torch.device("cuda"))
 """
     assert rows(src, "PIN001") == ([row_of(src, 'Adapter("x").fold')] if reported else [])
+
+
+@pytest.mark.parametrize("declaration, reported", [
+    ("global host_out", True),        # declared to be read: the module's buffer
+    ("pass", True),
+    ("global host_out\n        host_out = cuda_pinned()", False),  # rebound to pinned memory first
+])
+def test_a_module_buffer_read_through_a_global_statement(declaration, reported):
+    """DeepSparkInference's BERT scripts (survey 57 GA): ``global h_output`` in the function that copies
+    into the module's pageable buffer; the declaration alone made the module value unknown."""
+    src = f"""
+import numpy as np
+from cuda import cuda
+
+err, stream = cuda.cuStreamCreate(0)
+host_out = np.empty((64, 384, 2), dtype=np.float32)
+err, dev_out = cuda.cuMemAlloc(host_out.nbytes)
+
+
+def cuda_pinned():
+    err, ptr = cuda.cuMemAllocHost(64 * 384 * 2 * 4)
+    return np.ctypeslib.as_array(ctypes_cast(ptr), shape=(64, 384, 2))
+
+
+def run_all(batches):
+    for _ in batches:
+        {declaration}
+        err, = cuda.cuMemcpyDtoHAsync(host_out, dev_out, host_out.nbytes, stream)
+        err, = cuda.cuStreamSynchronize(stream)
+"""
+    assert rows(src, "PIN001") == ([row_of(src, "cuMemcpyDtoHAsync(")] if reported else [])

@@ -1264,9 +1264,26 @@ def single_assigned_globals(module: cst.Module) -> set:
         for target in targets:
             for name in target_names(target):
                 counts[name] = counts.get(name, 0) + weight
-    declared_global = {name.name.value for small in small_statements(module.body, into_definitions=True)
-                       if isinstance(small, cst.Global) for name in small.names}
-    return {name for name, count in counts.items() if count == 1 and name not in declared_global}
+    return {name for name, count in counts.items() if count == 1 and name not in _rebound_in_functions(module)}
+
+
+def _rebound_in_functions(module: cst.Module) -> frozenset:
+    """Names a function declares ``global`` and assigns (or deletes). A function that declares a global
+    only to read it (`global h_output` before copying into it) leaves its module value as it is."""
+    found: set = set()
+    nodes = list(code_nodes(module, into_definitions=True))
+    if not any(type(node) is cst.Global for node in nodes):
+        return frozenset()
+    for function in nodes:
+        if not isinstance(function, cst.FunctionDef):
+            continue
+        parts = list(code_nodes(function.body, into_definitions=False))
+        declared = {name.name.value for part in parts if isinstance(part, cst.Global) for name in part.names}
+        if not declared:
+            continue
+        deleted = {name for part in parts if isinstance(part, cst.Del) for name in target_names(part.target)}
+        found |= declared & (assigned_names(function) | deleted)
+    return frozenset(found)
 
 
 def stored_into_each(node) -> frozenset:
