@@ -5492,3 +5492,40 @@ def run_all(batches):
         err, = cuda.cuStreamSynchronize(stream)
 """
     assert rows(src, "PIN001") == ([row_of(src, "cuMemcpyDtoHAsync(")] if reported else [])
+
+
+@pytest.mark.parametrize("held", [
+    'Lib("pycuda", drv)',
+    'Lib(kind="pycuda", mod=drv)',
+])
+def test_a_library_module_kept_on_a_holder_object_calls_that_library(held):
+    """A multi-backend TensorRT runner keeps the CUDA module on a small holder (``self.cu =
+    Lib("pycuda", drv)``) and copies through ``self.cu.mod.memcpy_htod_async`` (survey 57 GA)."""
+    src = f"""
+import numpy as np
+
+
+class Lib:
+    def __init__(self, kind, mod):
+        self.kind = kind
+        self.mod = mod
+
+
+def pick():
+    import pycuda.driver as drv
+    return {held}
+
+
+class Runner:
+    def __init__(self, n):
+        self.cu = pick()
+        self.stream = self.cu.mod.Stream()
+        self.h_in = np.empty(n, dtype=np.float32)
+        self.d_in = self.cu.mod.mem_alloc(self.h_in.nbytes)
+
+    def run(self, x):
+        np.copyto(self.h_in, x)
+        self.cu.mod.memcpy_htod_async(self.d_in, self.h_in, self.stream)
+        self.stream.synchronize()
+"""
+    assert rows(src, "PIN001") == [row_of(src, "memcpy_htod_async(")]

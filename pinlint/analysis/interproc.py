@@ -23,7 +23,7 @@ from ..imports import dotted
 from ..model import Event, EventType, IssuedBy, Kind, PendingCopy, Site, TraceStep, first_site, scoped_registration, site_order
 from ..walk import class_body_small, code_nodes, code_parts, small_statements, suite_body, target_names
 from . import doubles
-from .domain import (ANYTHING, LOADER_PART, holds_memory, UNKNOWN, ClassRef, Const, Device, DeviceSpec, Function, GpuFlag, Host, Instance, Items, Loader, Mapping,
+from .domain import (ANYTHING, LOADER_PART, holds_memory, UNKNOWN, ClassRef, Const, Device, DeviceSpec, Function, GpuFlag, Host, Instance, Items, LibraryRef, Loader, Mapping,
                      ModuleRef, Scalar, Seq, Stream, Super, Tensor, Value, interesting, leaves, map_sites, all_sites,
                      mapping, unknown_host, flatten)
 from . import placement
@@ -393,6 +393,10 @@ def _constant_fields(after: Instance, init: cst.FunctionDef, self_name: str, env
             updates[field_name] = value
         elif isinstance(value, Instance) and current is UNKNOWN:
             updates[field_name] = value  # `Instance(handler)` keeping `self.handler = handler`: that object
+        elif isinstance(value, (LibraryRef, ModuleRef)) and current is UNKNOWN:
+            # `Lib("pycuda", drv)` keeping `self.mod = mod`: calls through `self.cu.mod` are that
+            # library's (a multi-backend runner's holder, survey 57 GA)
+            updates[field_name] = value
     return after.with_fields(updates) if updates else after
 
 
