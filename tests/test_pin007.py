@@ -2832,10 +2832,22 @@ def load_averaged(net, path):
     ("host = dev.cpu()", True),
     ("host = dev.to('cpu')", True),
     ("host = dev.cpu().pin_memory()", False),   # pinned: PIN008's and PIN001's business, not PIN007's
+    # through a helper that downloads (chai-lab's low-memory trunk, survey 57 GD)
+    ("host = to_host(dev)", True),
+    ("host = to_host(dev).pin_memory()", False),
+    ("host = fresh()", True),                    # a helper's own new tensor, made once: the same buffer
 ])
 def test_a_download_re_sent_in_a_loop_is_the_same_pageable_buffer_each_time(download, reported):
     src = f"""
 import torch
+
+
+def to_host(t):
+    return t.to(device=torch.device("cpu"))
+
+
+def fresh():
+    return torch.randn(1 << 22)
 
 
 def reupload(rounds):

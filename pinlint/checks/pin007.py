@@ -14,13 +14,22 @@ from .base import CheckContext, Report, Rule, below, origins, is_pageable_async_
 def _reusing_loops(copy: Event, site: Site) -> list:
     """The loops around the copy that the allocation is not in and whose every iteration sees the same
     buffer (not `for a in arrays`, where each iteration copies a different one once)."""
-    if site.fresh_each_iteration and site.variant != "dest":
+    if site.fresh_each_iteration and not _downloaded(site):
         # A download's own destination (`host = dev.cpu()`) is new each time the download runs, which
         # its loops say; re-sent in a loop the download is outside of, it is the same buffer each time
-        # (DUCATI's cache allocator, survey 52 BF).
+        # (DUCATI's cache allocator, survey 52 BF); also when a helper downloads it (`return x.cpu()`,
+        # chai-lab's low-memory trunk, survey 57 GD).
         return []
     return [loop for loop in copy.loops if loop not in site.loops and loop not in copy.varies_in
             and not on_one_iteration(copy.branch, loop)]
+
+
+def _downloaded(site: Site, depth: int = 0) -> bool:
+    """The destination a download allocated, or a call's buffer that is one (``to_host(d)``)."""
+    if site.variant == "dest":
+        return True
+    return depth < 8 and site.variant == "call" and bool(site.via) and \
+        all(_downloaded(inner, depth + 1) for inner in site.via)
 
 
 def _allocated_outside(copy: Event, site: Site) -> bool:
