@@ -5529,3 +5529,24 @@ class Runner:
         self.stream.synchronize()
 """
     assert rows(src, "PIN001") == [row_of(src, "memcpy_htod_async(")]
+
+
+@pytest.mark.parametrize("table, reported", [
+    ('(b"\\x00\\x81\\x82\\x03" b"\\x84\\x05\\x06\\x87")', False),   # 8 numbers the code spells out
+    ('b"\\x00\\x81\\x82\\x03"', False),
+    ("open('lut.bin', 'rb').read()", True),                         # bytes nothing sizes
+])
+def test_a_lookup_table_of_a_bytes_literal_is_small(table, reported):
+    """``torch.tensor(list(SIGN_TABLE))`` of a 128-byte literal (survey 57 GH, litevLLM): a tensor of
+    numbers the code spells out, under the size threshold."""
+    src = f"""
+import torch
+
+SIGN_TABLE = {table}
+
+
+def device_sign_lut(device):
+    lut = torch.tensor(list(SIGN_TABLE), dtype=torch.uint8)
+    return lut.to(device=device, non_blocking=True)
+"""
+    assert rows(src, "PIN001", Settings()) == ([row_of(src, "return lut.to")] if reported else [])

@@ -759,6 +759,11 @@ class Calls:
                 (first.dimensions() or 0) >= 2 and len(args.positional) == 1:
             return Seq(element_of(first))  # list(h) of a 2-D (or more) array: its rows, views of it
         if name in ("list", "tuple", "set", "sorted", "frozenset"):
+            if name in ("list", "tuple") and len(args.positional) == 1 and not args.star and \
+                    isinstance(first, Const) and len(first.values) == 1 and isinstance(first.single, bytes):
+                # `list(b"\x00\x81...")`: one small int per byte (a lookup table the code spells out)
+                data = first.single
+                return Items(tuple(Const.of(b) for b in data)) if len(data) <= _SPELLED_BYTES else Seq(Scalar("int"))
             if name in ("list", "tuple") and len(args.positional) == 1 and not args.star:
                 if isinstance(first, Items) and not first.names:
                     return first  # tuple(cols) of a list the code lays out: the same items, in order
@@ -1295,6 +1300,9 @@ def _callables(value: Value) -> bool:
 def _has_call(value: Value) -> bool:
     info = value.klass.module.project.class_info(value.klass) if isinstance(value, Instance) else None
     return info is not None and info.lookup("__call__", record=False) is not None
+
+
+_SPELLED_BYTES = 4096  # bytes of a literal `list(b"...")` kept as items (each a number the code spells out)
 
 
 def _fixture_rooted(func: cst.Attribute) -> bool:

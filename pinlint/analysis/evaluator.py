@@ -452,8 +452,11 @@ class Evaluator:
         return UNKNOWN
 
     def _expr_ConcatenatedString(self, node) -> Value:
-        self.expr(node.left)
-        self.expr(node.right)
+        left, right = self.expr(node.left), self.expr(node.right)
+        if isinstance(left, Const) and isinstance(right, Const) and len(left.values) == 1 and len(right.values) == 1:
+            a, b = left.single, right.single
+            if isinstance(a, (str, bytes)) and type(a) is type(b):
+                return Const.of(a + b)  # `b"\x00\x81" b"\x82\x03"`: one literal, as Python joins it
         return UNKNOWN
 
     # ------------------------------------------------------------------ operators
