@@ -840,3 +840,37 @@ def gather(src, idx_batches, dev):
         yield d
 """
     assert rows(src, "PIN006") == ([row_of(src, fill)] if reported else [])
+
+
+@pytest.mark.parametrize("wait, reported", [
+    ("if last[slot] is not None:\n            last[slot].synchronize()", False),
+    ("pending = last[slot]\n        if pending is not None:\n            pending.synchronize()", False),
+    ("pending = last[slot]", True),   # read, never waited on
+])
+def test_a_slot_s_event_waited_on_through_a_name_bound_to_it(wait, reported):
+    """Double-buffered pinned staging (survey 57 GH, piper-offload): each slot's last event is waited on
+    before the slot is refilled, also when read into a local first."""
+    src = f"""
+import torch
+
+
+def stream_blocks(host_src, gpu_dst, ring, count):
+    copy_stream = torch.cuda.Stream()
+    last = [None] * len(ring)
+    for step in range(count):
+        slot = step % len(ring)
+        {wait}
+        ring[slot].copy_(host_src)  # refill
+        with torch.cuda.stream(copy_stream):
+            gpu_dst.copy_(ring[slot], non_blocking=True)
+        last[slot] = copy_stream.record_event()
+    copy_stream.synchronize()
+
+
+def main():
+    src = torch.empty(1 << 26, dtype=torch.uint8)
+    dst = torch.empty(1 << 26, dtype=torch.uint8, device="cuda")
+    ring = [torch.empty(1 << 26, dtype=torch.uint8, pin_memory=True) for _ in range(2)]
+    stream_blocks(src, dst, ring, 16)
+"""
+    assert ("PIN006" in codes(src)) == reported

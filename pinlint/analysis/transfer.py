@@ -484,7 +484,10 @@ def _wait_of_what_was_issued(ev, node: cst.If) -> None:
     finally:
         ev.emit = emit
     issued = isinstance(value, (Seq, Mapping)) or isinstance(value, Items) and bool(value.items)
-    awaited = value == Obj("event") or value is UNKNOWN and isinstance(subject, cst.Subscript)
+    # a slot's event, read directly (`last[k]`) or through a name bound to it (`pending = last[k]`,
+    # piper-offload's double buffering, survey 57 GH)
+    awaited = value == Obj("event") or value is UNKNOWN and \
+        (isinstance(subject, cst.Subscript) or isinstance(subject, cst.Name) and ELEMENT_OF + subject.value in ev.state.env)
     for wait in waits:
         if issued or awaited and isinstance(wait.func, cst.Attribute) and wait.func.value.deep_equals(subject):
             ev.expr(wait)
