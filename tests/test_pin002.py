@@ -2976,3 +2976,55 @@ def test_a_pinned_literal_in_a_comprehension_is_checked_without_error(made):
         return {made}
     """
     codes(src)  # analysed without an internal error
+
+
+@pytest.mark.parametrize("override, reported", [
+    ('exec(open("configurator.py").read())', True),   # may set use_trace = True
+    ("", False),                                       # False: the arm never runs
+])
+def test_a_module_flag_a_configurator_may_override(override, reported):
+    """nanoGPT's configurator idiom (survey 57 GC, Adam-mini's bench.py): ``exec(open(...).read())``
+    after the module's settings may set any of them, so ``use_trace = False`` prunes no arm."""
+    src = f"""
+import torch
+
+steps = 10
+use_trace = False
+{override}
+
+
+def next_pair(n):
+    a = torch.randint(0, 50000, (n, n))
+    return a.pin_memory().to("cuda", non_blocking=True)
+
+
+if use_trace:
+    for i in range(steps):
+        u = next_pair(512)  # traced
+else:
+    for i in range(steps):
+        v = next_pair(512)  # plain
+"""
+    expected = [row_of(src, "# traced")] if reported else []
+    assert rows(src, "PIN002") == expected + [row_of(src, "# plain")]
+
+
+def test_a_function_or_a_lambda_that_computes_nothing_is_still_the_function_where_called():
+    """``def get_batch`` on one arm, ``get_batch = lambda split: (x, y)`` on the other: a call in a loop
+    runs the function's pinning on the path where it is the function (nanoGPT's bench.py)."""
+    src = """
+import sys
+import torch
+
+if sys.argv[1] == "real":
+    def get_batch(n):
+        x = torch.randint(0, 5, (n, n))
+        return x.pin_memory().to("cuda", non_blocking=True)
+else:
+    x0 = torch.zeros(3, device="cuda")
+    get_batch = lambda n: x0
+
+for k in range(10):
+    X = get_batch(512)
+"""
+    assert rows(src, "PIN002") == [row_of(src, "X = get_batch(512)")]

@@ -79,9 +79,10 @@ def test_fuzz_programs_generated_from_the_api_tables():
     assert stats["invalid"] == 0, "the generator writes valid Python"
     # The fuzzer must exercise the rules and the fixer, not only the parser. (With turn 20's tables,
     # whose new entries the generator draws too, seeds 20251130-32 fixed 13, 8 and 13 of 150 programs:
-    # at least 5% each, where turn 19's tables gave about 10%.)
+    # at least 5% each, where turn 19's tables gave about 10%. Turn 34 offers no pinning fix for a buffer
+    # allocated in the loop that copies it, which the generator writes often: 6, 14 and 13.)
     assert stats["with findings"] >= 0.5 * stats["programs"], stats
-    assert stats["fixed"] >= 0.05 * stats["programs"], stats
+    assert stats["fixed"] >= 0.03 * stats["programs"], stats
     assert {"PIN001", "PIN002", "PIN007"} <= set(codes), codes
 
 

@@ -22,7 +22,7 @@ from ..imports import dotted
 from ..walk import code_nodes
 from ..model import EventType, Kind
 from . import doubles, effects, interproc, placement
-from .domain import (LOADER_PART, UNKNOWN, Alternatives, ClassRef, Const, Device, DeviceSpec, Function, Host, Instance, Items, Iteration, Loader, Mapping,
+from .domain import (ANYTHING, LOADER_PART, UNKNOWN, Alternatives, ClassRef, Const, Device, DeviceSpec, Function, Host, Instance, Items, Iteration, Loader, Mapping,
                      LibraryRef, ModuleRef, Obj, RecordType, Scalar, Seq, Stream, Super, Tensor, Value, add_element, appended, element_of, iterated_as_views, join,
                      flatten, is_none, mapping, merged, numeric_const, ordered, rebuild, scalar_kind, unknown_host, varying_in)
 from .dtypes import common, item_size, range_length
@@ -706,6 +706,8 @@ class Calls:
     def builtin(self, node: cst.Call, name: str, args: Args) -> Value:
         ev = self.ev
         python = ev.tables.python
+        if name == "exec" and ev.scope == "<module>":
+            _exec_may_rebind_globals(ev.state.env)
         if name in python.get("reading_builtins", ()):
             positional = [v for _, v in args.positional]
             if name in _COLLECTING or name in _ORDERING and "key" in args.keywords:
@@ -1300,6 +1302,17 @@ def _callables(value: Value) -> bool:
 def _has_call(value: Value) -> bool:
     info = value.klass.module.project.class_info(value.klass) if isinstance(value, Instance) else None
     return info is not None and info.lookup("__call__", record=False) is not None
+
+
+def _exec_may_rebind_globals(env: dict) -> None:
+    """``exec(open("configurator.py").read())`` at a module's top level (nanoGPT's idiom: settings
+    from the command line): the code it runs may set any global, so each constant the module bound
+    before it is that constant or anything (`profile = False` no longer prunes `if profile:`; survey
+    57 GC). Names bound after it keep their values."""
+    for key, value in list(env.items()):
+        if not key.startswith("$") and "." not in key and isinstance(value, Const) and value.values and \
+                ANYTHING not in value.values:
+            env[key] = Const(value.values | {ANYTHING})
 
 
 _SPELLED_BYTES = 4096  # bytes of a literal `list(b"...")` kept as items (each a number the code spells out)

@@ -648,6 +648,11 @@ def join(a: Value, b: Value) -> Value:
         # `self.norm = self.critic.v_out if popart else ValueNorm(dev)`: an object of the checked code
         # or something else; a method call on it runs the object's method where it is the object
         return Alternatives(frozenset([a, b]))
+    if isinstance(a, Function) and isinstance(b, Unknown) or isinstance(b, Function) and isinstance(a, Unknown):
+        # `def get_batch(split): ...` on one arm, `get_batch = lambda split: (x, y)` on the other (a
+        # lambda computing nothing is unknown): calling it runs the function where it is the function
+        # (nanoGPT's bench.py once its flags are the configurator's, survey 57 GC)
+        return Alternatives(frozenset([a, b]))
     if isinstance(a, Loader) and isinstance(b, Loader):
         # `ld = DataLoader(a, ...) if cifar else DataLoader(b, ...)`: either; a batch is either's batch
         return alternatives(a, b)
