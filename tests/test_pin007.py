@@ -3487,3 +3487,34 @@ def test_a_device_named_by_a_string_decides_the_callees_copies(device, reported)
         render({device})
     """
     assert codes(src) == (["PIN007"] if reported else [])
+
+
+@pytest.mark.parametrize("subclass, reported", [
+    ("class TrtDetector(Detector):\n    def prepare(self):\n        self.gpu_in = cupy.asarray(self.frame)", True),
+    ("class TrtDetector(Detector):\n    pass", False),              # the base's own hook: no copy
+    ("class TrtDetector(Detector):\n    def other(self):\n        return cupy.asarray(self.frame)", False),
+])
+def test_a_base_class_loop_calling_a_hook_its_subclass_defines(subclass, reported):
+    """yolo-inference's backends (survey 57 GA): the base class's benchmark loop calls ``self.prepare()``,
+    which the TensorRT subclass defines as an upload of the frame read once before the loop."""
+    src = f"""
+import cv2
+import cupy
+
+
+class Detector:
+    def prepare(self):
+        pass
+
+    def bench(self, path):
+        self.frame = cv2.imread(path)
+        for _ in range(1000):
+            self.prepare()
+
+
+{subclass}
+
+
+TrtDetector().bench("bus.jpg")
+"""
+    assert rows(src, "PIN007") == ([row_of(src, 'TrtDetector().bench(')] if reported else [])

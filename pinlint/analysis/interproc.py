@@ -529,6 +529,8 @@ def _invoke(ev, fn: Function, env: dict, node) -> Optional[Outcome]:
         contextual = True
     if not contextual and _names_a_device(fn, env, baseline):
         contextual = True  # `render("cuda")` into `x.to(device)`: with the device named, the copy is one
+    if not contextual and _dispatches_otherwise(ev, fn):
+        contextual = True  # a base's `bench()` run on a subclass's object: its `self.prepare()` is the subclass's
     if not contextual and _makes_a_library_loader(ev, fn):
         contextual = True  # `super().__init__(dataset, **kwargs)`: the loader is made of what the call gives
     if not contextual and _looks_up_numbers(env, baseline):
@@ -757,6 +759,41 @@ def _names_a_device(fn: Function, env: dict, baseline: Optional[Outcome]) -> boo
     named = [name for name, v in env.items() if isinstance(v, Const) and isinstance(v.single, str) and
              _DEVICE_NAME.match(v.single)]
     return bool(named) and bool(set(named) & _device_parameters(fn))
+
+
+def _dispatches_otherwise(ev, fn: Function) -> bool:
+    """A method inherited from a base class of the checked code, run on an object of a subclass whose
+    class resolves one of the method's ``self.name(...)`` calls to another method than the base's
+    (a hook only the subclass defines, or overrides): the analysis for the base's objects does not
+    say what it does here (a benchmark loop in the base calling the subclass's upload, survey 57 GA).
+    One analysis per subclass."""
+    bound = fn.bound
+    if type(bound) is not Instance or fn.klass is None or fn.kind != "method" or bound.klass == fn.klass:
+        return False
+    project = ev.module.project
+    key = (fn.node, bound.klass)
+    found = project.subclass_dispatch.get(key)
+    if found is None:
+        found = project.subclass_dispatch[key] = _resolves_otherwise(project, fn, bound.klass)
+    return found
+
+
+def _resolves_otherwise(project, fn: Function, subclass) -> bool:
+    params = [*fn.node.params.posonly_params, *fn.node.params.params]
+    if not params:
+        return False
+    self_name = params[0].name.value
+    names = {node.func.attr.value for node in code_nodes(fn.node.body, into_definitions=False)
+             if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and
+             isinstance(node.func.value, cst.Name) and node.func.value.value == self_name}
+    sub, base = project.class_info(subclass), project.class_info(fn.klass)
+    if sub is None or base is None:
+        return False
+    for name in names:
+        mine, theirs = sub.lookup(name, record=False), base.lookup(name, record=False)
+        if (mine.node if mine is not None else None) is not (theirs.node if theirs is not None else None):
+            return True
+    return False
 
 
 def _makes_a_library_loader(ev, fn: Function) -> bool:

@@ -391,6 +391,7 @@ class Project:
         self.caller_sizes: dict = {}       # function node -> integers its module's calls give it (callers.py)
         self.while_counters: dict = {}     # while loop node -> the names it steps on every pass (evaluator)
         self.device_parameters: dict = {}  # function node -> names its body moves data to (interproc)
+        self.subclass_dispatch: dict = {}  # (method node, subclass) -> its self-calls resolve otherwise there (interproc)
         self.moving_classes: dict = {}     # class node -> whether its methods move data to a device (effects)
         self.module_classes: dict = {}     # ClassRef -> whether its objects keep registered buffers (placement)
         self.walked_parameters: dict = {}  # function node -> parameters a for loop of its body walks (interproc)
