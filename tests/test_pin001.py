@@ -5550,3 +5550,28 @@ def device_sign_lut(device):
     return lut.to(device=device, non_blocking=True)
 """
     assert rows(src, "PIN001", Settings()) == ([row_of(src, "return lut.to")] if reported else [])
+
+
+@pytest.mark.parametrize("load, reported", [
+    ("load_file(adapter_path)", True),
+    ('load_file(adapter_path, device="cpu")', True),
+    ('load_file(adapter_path, device="cuda:0")', False),   # loaded to the GPU: nothing uploads
+])
+def test_weights_loaded_by_safetensors_are_pageable_cpu_tensors(load, reported):
+    """``safetensors.torch.load_file`` gives ordinary CPU tensors, as ``torch.load(map_location="cpu")``
+    does (survey 57 GB: LoRA factors uploaded non-blocking in seven generate scripts)."""
+    src = f"""
+import torch
+from safetensors.torch import load_file
+
+
+def fold_in(adapter_sd, device):
+    down = adapter_sd["lora_down.weight"].to(device, dtype=torch.float32, non_blocking=True)
+    return down
+
+
+def main(adapter_path):
+    adapter_sd = {load}
+    return fold_in(adapter_sd, torch.device("cuda"))
+"""
+    assert rows(src, "PIN001") == ([row_of(src, "return fold_in(")] if reported else [])
