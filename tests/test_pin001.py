@@ -5575,3 +5575,24 @@ def main(adapter_path):
     return fold_in(adapter_sd, torch.device("cuda"))
 """
     assert rows(src, "PIN001") == ([row_of(src, "return fold_in(")] if reported else [])
+
+
+@pytest.mark.parametrize("filtered", [
+    '{name: t for name, t in sd.items() if "single_blocks" not in name}',
+    "dict(sd)",
+    "{k: sd[k] for k in list(sd)[:3]}",
+])
+def test_a_restored_state_dict_filtered_on_one_arm_still_holds_its_tensors(filtered):
+    """H1111's LoRA merge (survey 57 GB): ``sd`` is rebound to a filtered copy of itself under an
+    ``if``; after the arms meet it still holds the restored pageable tensors."""
+    src = f"""
+import torch
+
+
+def main(path, keep_single_blocks):
+    sd = torch.load(path, map_location="cpu")
+    if not keep_single_blocks:
+        sd = {filtered}
+    return sd["proj.lora_down.weight"].to("cuda", non_blocking=True)
+"""
+    assert rows(src, "PIN001") == [row_of(src, "return sd[")]

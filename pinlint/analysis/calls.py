@@ -776,6 +776,8 @@ class Calls:
             return UNKNOWN if args.positional else Items(())
         if name == "dict":
             entries = {key: value for key, (_, value) in args.keywords.items()}
+            if isinstance(first, Host) and first.batch and not entries and len(args.positional) == 1:
+                return first  # `dict(sd)` of what torch.load restored: the same tensors
             if isinstance(first, Mapping):
                 return mapping({**dict(first.entries), **entries}, first.rest)
             pair = element_of(first) if len(args.positional) == 1 and not args.star else None

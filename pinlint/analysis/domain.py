@@ -582,6 +582,12 @@ def join(a: Value, b: Value) -> Value:
         return replace(a, maybe_unknown=True)
     if isinstance(b, Host) and isinstance(a, Unknown):
         return replace(b, maybe_unknown=True)
+    for whole, part in ((a, b), (b, a)):
+        if isinstance(whole, Host) and whole.batch and whole.sites and isinstance(part, (Mapping, Seq, Items)) and \
+                _only_its_tensors(part, whole.sites):
+            # `sd = torch.load(p, map_location="cpu")`, then on one arm `sd = {k: v for k, v in sd.items()
+            # if ...}`: a dict of the same restored tensors, whose items are still one of them (survey 57 GB)
+            return whole
     if isinstance(b, Unknown) and _collated_batch(a):
         return _maybe_unknown_batch(a)  # a loader's batch, field by field, or something else
     if isinstance(a, Unknown) and _collated_batch(b):
@@ -671,6 +677,11 @@ def join(a: Value, b: Value) -> Value:
     if isinstance(b, (Tensor, Host)) and isinstance(a, (Tensor, Device)) and _torch(a) and _torch(b):
         return Tensor()
     return UNKNOWN
+
+
+def _only_its_tensors(container: Value, sites: frozenset) -> bool:
+    leaves = flatten([container])
+    return bool(leaves) and all(isinstance(v, Host) and v.sites and v.sites <= sites for v in leaves)
 
 
 def holds_memory(value: Value) -> bool:
