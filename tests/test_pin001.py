@@ -5596,3 +5596,38 @@ def main(path, keep_single_blocks):
     return sd["proj.lora_down.weight"].to("cuda", non_blocking=True)
 """
     assert rows(src, "PIN001") == [row_of(src, "return sd[")]
+
+
+@pytest.mark.parametrize("view, message", [
+    ("b[:, :-1].contiguous()", "allocated by `Tensor.contiguous`"),   # a slice that is not dense: copied
+    ("b[:-1].contiguous()", None),                                   # rows of a pinned batch: dense, kept
+])
+def test_contiguous_of_a_slice_of_a_pinned_batch(view, message):
+    """``b[:, :-1].contiguous()`` of a pinned loader batch copies the slice into a new pageable tensor
+    (survey 57 GC, a llama trainer): its upload is PIN001 of that allocation, not a "non-contiguous
+    view"."""
+    src = f"""
+import torch
+from torch.utils.data import DataLoader, IterableDataset
+
+
+class Counting(IterableDataset):
+    def __iter__(self):
+        k = 0
+        while True:
+            yield torch.arange(k, k + 4096, dtype=torch.long)
+            k += 1
+
+
+def train(steps):
+    it = iter(DataLoader(Counting(), batch_size=8, pin_memory=True))
+    for _ in range(steps):
+        b = next(it)
+        head = {view}
+        head.to("cuda", non_blocking=True)
+"""
+    found = [f for f in findings(src) if f.code == "PIN001"]
+    if message is None:
+        assert found == []
+    else:
+        assert len(found) == 1 and message in found[0].message

@@ -1113,8 +1113,8 @@ def _contiguous(ev, api: Api, node, receiver, args: Args) -> Value:
         return _new_numpy_array(ev, api, node)
     if not isinstance(source, Host):
         return UNKNOWN
-    if source.contiguous:
-        return source
+    if source.contiguous and not source.sliced:
+        return source  # (a slice that is not dense, `b[:, :-1]` of a batch, is copied: survey 57 GC)
     ev.event(EventType.READ, node, source, api=api.name)
     site = ev.site(node, Kind.PAGEABLE, source.library, display(ev, api.name, source.library),
                    dtype=common(s.dtype for s in source.sites), ndim=common(s.ndim for s in source.sites))
