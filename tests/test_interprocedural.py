@@ -481,7 +481,9 @@ def test_a_helper_called_in_many_contexts_is_followed_in_each_and_the_result_doe
 
 
 # ------------------------------------------------------------------ a project's own method names
-_LOADS = ("import torch\nfrom safetensors.torch import load_file\n{imports}\n\n"
+# (a loader nothing in the tree explains: `safetensors.torch.load_file` is known since turn 34, and its
+# tensors' `pin_memory` is torch's by provenance, whatever else defines the name)
+_LOADS = ("import torch\nfrom checkpoint_io import load_file\n{imports}\n\n"
           "def onload(path, targets):\n"
           "    tensors = load_file(path, device='cpu')\n"
           "    for name, param in targets.items():\n"

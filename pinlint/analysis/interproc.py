@@ -2243,12 +2243,7 @@ def _lift(ev, fn: Function, node, outcome: Outcome, baseline: Optional[Outcome])
     what the caller passed, so the caller is where they are reported."""
     if not ev.emit:
         return
-    known: dict = {}
-    racing: dict = {}  # (type, node) -> the copies its baseline finds still in flight there
-    for event in baseline.events if baseline is not None else ():
-        known.setdefault(_where(event), set()).add(verdict(event))
-        if event.pending:
-            racing.setdefault(_where(event), set()).update(p.node for p in event.pending)
+    known, racing = _baseline_index(baseline)
     internal = _internal(outcome)
     made_here = _made_on_its_path(outcome, fn)
     outside = ev.state.pending  # copies in flight when the call was made
@@ -2258,8 +2253,14 @@ def _lift(ev, fn: Function, node, outcome: Outcome, baseline: Optional[Outcome])
         return replace(site, loops=ev.loops + site.loops) if internal(site) and ev.loops else site
 
     passed = outcome.inputs - outcome.own_inputs  # what the caller passed, besides the receiver
+    escaped: set = set()
     for event in outcome.events:
         if event.type is EventType.SYNC:
+            continue
+        if not event.sites and not event.pending:
+            # an access, escape or copy of memory nothing explains, with no copy in flight: no rule or
+            # fix reads it, and lifting it call after call made a large tree's events grow with its
+            # call depth (cudf's utils: 1.6 million lifted events for one file, survey 57 GE)
             continue
         if event.type is EventType.ESCAPE and isinstance(event.node, cst.Return):
             continue  # what the callee returns comes back as the call's value: the caller decides its fate
@@ -2287,7 +2288,32 @@ def _lift(ev, fn: Function, node, outcome: Outcome, baseline: Optional[Outcome])
             # buffer while the copy of an earlier iteration's is in flight is no race.
             from .facts import other_iterations_element
             pending = frozenset(p for p in pending if not other_iterations_element(p, event))
-        ev.events.append(_lifted(ev, fn, node, event, contextual, pending, once))
+        lifted = _lifted(ev, fn, node, event, contextual, pending, once)
+        if lifted.type is EventType.ESCAPE:
+            # escapes say only which buffers leave: one per set of buffers, loops and arms at this call
+            key = (lifted.sites, lifted.loops, lifted.branch, lifted.conditional, lifted.once_per_object)
+            if key in escaped:
+                continue
+            escaped.add(key)
+        ev.events.append(lifted)
+
+
+def _baseline_index(baseline: Optional[Outcome]) -> tuple:
+    """(where -> verdicts, where -> copies in flight there) of a callee's baseline events, worked out
+    once per baseline: a callee called from many places had them rebuilt at every call."""
+    if baseline is None:
+        return {}, {}
+    found = baseline.__dict__.get("_lift_index")
+    if found is None:
+        known: dict = {}
+        racing: dict = {}  # (type, node) -> the copies its baseline finds still in flight there
+        for event in baseline.events:
+            known.setdefault(_where(event), set()).add(verdict(event))
+            if event.pending:
+                racing.setdefault(_where(event), set()).update(p.node for p in event.pending)
+        found = (known, racing)
+        object.__setattr__(baseline, "_lift_index", found)
+    return found
 
 
 def _taken_for_one_value(ev, fn: Function, node, event: Event) -> bool:

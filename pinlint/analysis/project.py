@@ -1271,18 +1271,18 @@ def single_assigned_globals(module: cst.Module) -> set:
 def _rebound_in_functions(module: cst.Module) -> frozenset:
     """Names a function declares ``global`` and assigns (or deletes). A function that declares a global
     only to read it (`global h_output` before copying into it) leaves its module value as it is."""
-    found: set = set()
-    nodes = list(code_nodes(module, into_definitions=True))
-    if not any(type(node) is cst.Global for node in nodes):
+    from ..walk import small_statements, statements
+    if not any(isinstance(small, cst.Global) for small in small_statements(module.body, into_definitions=True)):
         return frozenset()
-    for function in nodes:
+    found: set = set()
+    for function in statements(module.body, into_definitions=True):
         if not isinstance(function, cst.FunctionDef):
             continue
-        parts = list(code_nodes(function.body, into_definitions=False))
-        declared = {name.name.value for part in parts if isinstance(part, cst.Global) for name in part.names}
+        own = list(small_statements(suite_body(function.body)))
+        declared = {name.name.value for small in own if isinstance(small, cst.Global) for name in small.names}
         if not declared:
             continue
-        deleted = {name for part in parts if isinstance(part, cst.Del) for name in target_names(part.target)}
+        deleted = {name for small in own if isinstance(small, cst.Del) for name in target_names(small.target)}
         found |= declared & (assigned_names(function) | deleted)
     return frozenset(found)
 
