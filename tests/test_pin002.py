@@ -3028,3 +3028,34 @@ for k in range(10):
     X = get_batch(512)
 """
     assert rows(src, "PIN002") == [row_of(src, "X = get_batch(512)")]
+
+
+@pytest.mark.parametrize("binding, reported", [
+    ("    sweep = [32, 64, 128, 256]", False),          # a sweep list bound in the script's main block
+    ("    sweep = [32, 64, 128, 256]\n    sweep = json.load(f)", True),   # bound twice: nothing says which
+    ("    sweep = json.load(f)", True),
+])
+def test_a_size_sweep_list_bound_in_the_main_block(binding, reported):
+    """Sparse-vLLM's bandwidth probe (survey 57 GH): ``sweep = [32, 64, ...]`` inside ``if __name__ ==
+    "__main__":``, then ``for mb in sweep: probe(size_mb=mb)``: one run per configuration."""
+    src = f"""
+import json
+import torch
+
+f = open("sizes.json")
+
+
+def probe(size_mb=256):
+    count = size_mb * (1 << 20) // 4
+    host = torch.randn(count, dtype=torch.float32).pin_memory()
+    dst = torch.empty(count, dtype=torch.float32, device="cuda")
+    dst.copy_(host, non_blocking=True)
+    torch.cuda.synchronize()
+
+
+if __name__ == "__main__":
+{binding}
+    for mb in sweep:
+        probe(size_mb=mb)
+"""
+    assert ("PIN002" in codes(src)) == reported

@@ -10,7 +10,7 @@ from ..analysis import FileFacts
 from ..analysis.effects import LOADER_BATCH
 from ..analysis.invariance import Changes, arithmetic_names, collect_changes, loop_changes, names_read, stepped_names
 from ..model import EventType, first_site, scoped_registration, site_order
-from ..walk import code_nodes, code_parts, target_names
+from ..walk import code_nodes, code_parts, suite_body, target_names
 from ..fixers import hoist_allocation
 from .base import CheckContext, Report, Rule
 
@@ -145,10 +145,11 @@ def _over_constants(loop, module: cst.Module) -> bool:
 def _constant_list(node, module: cst.Module) -> bool:
     """A literal list or tuple of constants, or a module-level name bound once to one."""
     if isinstance(node, cst.Name):
-        bound = [statement.value for line in module.body if isinstance(line, cst.SimpleStatementLine)
+        lines = _top_level_lines(module)
+        bound = [statement.value for line in lines if isinstance(line, cst.SimpleStatementLine)
                  for statement in line.body if isinstance(statement, (cst.Assign, cst.AnnAssign, cst.AugAssign))
                  and node.value in _statement_targets(statement)]
-        if len(bound) != 1 or any(node.value in _bound_in(line) for line in module.body
+        if len(bound) != 1 or any(node.value in _bound_in(line) for line in lines
                                   if not isinstance(line, cst.SimpleStatementLine)):
             return False
         node = bound[0]
@@ -160,6 +161,27 @@ def _settings(node) -> bool:
     """A tuple of settings: constants and names (`(out_streaming, True)`)."""
     return isinstance(node, cst.Tuple) and bool(node.elements) and \
         all(_literal(e.value) or isinstance(e.value, cst.Name) for e in node.elements)
+
+
+def _top_level_lines(module: cst.Module) -> list:
+    """The module's statements, those of its ``if __name__ == "__main__":`` block among them (a
+    script's sweep list is often bound there: Sparse-vLLM's bandwidth probe, survey 57 GH)."""
+    lines: list = []
+    for line in module.body:
+        if isinstance(line, cst.If) and line.orelse is None and _main_guard(line.test):
+            lines.extend(suite_body(line.body))
+        else:
+            lines.append(line)
+    return lines
+
+
+def _main_guard(test) -> bool:
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1 or \
+            not isinstance(test.comparisons[0].operator, cst.Equal):
+        return False
+    sides = (test.left, test.comparisons[0].comparator)
+    return any(isinstance(a, cst.Name) and a.value == "__name__" for a in sides) and \
+        any(isinstance(b, cst.SimpleString) and b.evaluated_value == "__main__" for b in sides)
 
 
 def _statement_targets(statement) -> set:
