@@ -5631,3 +5631,28 @@ def train(steps):
         assert found == []
     else:
         assert len(found) == 1 and message in found[0].message
+
+
+@pytest.mark.parametrize("spawn, reported", [
+    ("mp.spawn(_worker, args=(2,), nprocs=2)", False),         # 2 x 5 int64: 80 bytes
+    ("mp.spawn(_worker, args=(1 << 16,), nprocs=2)", True),     # 2.5 MiB
+    ("mp.spawn(_worker, args=(rows,), nprocs=2)", True),        # nothing sizes it
+])
+def test_a_worker_spawned_with_sizes_the_call_spells_out(spawn, reported):
+    """``torch.multiprocessing.spawn(fn, args=(2,))`` runs ``fn(rank, 2)`` in each process: the worker's
+    tensors are sized by what the call gives, as for a direct call (survey 57 GC, LLaMA-Factory's
+    tests)."""
+    src = f"""
+import torch
+import torch.multiprocessing as mp
+
+
+def _worker(rank, rows):
+    ids = torch.arange(1, rows * 5 + 1, dtype=torch.long).view(rows, 5)
+    ids.to(rank, non_blocking=True)
+
+
+def main(rows):
+    {spawn}
+"""
+    assert rows(src, "PIN001", Settings()) == ([row_of(src, "ids.to(rank")] if reported else [])

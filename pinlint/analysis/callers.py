@@ -37,9 +37,16 @@ class ModuleCalls:
         self.calls: dict = {}       # name -> [Call nodes whose callee is that bare name]
         self.other: set = set()     # names referred to other than as a call's callee
         self.caller: dict = {}      # Call node -> the function it is in (None: the module's body)
+        self.spawned: dict = {}     # name -> [`mp.spawn(name, args=(...))` Call nodes]
         stack: list = [(module, None)]
         while stack:
             node, function = stack.pop()
+            if isinstance(node, cst.Call) and _spawns_a_name(node):
+                # `mp.spawn(_worker, args=(2,))`: a call of `_worker(rank, 2)` in each process
+                self.spawned.setdefault(node.args[0].value.value, []).append(node)
+                self.caller[node] = function
+                stack.extend((arg, function) for arg in node.args[1:])
+                continue
             if isinstance(node, cst.Call) and isinstance(node.func, cst.Name):
                 self.calls.setdefault(node.func.value, []).append(node)
                 self.caller[node] = function
@@ -99,15 +106,16 @@ def _caller_sizes(project, fn: Function) -> dict:
         return {}
     index = module_calls(project, ctx)
     calls = index.calls.get(name, ())
-    if not calls or name in index.other:
+    spawned = index.spawned.get(name, ())
+    if not calls and not spawned or name in index.other:
         return {}
     params = fn.node.params
     positional = [*params.posonly_params, *params.params]
     named = {p.name.value: p for p in positional + list(params.kwonly_params)}
     sizes: dict = {}
     cpu: dict = {}
-    for call in calls:
-        given = _given(call, positional, named)
+    for call in [*calls, *spawned]:
+        given = _given(call, positional, named) if call not in spawned else _spawn_given(ctx, call, positional)
         if given is None:
             return {}
         for param_name, param in named.items():
@@ -145,6 +153,32 @@ def _the_cpu(ctx, expr, function, depth: int = 0) -> Optional[Value]:
                 isinstance(bound[0].targets[0].target, cst.Name):
             return _the_cpu(ctx, bound[0].value, function, depth + 1)
     return None
+
+
+_SPAWNERS = frozenset({"torch.multiprocessing.spawn", "torch.multiprocessing.spawn.spawn",
+                       "torch.multiprocessing.start_processes"})
+
+
+def _spawns_a_name(call: cst.Call) -> bool:
+    func = call.func
+    attr = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+    return attr in ("spawn", "start_processes") and bool(call.args) and call.args[0].keyword is None and \
+        not call.args[0].star and isinstance(call.args[0].value, cst.Name)
+
+
+def _spawn_given(ctx, call: cst.Call, positional: list) -> Optional[dict]:
+    """The expressions ``torch.multiprocessing.spawn(fn, args=(2, rows))`` gives ``fn``'s parameters
+    after the process index (which is no integer the call spells out); None where that is not known."""
+    if ctx.imports.qualify(call.func) not in _SPAWNERS:
+        return None
+    spelled = next((a.value for a in call.args[1:] if a.keyword is not None and a.keyword.value == "args"), None)
+    if spelled is None:
+        spelled = call.args[1].value if len(call.args) > 1 and call.args[1].keyword is None else cst.Tuple([])
+    if not isinstance(spelled, (cst.Tuple, cst.List)) or any(isinstance(e, cst.StarredElement) for e in spelled.elements):
+        return None
+    if len(spelled.elements) + 1 > len(positional):
+        return None
+    return {positional[i + 1].name.value: element.value for i, element in enumerate(spelled.elements)}
 
 
 def _given(call: cst.Call, positional: list, named: dict) -> Optional[dict]:

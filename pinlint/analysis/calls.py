@@ -39,6 +39,16 @@ _ORDERING = frozenset({"sorted", "min", "max"})  # builtins that compare what th
 # Start a callable later, on another thread, with the arguments they are given: (callable, args, kwargs).
 _STARTERS = {"threading.Thread": (ArgSpec(1, "target"), ArgSpec(3, "args"), ArgSpec(4, "kwargs")),
              "threading.Timer": (ArgSpec(1, "function"), ArgSpec(2, "args"), ArgSpec(3, "kwargs"))}
+_SPAWNERS = frozenset({"torch.multiprocessing.spawn", "torch.multiprocessing.spawn.spawn",
+                       "torch.multiprocessing.start_processes"})
+
+
+def _across_processes(value: Value) -> Value:
+    """What a spawned process receives of an argument: constants and numbers as they are, anything
+    else (memory, objects) unknown."""
+    return value if isinstance(value, (Const, Scalar)) else UNKNOWN
+
+
 _BATCH_DICT_METHODS = frozenset({"values", "items", "get", "copy", "pop"})
 # NumPy array methods a torch tensor lacks: on a value taken for a CPU tensor, the call says it is
 # something else (a dict's `.copy()`), not a new array.
@@ -257,6 +267,8 @@ class Calls:
             return _record_type(self.arguments(node))  # namedtuple("Slot", ("cpu", "gpu"))
         if qualified in _STARTERS:
             return self._start_thread(node, *_STARTERS[qualified])
+        if qualified in _SPAWNERS:
+            return self._spawn(node)
         if qualified and qualified.rpartition(".")[0] in python.get("number_modules", ()):
             self.arguments(node)
             return Scalar("number")  # `math.cos(t)`: a Python number
@@ -379,6 +391,25 @@ class Calls:
         kwargs = {key: (node, value) for key, value in named.entries if isinstance(key, str)}
         ev.escape(node, [value for _, value in laid_out] + [value for _, value in kwargs.values()])  # the thread keeps them
         self.run_beside(node, callee, Args(laid_out, kwargs, False), args)
+        return UNKNOWN
+
+    def _spawn(self, node: cst.Call) -> Value:
+        """``torch.multiprocessing.spawn(fn, args=(2, rows), nprocs=2)``: each process runs ``fn(rank,
+        2, rows)``. Numbers and settings arrive as given (a test's sizes: survey 57 GC); memory does
+        not (a tensor is pickled into the child, not the caller's buffer): it is unknown there."""
+        ev = self.ev
+        args = self.arguments(node)
+        callee = args.value(ArgSpec(0, "fn"))
+        passed = args.get(ArgSpec(1, "args"))
+        if passed is not None and not isinstance(passed[1], Items) or args.star:
+            ev.escape(node, args.values())
+            return UNKNOWN
+        exprs = passed[0].elements if passed is not None and isinstance(passed[0], (cst.Tuple, cst.List)) else ()
+        items = passed[1].items if passed is not None else ()
+        laid_out = tuple((exprs[i].value if i < len(exprs) else node, _across_processes(value))
+                         for i, value in enumerate(items))
+        ev.escape(node, args.values())
+        self.run_beside(node, callee, Args(((node, Scalar("int")),) + laid_out, {}, False), args)
         return UNKNOWN
 
     def run_beside(self, node: cst.Call, callee: Value, given: Args, written: Args) -> None:
