@@ -5656,3 +5656,37 @@ def main(rows):
     {spawn}
 """
     assert rows(src, "PIN001", Settings()) == ([row_of(src, "ids.to(rank")] if reported else [])
+
+
+@pytest.mark.parametrize("walked", ["extra + built", "built + extra", "built"])
+def test_objects_of_a_list_joined_to_an_empty_one_run_their_methods_in_a_pool(walked):
+    """H1111's LoRA merge (survey 57 GB): ``for piece in extra + built: pool.submit(piece.push, t,
+    device)`` where ``extra`` is empty: each submitted method uploads the pageable tensor."""
+    src = f"""
+import torch
+from concurrent.futures import ThreadPoolExecutor
+
+
+class Piece:
+    def push(self, t, device):
+        return t.to(device, non_blocking=True)
+
+
+def make_pieces(n):
+    out = []
+    for _ in range(n):
+        out.append(Piece())
+    return out
+
+
+def merge_all(extra, built, t, device):
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        for piece in {walked}:
+            pool.submit(piece.push, t, device)
+
+
+def main(path):
+    t = torch.load(path, map_location="cpu")
+    merge_all([], make_pieces(4), t, torch.device("cuda"))
+"""
+    assert rows(src, "PIN001") == [row_of(src, "merge_all([]")]
