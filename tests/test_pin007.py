@@ -3518,3 +3518,31 @@ class Detector:
 TrtDetector().bench("bus.jpg")
 """
     assert rows(src, "PIN007") == ([row_of(src, 'TrtDetector().bench(')] if reported else [])
+
+
+@pytest.mark.parametrize("copy, api", [
+    ("gpu_field.copy_to_host(ary=readback)", "DeviceNDArray.copy_to_host"),
+    ("gpu_field.get(out=readback)", "cupy.ndarray.get"),
+    ("gpu_field.set(arr=field)", "cupy.ndarray.set"),
+])
+def test_a_device_array_of_one_of_two_libraries_copies_with_the_library_that_has_the_method(copy, api):
+    """A benchmark comparing backends (survey 56 FE, HPC4WC): the device array is Numba's under one
+    test and CuPy's under another; ``copy_to_host`` is Numba's, ``get``/``set`` CuPy's."""
+    src = f"""
+import numpy as np
+import cupy as cp
+from numba import cuda
+
+
+def main(kind, edge):
+    field = np.random.rand(edge, edge, edge)
+    readback = np.empty(shape=field.shape, dtype=field.dtype)
+    if kind == "numba":
+        gpu_field = cuda.device_array(shape=field.shape, dtype=field.dtype)
+    else:
+        gpu_field = cp.empty(shape=field.shape, dtype=field.dtype)
+    for rep in range(20):
+        {copy}
+"""
+    (found,) = [f for f in findings(src) if f.code == "PIN007"]
+    assert api in found.message

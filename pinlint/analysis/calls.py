@@ -624,6 +624,13 @@ class Calls:
             if isinstance(member, (Function, ClassRef)) or _callables(member) or self._called_object(member, node) or \
                     member in (_KERNEL, _LAYER):
                 return self.call_value(member, node, args, receiver_expr)
+        if isinstance(receiver, Device):
+            # one of two libraries' arrays (domain.join): its own method, where it has one; a method
+            # only the other library has would have raised on this one
+            api = self.table_method(receiver, name, args)
+            if api is not None:
+                return effects.apply(self.ev, api, node, receiver, args)
+            return UNKNOWN
         self.ev.escape(node, args.values())
         return UNKNOWN
 
