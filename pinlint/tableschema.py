@@ -186,7 +186,7 @@ SYNC_KEYS = frozenset({"stream_method", "stream_call", "device_call"})
 DTYPE_KEYS = frozenset({"sizes", "attributes", "codes", "python", "modules"})
 CUDA_KEYS = frozenset({"host_alloc_flags", "host_register_flags", "memcpy_kinds"})
 PYTHON_KEYS = frozenset({"reading_builtins", "non_storing_builtins", "pure_builtins", "container_mutators", "dict_types", "dict_types_with_factory",
-                         "copying_methods", "device_address_libraries", "torch_compute_namespaces", "library_modules", "library_class_bases", "returns_self", "buffer_registrars", "call_runs", "returns_arguments", "index_grids",
+                         "copying_methods", "device_address_libraries", "torch_compute_namespaces", "library_modules", "library_class_bases", "process_spawners", "returns_self", "buffer_registrars", "call_runs", "returns_arguments", "index_grids",
                          "coroutine_runners", "non_retaining_builtins", "record_factories",
                          "torch_non_tensor_results", "torch_new_results", "torch_layer_namespaces", "torch_non_layers",
                          "torch_same_size_results", "table_attributes", "number_modules",

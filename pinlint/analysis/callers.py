@@ -155,10 +155,6 @@ def _the_cpu(ctx, expr, function, depth: int = 0) -> Optional[Value]:
     return None
 
 
-_SPAWNERS = frozenset({"torch.multiprocessing.spawn", "torch.multiprocessing.spawn.spawn",
-                       "torch.multiprocessing.start_processes"})
-
-
 def _spawns_a_name(call: cst.Call) -> bool:
     func = call.func
     attr = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
@@ -169,7 +165,7 @@ def _spawns_a_name(call: cst.Call) -> bool:
 def _spawn_given(ctx, call: cst.Call, positional: list) -> Optional[dict]:
     """The expressions ``torch.multiprocessing.spawn(fn, args=(2, rows))`` gives ``fn``'s parameters
     after the process index (which is no integer the call spells out); None where that is not known."""
-    if ctx.imports.qualify(call.func) not in _SPAWNERS:
+    if ctx.imports.qualify(call.func) not in ctx.tables.python.get("process_spawners", ()):
         return None
     spelled = next((a.value for a in call.args[1:] if a.keyword is not None and a.keyword.value == "args"), None)
     if spelled is None:

@@ -39,10 +39,6 @@ _ORDERING = frozenset({"sorted", "min", "max"})  # builtins that compare what th
 # Start a callable later, on another thread, with the arguments they are given: (callable, args, kwargs).
 _STARTERS = {"threading.Thread": (ArgSpec(1, "target"), ArgSpec(3, "args"), ArgSpec(4, "kwargs")),
              "threading.Timer": (ArgSpec(1, "function"), ArgSpec(2, "args"), ArgSpec(3, "kwargs"))}
-_SPAWNERS = frozenset({"torch.multiprocessing.spawn", "torch.multiprocessing.spawn.spawn",
-                       "torch.multiprocessing.start_processes"})
-
-
 def _across_processes(value: Value) -> Value:
     """What a spawned process receives of an argument: constants and numbers as they are, anything
     else (memory, objects) unknown."""
@@ -267,7 +263,7 @@ class Calls:
             return _record_type(self.arguments(node))  # namedtuple("Slot", ("cpu", "gpu"))
         if qualified in _STARTERS:
             return self._start_thread(node, *_STARTERS[qualified])
-        if qualified in _SPAWNERS:
+        if qualified in python.get("process_spawners", ()):
             return self._spawn(node)
         if qualified and qualified.rpartition(".")[0] in python.get("number_modules", ()):
             self.arguments(node)
