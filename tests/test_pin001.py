@@ -5690,3 +5690,20 @@ def main(path):
     merge_all([], make_pieces(4), t, torch.device("cuda"))
 """
     assert rows(src, "PIN001") == [row_of(src, "merge_all([]")]
+
+
+def test_a_tensor_parameter_defaulting_to_none_is_still_a_tensor():
+    """``offsets: Optional[torch.Tensor] = None``: the annotation still says a tensor (its ``size(0)``
+    is a number), so ``torch.tensor(offsets.size(0) - 1)`` is one small number (generative-recommenders,
+    survey 56 FF; turn 34's None default of annotated numbers must not take that away)."""
+    src = """
+from typing import Optional
+
+import torch
+
+
+def last_index(offsets: Optional[torch.Tensor] = None):
+    idx = torch.tensor(offsets.size(0) - 1).to(offsets.device, non_blocking=True)
+    return offsets.index_select(dim=0, index=idx)
+"""
+    assert rows(src, "PIN001", Settings()) == []

@@ -1275,7 +1275,8 @@ def context_free_env(project, fn: Function, with_receiver: bool = True) -> dict:
         if param.annotation is not None:
             value = annotation_value(fn.module, param.annotation.annotation)
         default = param.default
-        if default is not None and (value is UNKNOWN or not holds_memory(value)):
+        if default is not None and (value is UNKNOWN or isinstance(value, (Seq, Items, Mapping, Scalar)) and
+                                    not holds_memory(value)):
             # (an annotation of numbers or names, `split_dims: Optional[List[int]] = None`, says
             # nothing of a default the caller may leave: None stays possible; one of buffers keeps
             # the buffer, as `h = None` then `h = np.empty(n)` does, survey 57 GB)
