@@ -22,6 +22,7 @@ from ..imports import ImportMap, collect_imports, dotted
 from ..modulefiles import _EXCLUDED_PARTS, is_file, module_files, path_additions, search_folders  # noqa: F401
 from ..walk import LAMBDA_STAND_IN, class_body_small, code_nodes, suite_body, target_names
 from . import cfg
+from .doubles import decorated_patches, with_names
 from .domain import (UNKNOWN, Alternatives, ClassRef, Const, Function, Instance, LibraryRef, ModuleRef, Seq, Value,
                      map_sites, module_stand_in)
 from .fields import FieldSolver
@@ -722,7 +723,6 @@ class Project:
         state = State(dict(env), pending)
         state.env[STREAM] = stream
         if isinstance(node, cst.FunctionDef) and node.decorators:
-            from .doubles import decorated_patches, with_names
             patched = decorated_patches(ctx, node)
             if patched:
                 with_names(state.env, patched)  # `@patch.object(Encoder, "encode")` on a test
