@@ -3546,3 +3546,29 @@ def main(kind, edge):
 """
     (found,) = [f for f in findings(src) if f.code == "PIN007"]
     assert api in found.message
+
+
+@pytest.mark.parametrize("pick, reported", [
+    # a key an inner search loop finds anew for each module: another tensor each time
+    ("for k in sd_keys:\n            if k.endswith(name):\n                found = sd[k]\n                break", False),
+    ('found = sd["shared.weight"]', True),   # the same entry on every pass
+])
+def test_an_entry_of_a_restored_state_dict_picked_by_a_key_the_loop_rebinds(pick, reported):
+    """litevLLM's weight loader (survey 57 GH): ``found = sd[k]`` with ``k`` found by an inner loop,
+    uploaded once per module: each pass uploads another tensor of what ``load_file`` restored."""
+    src = f"""
+import torch
+from safetensors.torch import load_file
+
+
+def load(model, path):
+    sd = load_file(path)
+    sd_keys = list(sd.keys())
+    for name, m in model.named_modules():
+        found = None
+        {pick}
+        if found is None:
+            continue
+        m.weight = torch.nn.Parameter(found.to(device="cuda"))
+"""
+    assert ("PIN007" in codes(src)) == reported

@@ -670,6 +670,17 @@ class Evaluator:
                 todo.extend(code_parts(item))
         return frozenset(loop for loop in self.loops if loop in found)
 
+    def _rebinding_loops(self, node: cst.Subscript) -> list:
+        """The enclosing loops whose body binds the name ``node`` is indexed by (``sd[k]``, ``k`` set
+        in the loop): a key that may differ on every pass."""
+        if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index) or \
+                not isinstance(node.slice[0].slice.value, cst.Name) or not self.loops:
+            return []
+        from .invariance import loop_changes
+        name = node.slice[0].slice.value.value
+        return [loop for loop in self.loops if isinstance(loop, (cst.For, cst.While)) and
+                name in loop_changes(loop, self.module.project.changes).bound]
+
     def _moving_bounds(self, node: cst.Subscript) -> frozenset:
         """The loops in which a slice of ``node`` moves: its lower bound steps with, or is computed from,
         the loop's variable (``h[p0:p0 + blk]``, ``h[:, st:end]`` with ``st, end = window(i)``)."""
@@ -949,6 +960,10 @@ class Evaluator:
                     # of the list it is) on each iteration of a loop moving the bounds (krasis, survey 56 FA)
                     for loop in self._moving_bounds(node):
                         view = varying_in(view, loop)
+                for loop in self._rebinding_loops(node):
+                    # `sd[k]` with `k` a name a loop binds anew on each pass (found by an inner search
+                    # loop): another entry of the restored dict each time (litevLLM's loader, survey 57 GH)
+                    view = varying_in(view, loop)
                 return view
             if all_slices or all(isinstance(e.slice, cst.Slice) or isinstance(e.slice.value, (cst.Ellipsis,)) or
                                  v == Const.of(None)  # None, np.newaxis
