@@ -3032,6 +3032,7 @@ for k in range(10):
 
 @pytest.mark.parametrize("binding, reported", [
     ("    sweep = [32, 64, 128, 256]", False),          # a sweep list bound in the script's main block
+    ("    if torch.cuda.is_available():\n        sweep = [32, 64, 128, 256]\n    else:\n        print('no GPU')", False),
     ("    sweep = [32, 64, 128, 256]\n    sweep = json.load(f)", True),   # bound twice: nothing says which
     ("    sweep = json.load(f)", True),
 ])

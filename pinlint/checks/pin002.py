@@ -169,7 +169,24 @@ def _top_level_lines(module: cst.Module) -> list:
     lines: list = []
     for line in module.body:
         if isinstance(line, cst.If) and line.orelse is None and _main_guard(line.test):
-            lines.extend(suite_body(line.body))
+            lines.extend(_arms_flattened(suite_body(line.body)))
+        else:
+            lines.append(line)
+    return lines
+
+
+def _arms_flattened(body) -> list:
+    """A block's statements, those of its ``if`` arms among them (``if torch.cuda.is_available():
+    sizes = [...]`` in the main block)."""
+    lines: list = []
+    for line in body:
+        if isinstance(line, cst.If):
+            lines.extend(_arms_flattened(suite_body(line.body)))
+            orelse = line.orelse
+            if isinstance(orelse, cst.If):
+                lines.extend(_arms_flattened([orelse]))
+            elif orelse is not None:
+                lines.extend(_arms_flattened(suite_body(orelse.body)))
         else:
             lines.append(line)
     return lines
