@@ -39,6 +39,15 @@ _ORDERING = frozenset({"sorted", "min", "max"})  # builtins that compare what th
 # Start a callable later, on another thread, with the arguments they are given: (callable, args, kwargs).
 _STARTERS = {"threading.Thread": (ArgSpec(1, "target"), ArgSpec(3, "args"), ArgSpec(4, "kwargs")),
              "threading.Timer": (ArgSpec(1, "function"), ArgSpec(2, "args"), ArgSpec(3, "kwargs"))}
+def _laid_out(node: cst.Call, passed: Optional[tuple]) -> tuple:
+    """((expression, value), ...) of an ``args=(x, y)`` argument (a tuple of known items) given to a
+    thread or process starter; the call itself stands for an item it does not spell out."""
+    if passed is None:
+        return ()
+    exprs = passed[0].elements if isinstance(passed[0], (cst.Tuple, cst.List)) else ()
+    return tuple((exprs[i].value if i < len(exprs) else node, value) for i, value in enumerate(passed[1].items))
+
+
 def _across_processes(value: Value) -> Value:
     """What a spawned process receives of an argument: constants and numbers as they are, anything
     else (memory, objects) unknown."""
@@ -381,9 +390,7 @@ class Calls:
         if not laid_out_args or not isinstance(named, Mapping) or named.rest is not None:
             ev.escape(node, args.values())  # arguments the analysis cannot lay out one by one
             return UNKNOWN
-        exprs = passed[0].elements if passed is not None and isinstance(passed[0], (cst.Tuple, cst.List)) else ()
-        items = passed[1].items if passed is not None else ()
-        laid_out = tuple((exprs[i].value if i < len(exprs) else node, value) for i, value in enumerate(items))
+        laid_out = _laid_out(node, passed)
         kwargs = {key: (node, value) for key, value in named.entries if isinstance(key, str)}
         ev.escape(node, [value for _, value in laid_out] + [value for _, value in kwargs.values()])  # the thread keeps them
         self.run_beside(node, callee, Args(laid_out, kwargs, False), args)
@@ -400,10 +407,7 @@ class Calls:
         if passed is not None and not isinstance(passed[1], Items) or args.star:
             ev.escape(node, args.values())
             return UNKNOWN
-        exprs = passed[0].elements if passed is not None and isinstance(passed[0], (cst.Tuple, cst.List)) else ()
-        items = passed[1].items if passed is not None else ()
-        laid_out = tuple((exprs[i].value if i < len(exprs) else node, _across_processes(value))
-                         for i, value in enumerate(items))
+        laid_out = tuple((expr, _across_processes(value)) for expr, value in _laid_out(node, passed))
         ev.escape(node, args.values())
         self.run_beside(node, callee, Args(((node, Scalar("int")),) + laid_out, {}, False), args)
         return UNKNOWN

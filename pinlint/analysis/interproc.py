@@ -349,13 +349,21 @@ def library_loader(ev, info, node: cst.Call, args) -> Optional[Value]:
     """The DataLoader an object of a subclass of one (``class LoaderX(DataLoader)``, whose ``__init__``
     is the library's, or whose own ``__init__`` calls ``super().__init__(...)``) is, made from the
     arguments the library's ``__init__`` gets; None for a class with no DataLoader base."""
+    api = _loader_base_api(ev, info)
+    if api is None:
+        return None
+    from .effects import apply
+    return apply(ev, api, node, None, args)
+
+
+def _loader_base_api(ev, info):
+    """The table entry of the DataLoader class among the library bases of a class, if any."""
     if info is None:
         return None
     for base in info.library_classes():
         api = ev.tables.functions.get(base)
         if api is not None and api.effect == "loader":
-            from .effects import apply
-            return apply(ev, api, node, None, args)
+            return api
     return None
 
 
@@ -782,10 +790,7 @@ def _resolves_otherwise(project, fn: Function, subclass) -> bool:
     params = [*fn.node.params.posonly_params, *fn.node.params.params]
     if not params:
         return False
-    self_name = params[0].name.value
-    names = {node.func.attr.value for node in code_nodes(fn.node.body, into_definitions=False)
-             if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and
-             isinstance(node.func.value, cst.Name) and node.func.value.value == self_name}
+    names = _method_calls(fn).get(params[0].name.value, ())
     sub, base = project.class_info(subclass), project.class_info(fn.klass)
     if sub is None or base is None:
         return False
@@ -803,14 +808,7 @@ def _makes_a_library_loader(ev, fn: Function) -> bool:
     unknown (a mapping of unknown keys). One analysis per construction."""
     if fn.klass is None or fn.node.name.value != "__init__":
         return False
-    info = ev.module.project.class_info(fn.klass)
-    if info is None:
-        return False
-    for base in info.library_classes():
-        api = ev.tables.functions.get(base)
-        if api is not None and api.effect == "loader":
-            return True
-    return False
+    return _loader_base_api(ev, ev.module.project.class_info(fn.klass)) is not None
 
 
 def _device_parameters(fn: Function) -> frozenset:

@@ -792,7 +792,7 @@ def _enter_double(ev, call: cst.Call, prefix: str) -> None:
         env[doubles.RAISING] = Const.of(True)
 
 
-_NOTHING = Const.of("$unset")
+_NOTHING = Const.of("$unbound")  # as _exit marks a name a block bound first
 
 
 def _exit_double(env: dict, prefix: str) -> None:
